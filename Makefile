@@ -1,0 +1,43 @@
+# The two commands a fresh machine needs: `make bench` and `make test`.
+# Both install any missing Debian packages first (scripts/install-deps.sh, idempotent).
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+BENCH_ARGS ?=
+
+.PHONY: all deps configure build bench test test-asan test-tsan clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+
+configure: $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: the benchmark table (categories, backends, medians, ratio to raw fs).
+bench: build
+	./$(BUILD)/tools/cli/packfs bench $(BENCH_ARGS)
+
+# Every test: the release build's suite, then the same suite under ASan+UBSan and TSan.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-asan test-tsan
+
+test-asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPACKFS_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && PACKFS_SANITIZER_RUN=1 ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
+
+test-tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACKFS_SANITIZE=thread $(CMAKE_ARGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && PACKFS_SANITIZER_RUN=1 ctest --output-on-failure -j $(JOBS) -L tsan
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

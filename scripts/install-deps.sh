@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages PackFS builds and tests with, only those that are missing.
+# Idempotent: a machine that has them all runs no apt command at all.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config make
+  libfmt-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libzstd-dev liblz4-dev libxxhash-dev libssl-dev libfuse3-dev fuse3 liburcu-dev
+  gnuplot-nox
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

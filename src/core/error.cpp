@@ -1,0 +1,48 @@
+#include "packfs/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace packfs {
+
+std::string Error::message() const {
+    std::string out = path_.empty() ? fmt::format("{}: {}", op_, std::strerror(code_))
+                                    : fmt::format("{} {}: {}", op_, path_, std::strerror(code_));
+    if (corruption_) {
+        out += fmt::format(" ({} at offset {}: expected {:#x}, found {:#x})", corruption_->what,
+                           corruption_->offset, corruption_->expected, corruption_->actual);
+    }
+    return out;
+}
+
+std::string_view errno_name(int code) noexcept {
+    switch (code) {
+        case 0: return "OK";
+        case ENOENT: return "ENOENT";
+        case EEXIST: return "EEXIST";
+        case ENOTDIR: return "ENOTDIR";
+        case EISDIR: return "EISDIR";
+        case ENOTEMPTY: return "ENOTEMPTY";
+        case EROFS: return "EROFS";
+        case EXDEV: return "EXDEV";
+        case EINVAL: return "EINVAL";
+        case ENAMETOOLONG: return "ENAMETOOLONG";
+        case ELOOP: return "ELOOP";
+        case EBADF: return "EBADF";
+        case ENOSPC: return "ENOSPC";
+        case EIO: return "EIO";
+        case EACCES: return "EACCES";
+        case EPERM: return "EPERM";
+        case ENOTSUP: return "ENOTSUP";
+        case ENODATA: return "ENODATA";
+        case ERANGE: return "ERANGE";
+        case EFBIG: return "EFBIG";
+        case EMLINK: return "EMLINK";
+        case EBUSY: return "EBUSY";
+        case kErrCorrupt: return "EUCLEAN";
+        default: return "E?";
+    }
+}
+
+}  // namespace packfs
