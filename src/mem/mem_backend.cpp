@@ -1,4 +1,667 @@
+// The mem backend: the live, writable tree (MemBackend) and its frozen snapshots
+// (SnapshotBackend), over the versions described in mem_tree.hpp and the protocol in
+// mem_state.hpp.
+#include <cstring>
+#include <limits>
+
+#include "mem/mem_edit.hpp"
+#include "mem/mem_state.hpp"
+#include "mem/tree_reader.hpp"
 #include "packfs/mem.hpp"
-namespace packfs {
-std::shared_ptr<Backend> make_mem_backend(const MemOptions&) { return nullptr; }
+#include "packfs/path.hpp"
+
+namespace packfs::mem {
+namespace {
+
+constexpr uint64_t kMaxFileSize = 1ull << 52;  // 4 PiB: offsets stay far from overflow
+constexpr std::size_t kMaxXattrValue = 64 * 1024;
+constexpr uint32_t kUnchangedId = std::numeric_limits<uint32_t>::max();
+
+Result<void> check_fits(uint64_t offset, std::size_t length, std::string_view op) {
+    if (offset > kMaxFileSize || length > kMaxFileSize - offset) return fail(EFBIG, op);
+    return {};
 }
+
+// True when directory `ancestor` is `dir` or one of its ancestors.
+bool is_ancestor_or_self(const Tree& tree, uint64_t ancestor, uint64_t dir) {
+    for (uint64_t cur = dir;;) {
+        if (cur == ancestor) return true;
+        if (cur == kRootIno) return false;
+        const Inode* inode = tree.inode(cur);
+        if (!inode) return false;
+        cur = inode->parent;
+    }
+}
+
+// Applies utimens-style updates to one time.
+void apply_time(Time& field, const TimeUpdate& update, Time now) {
+    switch (update.kind) {
+        case TimeUpdate::Kind::omit: break;
+        case TimeUpdate::Kind::now: field = now; break;
+        case TimeUpdate::Kind::set: field = update.time; break;
+    }
+}
+
+Result<void> check_time(const TimeUpdate& update, std::string_view path) {
+    if (update.kind == TimeUpdate::Kind::set &&
+        (update.time.nsec < 0 || update.time.nsec > 999'999'999))
+        return fail(EINVAL, "utimens", path);
+    return {};
+}
+
+// Checks an open's flags against what it resolved to.
+Result<void> check_open_target(const Inode& inode, int flags, std::string_view path) {
+    const int access = flags & O_ACCMODE;
+    if ((flags & O_DIRECTORY) && inode.type != FileType::directory)
+        return fail(ENOTDIR, "open", path);
+    if (inode.type == FileType::directory && access != O_RDONLY) return fail(EISDIR, "open", path);
+    if (inode.type == FileType::symlink) return fail(ELOOP, "open", path);  // O_NOFOLLOW
+    if (inode.type != FileType::regular && inode.type != FileType::directory)
+        return fail(ENOTSUP, "open", path);
+    return {};
+}
+
+// --- files -------------------------------------------------------------------------------
+
+// A handle on a live inode: reads see the latest version; writes publish a new one.
+class LiveFile final : public File {
+public:
+    LiveFile(std::shared_ptr<MemState> state, uint64_t ino, int flags)
+        : state_(std::move(state)),
+          ino_(ino),
+          readable_((flags & O_ACCMODE) != O_WRONLY),
+          writable_((flags & O_ACCMODE) != O_RDONLY),
+          append_(flags & O_APPEND) {}
+    ~LiveFile() override { state_->release_handle(ino_); }
+
+    Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
+        if (!readable_) return fail(EBADF, "read");
+        TreePtr tree = state_->load();
+        const Inode* inode = tree->inode(ino_);
+        if (inode->type == FileType::directory) return fail(EISDIR, "read");
+        return inode->content.read(inode->size, offset, buf);
+    }
+
+    Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
+        if (!writable_) return fail(EBADF, "write");
+        return state_->mutate([&](Tree& next) -> Result<std::size_t> {
+            const Inode* inode = next.inode(ino_);
+            const uint64_t at = append_ ? inode->size : offset;
+            if (auto ok = check_fits(at, data.size(), "write"); !ok)
+                return std::unexpected(ok.error());
+            if (data.empty()) return 0;
+            Inode& edited = edit_inode(next, ino_);
+            const uint64_t before = edited.content.allocated();
+            edited.content.write(edited.size, at, data);
+            edited.size = std::max<uint64_t>(edited.size, at + data.size());
+            edited.mtime = edited.ctime = Time::now();
+            next.bytes_used += edited.content.allocated() - before;
+            return data.size();
+        });
+    }
+
+    Result<void> truncate(uint64_t size) override {
+        if (!writable_) return fail(EINVAL, "ftruncate");  // as ftruncate(2) on a read-only fd
+        return state_->mutate([&](Tree& next) -> Result<void> { return resize(next, size); });
+    }
+
+    Result<void> fsync(bool) override { return {}; }  // memory is as durable as it gets
+
+    Result<Stat> fstat() override { return stat_of(*state_->load()->inode(ino_)); }
+
+    // Shared by ftruncate and truncate(path): sets the size of regular file `ino`.
+    static Result<void> resize_inode(Tree& next, uint64_t ino, uint64_t size,
+                                     std::string_view path) {
+        if (size > kMaxFileSize) return fail(EFBIG, "truncate", path);
+        const Inode* inode = next.inode(ino);
+        if (inode->type == FileType::directory) return fail(EISDIR, "truncate", path);
+        if (inode->type != FileType::regular) return fail(EINVAL, "truncate", path);
+        Inode& edited = edit_inode(next, ino);
+        const uint64_t before = edited.content.allocated();
+        edited.content.resize(edited.size, size);
+        edited.size = size;
+        edited.mtime = edited.ctime = Time::now();
+        next.bytes_used += edited.content.allocated() - before;
+        return {};
+    }
+
+private:
+    Result<void> resize(Tree& next, uint64_t size) { return resize_inode(next, ino_, size, {}); }
+
+    std::shared_ptr<MemState> state_;
+    uint64_t ino_;
+    bool readable_, writable_, append_;
+};
+
+// A handle on a frozen version: the inode it opened, forever.
+class SnapshotFile final : public File {
+public:
+    SnapshotFile(TreePtr tree, const Inode* inode) : tree_(std::move(tree)), inode_(inode) {}
+
+    Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
+        if (inode_->type == FileType::directory) return fail(EISDIR, "read");
+        return inode_->content.read(inode_->size, offset, buf);
+    }
+    Result<std::size_t> pwrite(std::span<const std::byte>, uint64_t) override {
+        return fail(EBADF, "write");
+    }
+    Result<void> truncate(uint64_t) override { return fail(EINVAL, "ftruncate"); }
+    Result<void> fsync(bool) override { return {}; }
+    Result<Stat> fstat() override { return stat_of(*inode_); }
+
+private:
+    TreePtr tree_;  // keeps inode_ alive
+    const Inode* inode_;
+};
+
+// --- backends ------------------------------------------------------------------------------
+
+// The queries both kinds of mem backend answer the same way, from one version of the tree.
+class TreeQueries : public Backend {
+public:
+    Result<Stat> stat(std::string_view path) override {
+        TreePtr t = version();
+        return TreeReader(*t).stat(path, true, "stat");
+    }
+    Result<Stat> lstat(std::string_view path) override {
+        TreePtr t = version();
+        return TreeReader(*t).stat(path, false, "lstat");
+    }
+    Result<std::vector<DirEntry>> readdir(std::string_view path) override {
+        TreePtr t = version();
+        return TreeReader(*t).readdir(path);
+    }
+    Result<std::string> readlink(std::string_view path) override {
+        TreePtr t = version();
+        return TreeReader(*t).readlink(path);
+    }
+    Result<StatFs> statfs(std::string_view path) override {
+        TreePtr t = version();
+        TreeReader reader(*t);
+        if (auto s = reader.stat(path, true, "statfs"); !s) return std::unexpected(s.error());
+        return reader.statfs(capacity());
+    }
+    Result<std::string> getxattr(std::string_view path, std::string_view name) override {
+        TreePtr t = version();
+        return TreeReader(*t).getxattr(path, name);
+    }
+    Result<std::vector<std::string>> listxattr(std::string_view path) override {
+        TreePtr t = version();
+        return TreeReader(*t).listxattr(path);
+    }
+
+protected:
+    virtual TreePtr version() const = 0;
+    virtual uint64_t capacity() const = 0;
+};
+
+class SnapshotBackend final : public TreeQueries {
+public:
+    SnapshotBackend(TreePtr tree, uint64_t capacity) : tree_(std::move(tree)), capacity_(capacity) {}
+
+    Result<FileHandle> open(std::string_view path, int flags, uint32_t) override {
+        if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)))
+            return fail(EROFS, "open", path);
+        auto normal = NormalPath::make(path, "open");
+        if (!normal) return std::unexpected(normal.error());
+        auto r = TreeReader(*tree_).resolve(*normal, !(flags & O_NOFOLLOW), "open", path);
+        if (!r) return std::unexpected(r.error());
+        if (auto ok = check_open_target(*r->inode, flags, path); !ok)
+            return std::unexpected(ok.error());
+        return std::make_unique<SnapshotFile>(tree_, r->inode);
+    }
+    Result<void> truncate(std::string_view p, uint64_t) override { return fail(EROFS, "truncate", p); }
+    Result<void> mkdir(std::string_view p, uint32_t) override { return fail(EROFS, "mkdir", p); }
+    Result<void> rmdir(std::string_view p) override { return fail(EROFS, "rmdir", p); }
+    Result<void> unlink(std::string_view p) override { return fail(EROFS, "unlink", p); }
+    Result<void> rename(std::string_view p, std::string_view, RenameFlags) override {
+        return fail(EROFS, "rename", p);
+    }
+    Result<void> symlink(std::string_view, std::string_view p) override {
+        return fail(EROFS, "symlink", p);
+    }
+    Result<void> link(std::string_view, std::string_view p) override {
+        return fail(EROFS, "link", p);
+    }
+    Result<void> mknod(std::string_view p, FileType, uint32_t, uint64_t) override {
+        return fail(EROFS, "mknod", p);
+    }
+    Result<void> chmod(std::string_view p, uint32_t) override { return fail(EROFS, "chmod", p); }
+    Result<void> chown(std::string_view p, uint32_t, uint32_t, Follow) override {
+        return fail(EROFS, "chown", p);
+    }
+    Result<void> utimens(std::string_view p, TimeUpdate, TimeUpdate, Follow) override {
+        return fail(EROFS, "utimens", p);
+    }
+    Result<void> setxattr(std::string_view p, std::string_view, std::string_view,
+                          XattrMode) override {
+        return fail(EROFS, "setxattr", p);
+    }
+    Result<void> removexattr(std::string_view p, std::string_view) override {
+        return fail(EROFS, "removexattr", p);
+    }
+    Result<std::shared_ptr<Backend>> snapshot() override {
+        return std::make_shared<SnapshotBackend>(tree_, capacity_);
+    }
+    bool read_only() const noexcept override { return true; }
+
+protected:
+    TreePtr version() const override { return tree_; }
+    uint64_t capacity() const override { return capacity_; }
+
+private:
+    TreePtr tree_;
+    uint64_t capacity_;
+};
+
+class MemBackend final : public TreeQueries {
+public:
+    explicit MemBackend(const MemOptions& options)
+        : state_(std::make_shared<MemState>(options)) {}
+
+    Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override;
+    Result<void> truncate(std::string_view path, uint64_t size) override;
+    Result<void> mkdir(std::string_view path, uint32_t mode) override;
+    Result<void> rmdir(std::string_view path) override;
+    Result<void> unlink(std::string_view path) override;
+    Result<void> rename(std::string_view from, std::string_view to, RenameFlags flags) override;
+    Result<void> symlink(std::string_view target, std::string_view link_path) override;
+    Result<void> link(std::string_view existing, std::string_view new_path) override;
+    Result<void> mknod(std::string_view path, FileType type, uint32_t mode,
+                       uint64_t rdev) override;
+    Result<void> chmod(std::string_view path, uint32_t mode) override;
+    Result<void> chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) override;
+    Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
+                         Follow follow) override;
+    Result<void> setxattr(std::string_view path, std::string_view name, std::string_view value,
+                          XattrMode mode) override;
+    Result<void> removexattr(std::string_view path, std::string_view name) override;
+    Result<std::shared_ptr<Backend>> snapshot() override {
+        return std::make_shared<SnapshotBackend>(state_->load(), capacity());
+    }
+    bool read_only() const noexcept override { return false; }
+
+protected:
+    TreePtr version() const override { return state_->load(); }
+    uint64_t capacity() const override { return state_->options().capacity_bytes; }
+
+private:
+    // Creates a new entry `path` holding a fresh inode made by `init`, after the common checks.
+    template <class Init>
+    Result<void> create_entry(std::string_view op, std::string_view path, FileType type,
+                              uint32_t mode, Init&& init);
+    // Runs `edit(inode)` on the inode `path` resolves to, and sets its ctime.
+    template <class Edit>
+    Result<void> edit_attributes(std::string_view op, std::string_view path, bool follow,
+                                 Edit&& edit);
+    Result<FileHandle> open_existing(std::string_view path, const NormalPath& normal, int flags);
+    Result<FileHandle> open_for_change(std::string_view path, const NormalPath& normal, int flags,
+                                       uint32_t mode);
+
+    std::shared_ptr<MemState> state_;
+};
+
+template <class Init>
+Result<void> MemBackend::create_entry(std::string_view op, std::string_view path, FileType type,
+                                      uint32_t mode, Init&& init) {
+    auto normal = NormalPath::make(path, op);
+    if (!normal) return std::unexpected(normal.error());
+    if (normal->is_root()) return fail(EEXIST, op, path);
+    if (normal->wants_dir() && type != FileType::directory) return fail(ENOENT, op, path);
+    return state_->mutate([&](Tree& next) -> Result<void> {
+        auto where = TreeReader(next).resolve_parent(*normal, op, path);
+        if (!where) return std::unexpected(where.error());
+        if (next.entry(where->parent, where->name())) return fail(EEXIST, op, path);
+        const Time now = Time::now();
+        const MemOptions& o = state_->options();
+        Inode& inode = new_inode(next, type, mode, now);
+        inode.uid = o.uid;
+        inode.gid = o.gid;
+        inode.nlink = 1;
+        init(inode, where->parent);
+        add_entry(next, where->parent, where->name(), inode.ino, type);
+        touch_dir(next, where->parent, now);
+        return {};
+    });
+}
+
+Result<void> MemBackend::mkdir(std::string_view path, uint32_t mode) {
+    return create_entry("mkdir", path, FileType::directory, mode,
+                        [&](Inode& inode, uint64_t parent) {
+                            inode.nlink = 2;
+                            inode.parent = parent;
+                        });
+}
+
+Result<void> MemBackend::mknod(std::string_view path, FileType type, uint32_t mode,
+                               uint64_t rdev) {
+    if (type == FileType::directory || type == FileType::symlink) return fail(EINVAL, "mknod", path);
+    const bool device = type == FileType::char_device || type == FileType::block_device;
+    return create_entry("mknod", path, type, mode,
+                        [&](Inode& inode, uint64_t) { inode.rdev = device ? rdev : 0; });
+}
+
+Result<void> MemBackend::symlink(std::string_view target, std::string_view link_path) {
+    if (target.empty()) return fail(ENOENT, "symlink", link_path);
+    if (target.size() > kMaxPathLength) return fail(ENAMETOOLONG, "symlink", link_path);
+    if (std::memchr(target.data(), '\0', target.size())) return fail(EINVAL, "symlink", link_path);
+    return create_entry("symlink", link_path, FileType::symlink, 0777,
+                        [&](Inode& inode, uint64_t) {
+                            inode.target = std::string(target);
+                            inode.size = target.size();
+                        });
+}
+
+Result<void> MemBackend::link(std::string_view existing, std::string_view new_path) {
+    auto from = NormalPath::make(existing, "link");
+    if (!from) return std::unexpected(from.error());
+    auto to = NormalPath::make(new_path, "link");
+    if (!to) return std::unexpected(to.error());
+    if (to->is_root()) return fail(EEXIST, "link", new_path);
+    return state_->mutate([&](Tree& next) -> Result<void> {
+        TreeReader reader(next);
+        auto source = reader.resolve(*from, false, "link", existing);
+        if (!source) return std::unexpected(source.error());
+        if (source->inode->type == FileType::directory) return fail(EPERM, "link", existing);
+        auto where = reader.resolve_parent(*to, "link", new_path);
+        if (!where) return std::unexpected(where.error());
+        if (next.entry(where->parent, where->name())) return fail(EEXIST, "link", new_path);
+        if (to->wants_dir()) return fail(ENOENT, "link", new_path);
+        const Time now = Time::now();
+        Inode& inode = edit_inode(next, source->ino);
+        inode.nlink += 1;
+        inode.ctime = now;
+        add_entry(next, where->parent, where->name(), inode.ino, inode.type);
+        touch_dir(next, where->parent, now);
+        return {};
+    });
+}
+
+Result<void> MemBackend::unlink(std::string_view path) {
+    auto normal = NormalPath::make(path, "unlink");
+    if (!normal) return std::unexpected(normal.error());
+    if (normal->is_root()) return fail(EISDIR, "unlink", path);
+    return state_->mutate(
+        [&](Tree& next) -> Result<void> {
+            auto where = TreeReader(next).resolve_parent(*normal, "unlink", path);
+            if (!where) return std::unexpected(where.error());
+            const DirValue* entry = next.entry(where->parent, where->name());
+            if (!entry) return fail(ENOENT, "unlink", path);
+            if (entry->type == FileType::directory) return fail(EISDIR, "unlink", path);
+            if (normal->wants_dir()) return fail(ENOTDIR, "unlink", path);
+            const uint64_t ino = entry->ino;
+            const Time now = Time::now();
+            next.entries.erase(DirKeyView{where->parent, where->name()});
+            drop_link(next, ino, now, state_->is_open_locked(ino));
+            touch_dir(next, where->parent, now);
+            return {};
+        },
+        true);
+}
+
+Result<void> MemBackend::rmdir(std::string_view path) {
+    auto normal = NormalPath::make(path, "rmdir");
+    if (!normal) return std::unexpected(normal.error());
+    if (normal->is_root()) return fail(EBUSY, "rmdir", path);
+    return state_->mutate(
+        [&](Tree& next) -> Result<void> {
+            auto where = TreeReader(next).resolve_parent(*normal, "rmdir", path);
+            if (!where) return std::unexpected(where.error());
+            const DirValue* entry = next.entry(where->parent, where->name());
+            if (!entry) return fail(ENOENT, "rmdir", path);
+            if (entry->type != FileType::directory) return fail(ENOTDIR, "rmdir", path);
+            const uint64_t ino = entry->ino;
+            if (next.has_entries(ino)) return fail(ENOTEMPTY, "rmdir", path);
+            const Time now = Time::now();
+            next.entries.erase(DirKeyView{where->parent, where->name()});
+            drop_link(next, ino, now, state_->is_open_locked(ino));
+            Inode& parent = edit_inode(next, where->parent);
+            parent.nlink -= 1;
+            parent.mtime = parent.ctime = now;
+            return {};
+        },
+        true);
+}
+
+Result<void> MemBackend::rename(std::string_view from, std::string_view to, RenameFlags flags) {
+    if (flags != RenameFlags::none && flags != RenameFlags::noreplace &&
+        flags != RenameFlags::exchange)
+        return fail(EINVAL, "rename", from);
+    auto src_path = NormalPath::make(from, "rename");
+    if (!src_path) return std::unexpected(src_path.error());
+    auto dst_path = NormalPath::make(to, "rename");
+    if (!dst_path) return std::unexpected(dst_path.error());
+    if (src_path->is_root() || dst_path->is_root()) return fail(EBUSY, "rename", from);
+    const bool exchange = flags == RenameFlags::exchange;
+    return state_->mutate(
+        [&](Tree& next) -> Result<void> {
+            TreeReader reader(next);
+            auto src = reader.resolve_parent(*src_path, "rename", from);
+            if (!src) return std::unexpected(src.error());
+            auto dst = reader.resolve_parent(*dst_path, "rename", to);
+            if (!dst) return std::unexpected(dst.error());
+            const DirValue* src_entry = next.entry(src->parent, src->name());
+            if (!src_entry) return fail(ENOENT, "rename", from);
+            const DirValue moved = *src_entry;
+            const DirValue* dst_entry = next.entry(dst->parent, dst->name());
+            const bool has_victim = dst_entry != nullptr;
+            const DirValue victim = has_victim ? *dst_entry : DirValue{0, FileType::regular};
+            const bool src_dir = moved.type == FileType::directory;
+            if ((src_path->wants_dir() || dst_path->wants_dir()) && !src_dir)
+                return fail(ENOTDIR, "rename", from);
+            if (exchange && !has_victim) return fail(ENOENT, "rename", to);
+            if (has_victim && flags == RenameFlags::noreplace) return fail(EEXIST, "rename", to);
+            if (has_victim && victim.ino == moved.ino) return {};  // same file: nothing to do
+            if (src_dir && is_ancestor_or_self(next, moved.ino, dst->parent))
+                return fail(EINVAL, "rename", from);
+            const bool victim_dir = has_victim && victim.type == FileType::directory;
+            if (exchange && victim_dir && is_ancestor_or_self(next, victim.ino, src->parent))
+                return fail(EINVAL, "rename", to);
+            if (has_victim && !exchange) {
+                if (src_dir && !victim_dir) return fail(ENOTDIR, "rename", to);
+                if (!src_dir && victim_dir) return fail(EISDIR, "rename", to);
+                if (victim_dir && next.has_entries(victim.ino))
+                    return fail(ENOTEMPTY, "rename", to);
+            }
+
+            const Time now = Time::now();
+            const uint64_t src_parent = src->parent, dst_parent = dst->parent;
+            if (exchange) {
+                add_entry(next, src_parent, src->name(), victim.ino, victim.type);
+                add_entry(next, dst_parent, dst->name(), moved.ino, moved.type);
+                if (victim_dir) edit_inode(next, victim.ino).parent = src_parent;
+                edit_inode(next, victim.ino).ctime = now;
+                if (victim_dir != src_dir && src_parent != dst_parent) {
+                    // One directory moved each way is no change; one moved one way is.
+                    const int64_t delta = src_dir ? 1 : -1;
+                    edit_inode(next, dst_parent).nlink += delta;
+                    edit_inode(next, src_parent).nlink -= delta;
+                }
+            } else {
+                next.entries.erase(DirKeyView{src_parent, src->name()});
+                add_entry(next, dst_parent, dst->name(), moved.ino, moved.type);
+                if (has_victim) {
+                    if (victim_dir) edit_inode(next, dst_parent).nlink -= 1;
+                    drop_link(next, victim.ino, now, state_->is_open_locked(victim.ino));
+                }
+                if (src_dir && src_parent != dst_parent) {
+                    edit_inode(next, src_parent).nlink -= 1;
+                    edit_inode(next, dst_parent).nlink += 1;
+                }
+            }
+            Inode& moved_inode = edit_inode(next, moved.ino);
+            moved_inode.ctime = now;
+            if (src_dir) moved_inode.parent = dst_parent;
+            touch_dir(next, src_parent, now);
+            if (dst_parent != src_parent) touch_dir(next, dst_parent, now);
+            return {};
+        },
+        true);
+}
+
+Result<FileHandle> MemBackend::open(std::string_view path, int flags, uint32_t mode) {
+    if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open", path);
+    auto normal = NormalPath::make(path, "open");
+    if (!normal) return std::unexpected(normal.error());
+    const bool truncates = (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY;
+    if ((flags & O_CREAT) || truncates) return open_for_change(path, *normal, flags, mode);
+    return open_existing(path, *normal, flags);
+}
+
+// The common case takes no lock but the open table's: resolve on the current version, count
+// the handle, and make sure no unlink slipped in between (see mem_state.hpp).
+Result<FileHandle> MemBackend::open_existing(std::string_view path, const NormalPath& normal,
+                                             int flags) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        TreePtr tree = state_->load();
+        auto r = TreeReader(*tree).resolve(normal, !(flags & O_NOFOLLOW), "open", path);
+        if (!r) return std::unexpected(r.error());
+        if (auto ok = check_open_target(*r->inode, flags, path); !ok)
+            return std::unexpected(ok.error());
+        if (state_->acquire_handle(r->ino)) return std::make_unique<LiveFile>(state_, r->ino, flags);
+    }
+    return fail(ENOENT, "open", path);  // unlinked under us every time
+}
+
+// O_CREAT or O_TRUNC: a mutation, under the writer lock.
+Result<FileHandle> MemBackend::open_for_change(std::string_view path, const NormalPath& normal,
+                                               int flags, uint32_t mode) {
+    uint64_t ino = 0;
+    auto opened = state_->mutate([&](Tree& next) -> Result<void> {
+        TreeReader reader(next);
+        if (flags & O_CREAT) {
+            if (normal.wants_dir() || normal.is_root()) return fail(EISDIR, "open", path);
+            auto where = reader.resolve_parent(normal, "open", path);
+            if (!where) return std::unexpected(where.error());
+            // A final symlink is followed to where it points, creating the file there.
+            for (int follows = 0;; ++follows) {
+                const DirValue* entry = next.entry(where->parent, where->name());
+                if (!entry) {
+                    const Time now = Time::now();
+                    const MemOptions& o = state_->options();
+                    Inode& inode = new_inode(next, FileType::regular, mode, now);
+                    inode.uid = o.uid;
+                    inode.gid = o.gid;
+                    inode.nlink = 1;
+                    ino = inode.ino;
+                    add_entry(next, where->parent, where->name(), ino, FileType::regular);
+                    touch_dir(next, where->parent, now);
+                    break;
+                }
+                if (flags & O_EXCL) return fail(EEXIST, "open", path);
+                if (entry->type == FileType::symlink && !(flags & O_NOFOLLOW)) {
+                    if (follows >= kMaxSymlinkFollows) return fail(ELOOP, "open", path);
+                    auto target = reader.resolve_target_parent(next.inode(entry->ino)->target,
+                                                               where->parent, "open", path);
+                    if (!target) return std::unexpected(target.error());
+                    where = std::move(target);
+                    continue;
+                }
+                ino = entry->ino;
+                break;
+            }
+        } else {
+            auto r = reader.resolve(normal, !(flags & O_NOFOLLOW), "open", path);
+            if (!r) return std::unexpected(r.error());
+            ino = r->ino;
+        }
+        const Inode* inode = next.inode(ino);
+        if ((flags & O_CREAT) && inode->type == FileType::directory)
+            return fail(EISDIR, "open", path);
+        if (auto ok = check_open_target(*inode, flags, path); !ok)
+            return std::unexpected(ok.error());
+        if ((flags & O_TRUNC) && inode->size > 0) {
+            if (auto ok = LiveFile::resize_inode(next, ino, 0, path); !ok) return ok;
+        }
+        state_->acquire_handle_locked(ino);
+        return {};
+    });
+    if (!opened) return std::unexpected(opened.error());
+    return std::make_unique<LiveFile>(state_, ino, flags);
+}
+
+Result<void> MemBackend::truncate(std::string_view path, uint64_t size) {
+    auto normal = NormalPath::make(path, "truncate");
+    if (!normal) return std::unexpected(normal.error());
+    return state_->mutate([&](Tree& next) -> Result<void> {
+        auto r = TreeReader(next).resolve(*normal, true, "truncate", path);
+        if (!r) return std::unexpected(r.error());
+        return LiveFile::resize_inode(next, r->ino, size, path);
+    });
+}
+
+template <class Edit>
+Result<void> MemBackend::edit_attributes(std::string_view op, std::string_view path, bool follow,
+                                         Edit&& edit) {
+    auto normal = NormalPath::make(path, op);
+    if (!normal) return std::unexpected(normal.error());
+    return state_->mutate([&](Tree& next) -> Result<void> {
+        auto r = TreeReader(next).resolve(*normal, follow, op, path);
+        if (!r) return std::unexpected(r.error());
+        const Time now = Time::now();
+        Inode& inode = edit_inode(next, r->ino);
+        if (auto ok = edit(inode, now); !ok) return ok;
+        inode.ctime = now;
+        return {};
+    });
+}
+
+Result<void> MemBackend::chmod(std::string_view path, uint32_t mode) {
+    return edit_attributes("chmod", path, true, [&](Inode& inode, Time) -> Result<void> {
+        inode.mode = mode & 07777;
+        return {};
+    });
+}
+
+Result<void> MemBackend::chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) {
+    return edit_attributes("chown", path, follow == Follow::yes,
+                           [&](Inode& inode, Time) -> Result<void> {
+                               if (uid != kUnchangedId) inode.uid = uid;
+                               if (gid != kUnchangedId) inode.gid = gid;
+                               return {};
+                           });
+}
+
+Result<void> MemBackend::utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
+                                 Follow follow) {
+    if (auto ok = check_time(atime, path); !ok) return ok;
+    if (auto ok = check_time(mtime, path); !ok) return ok;
+    return edit_attributes("utimens", path, follow == Follow::yes,
+                           [&](Inode& inode, Time now) -> Result<void> {
+                               apply_time(inode.atime, atime, now);
+                               apply_time(inode.mtime, mtime, now);
+                               return {};
+                           });
+}
+
+Result<void> MemBackend::setxattr(std::string_view path, std::string_view name,
+                                  std::string_view value, XattrMode mode) {
+    if (auto ok = check_xattr_name(name, "setxattr", path); !ok) return ok;
+    if (value.size() > kMaxXattrValue) return fail(E2BIG, "setxattr", path);
+    return edit_attributes("setxattr", path, false, [&](Inode& inode, Time) -> Result<void> {
+        const bool exists = inode.xattrs.contains(name);
+        if (exists && mode == XattrMode::create) return fail(EEXIST, "setxattr", path);
+        if (!exists && mode == XattrMode::replace) return fail(ENODATA, "setxattr", path);
+        inode.xattrs.insert_or_assign(std::string(name), std::string(value));
+        return {};
+    });
+}
+
+Result<void> MemBackend::removexattr(std::string_view path, std::string_view name) {
+    if (auto ok = check_xattr_name(name, "removexattr", path); !ok) return ok;
+    return edit_attributes("removexattr", path, false, [&](Inode& inode, Time) -> Result<void> {
+        if (!inode.xattrs.erase(name)) return fail(ENODATA, "removexattr", path);
+        return {};
+    });
+}
+
+}  // namespace
+}  // namespace packfs::mem
+
+namespace packfs {
+
+std::shared_ptr<Backend> make_mem_backend(const MemOptions& options) {
+    return std::make_shared<mem::MemBackend>(options);
+}
+
+}  // namespace packfs

@@ -1,0 +1,71 @@
+// Chunked file content of the mem backend (DESIGN §6).
+//
+// A file's bytes live in chunks that cover fixed 64 KiB ranges of the file: chunk i holds
+// bytes [i*64K, (i+1)*64K). A chunk's buffer may be smaller than 64 KiB (small files stay
+// small; the buffer grows by doubling), bytes past a buffer's capacity and missing chunks
+// (holes) read as zeros.
+//
+// Versions share chunks by reference. Overwriting bytes some version can see copies that
+// one chunk (never the file). Appending does not copy: each chunk records a `frontier`, the
+// highest byte count any version has been able to see in it; bytes at or past the frontier
+// are invisible to every version, so the single writer may fill them in place, and only then
+// publishes the version with the larger size. Older versions keep their smaller size and
+// never read past it. A truncate lowers a version's size but never the frontier, so bytes a
+// snapshot can still see are never rewritten.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/persistent_map.hpp"
+
+namespace packfs::mem {
+
+inline constexpr uint32_t kChunkSize = 64 * 1024;
+
+class Chunk {
+public:
+    explicit Chunk(uint32_t capacity)
+        : capacity_(capacity), data_(std::make_unique_for_overwrite<std::byte[]>(capacity)) {}
+    uint32_t capacity() const noexcept { return capacity_; }
+    std::byte* data() noexcept { return data_.get(); }
+    const std::byte* data() const noexcept { return data_.get(); }
+
+    // Touched only by the one writer (under the backend's writer lock).
+    uint32_t frontier = 0;
+
+private:
+    uint32_t capacity_;
+    std::unique_ptr<std::byte[]> data_;
+};
+
+using ChunkPtr = std::shared_ptr<Chunk>;
+
+class FileContent {
+public:
+    // Copies into `out` the bytes at [offset, ...) of a file of `size` bytes; returns the count.
+    std::size_t read(uint64_t size, uint64_t offset, std::span<std::byte> out) const;
+    // Writes `data` at `offset` of a file of `size` bytes (its new size is the larger of size
+    // and offset + data.size(); a gap reads as zeros).
+    void write(uint64_t size, uint64_t offset, std::span<const std::byte> data);
+    // Changes the size from `old_size` to `new_size`: drops whole chunks past the end when
+    // shrinking, makes the new bytes read as zeros when growing.
+    void resize(uint64_t old_size, uint64_t new_size);
+
+    // Bytes of chunk buffers this content references (for st_blocks and statfs).
+    uint64_t allocated() const noexcept { return allocated_; }
+
+private:
+    // Makes chunk `index` hold `data` at [a, a + data.size()) and read as zeros in the rest
+    // of [visible_before, visible_after) (in-chunk offsets).
+    void modify_chunk(uint64_t index, uint32_t visible_before, uint32_t visible_after, uint32_t a,
+                      std::span<const std::byte> data);
+
+    PersistentMap<uint64_t, ChunkPtr> chunks_;
+    uint64_t allocated_ = 0;
+};
+
+}  // namespace packfs::mem

@@ -1,0 +1,61 @@
+#include "mem/mem_state.hpp"
+
+namespace packfs::mem {
+
+MemState::MemState(const MemOptions& options) : options_(options) {
+    Tree tree;
+    auto root = std::make_shared<Inode>();
+    root->ino = kRootIno;
+    root->type = FileType::directory;
+    root->mode = options.root_mode & 07777;
+    root->uid = options.uid;
+    root->gid = options.gid;
+    root->nlink = 2;
+    root->parent = kRootIno;
+    root->atime = root->mtime = root->ctime = Time::now();
+    tree.inodes.insert_or_assign(kRootIno, std::move(root));
+    published_ = std::make_shared<const Tree>(std::move(tree));
+    current_.store(published_, std::memory_order_release);
+}
+
+void MemState::publish(Tree&& next) {
+    published_ = std::make_shared<const Tree>(std::move(next));
+    current_.store(published_, std::memory_order_release);
+}
+
+bool MemState::acquire_handle(uint64_t ino) {
+    {
+        std::lock_guard lock(open_mutex_);
+        ++open_counts_[ino];
+    }
+    if (load()->inode(ino)) return true;
+    release_handle(ino);
+    return false;
+}
+
+void MemState::acquire_handle_locked(uint64_t ino) {
+    std::lock_guard lock(open_mutex_);
+    ++open_counts_[ino];
+}
+
+void MemState::release_handle(uint64_t ino) {
+    {
+        std::lock_guard lock(open_mutex_);
+        auto it = open_counts_.find(ino);
+        if (it == open_counts_.end()) return;
+        if (--it->second > 0) return;
+        open_counts_.erase(it);
+    }
+    // The last handle: free the inode if it was unlinked while open.
+    std::lock_guard writer_lock(writer_);
+    std::lock_guard open_lock(open_mutex_);
+    if (open_counts_.contains(ino)) return;  // reopened meanwhile (possible only while linked)
+    const Inode* inode = published_->inode(ino);
+    if (!inode || inode->nlink != 0) return;
+    Tree next = *published_;
+    next.bytes_used -= inode->content.allocated();
+    next.inodes.erase(ino);
+    publish(std::move(next));
+}
+
+}  // namespace packfs::mem
