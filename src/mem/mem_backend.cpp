@@ -391,7 +391,7 @@ Result<void> MemBackend::unlink(std::string_view path) {
             if (normal->wants_dir()) return fail(ENOTDIR, "unlink", path);
             const uint64_t ino = entry->ino;
             const Time now = Time::now();
-            next.entries.erase(DirKeyView{where->parent, where->name()});
+            next.entries.erase(DirKeyView(where->parent, where->name()));
             drop_link(next, ino, now, state_->is_open_locked(ino));
             touch_dir(next, where->parent, now);
             return {};
@@ -413,7 +413,7 @@ Result<void> MemBackend::rmdir(std::string_view path) {
             const uint64_t ino = entry->ino;
             if (next.has_entries(ino)) return fail(ENOTEMPTY, "rmdir", path);
             const Time now = Time::now();
-            next.entries.erase(DirKeyView{where->parent, where->name()});
+            next.entries.erase(DirKeyView(where->parent, where->name()));
             drop_link(next, ino, now, state_->is_open_locked(ino));
             Inode& parent = edit_inode(next, where->parent);
             parent.nlink -= 1;
@@ -478,7 +478,7 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
                     edit_inode(next, src_parent).nlink -= delta;
                 }
             } else {
-                next.entries.erase(DirKeyView{src_parent, src->name()});
+                next.entries.erase(DirKeyView(src_parent, src->name()));
                 add_entry(next, dst_parent, dst->name(), moved.ino, moved.type);
                 if (has_victim) {
                     if (victim_dir) edit_inode(next, dst_parent).nlink -= 1;

@@ -1,6 +1,10 @@
 #include "mem/mem_edit.hpp"
 
+#include <xxhash.h>
+
 namespace packfs::mem {
+
+uint64_t name_hash(std::string_view name) noexcept { return XXH3_64bits(name.data(), name.size()); }
 
 Inode& edit_inode(Tree& tree, uint64_t ino) {
     auto copy = std::make_shared<Inode>(*tree.inode(ino));
@@ -21,7 +25,8 @@ Inode& new_inode(Tree& tree, FileType type, uint32_t mode, Time now) {
 }
 
 void add_entry(Tree& tree, uint64_t parent, std::string_view name, uint64_t ino, FileType type) {
-    tree.entries.insert_or_assign(DirKey{parent, std::string(name)}, DirValue{ino, type});
+    tree.entries.insert_or_assign(DirKey{parent, name_hash(name), std::string(name)},
+                                  DirValue{ino, type});
 }
 
 void touch_dir(Tree& tree, uint64_t dir, Time now) {

@@ -23,19 +23,33 @@ namespace packfs::mem {
 
 inline constexpr uint64_t kRootIno = 1;
 
+// Entries are ordered by (parent, hash of name, name): one directory is one contiguous range
+// (readdir is a range scan, in hash order), and a lookup compares integers at every step
+// but the last instead of strings.
+uint64_t name_hash(std::string_view name) noexcept;
+
 struct DirKey {
     uint64_t parent;
+    uint64_t hash;
     std::string name;
 };
 struct DirKeyView {
     uint64_t parent;
+    uint64_t hash;
     std::string_view name;
+    DirKeyView(uint64_t p, std::string_view n) noexcept : parent(p), hash(name_hash(n)), name(n) {}
+    // The first key of directory `p`, for a range scan.
+    static DirKeyView first_of(uint64_t p) noexcept { return DirKeyView(p, 0, {}); }
+
+private:
+    DirKeyView(uint64_t p, uint64_t h, std::string_view n) noexcept : parent(p), hash(h), name(n) {}
 };
 struct DirKeyLess {
     using is_transparent = void;
     template <class A, class B>
     bool operator()(const A& a, const B& b) const noexcept {
         if (a.parent != b.parent) return a.parent < b.parent;
+        if (a.hash != b.hash) return a.hash < b.hash;
         return std::string_view(a.name) < std::string_view(b.name);
     }
 };
@@ -77,10 +91,10 @@ struct Tree {
         return p ? p->get() : nullptr;
     }
     const DirValue* entry(uint64_t parent, std::string_view name) const {
-        return entries.find(DirKeyView{parent, name});
+        return entries.find(DirKeyView(parent, name));
     }
     bool has_entries(uint64_t dir) const {
-        auto it = entries.lower_bound(DirKeyView{dir, {}});
+        auto it = entries.lower_bound(DirKeyView::first_of(dir));
         return it != entries.end() && it.key().parent == dir;
     }
 };

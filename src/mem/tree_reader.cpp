@@ -145,7 +145,7 @@ Result<std::vector<DirEntry>> TreeReader::readdir(std::string_view path) const {
     if (!r) return std::unexpected(r.error());
     if (r->inode->type != FileType::directory) return fail(ENOTDIR, "readdir", path);
     std::vector<DirEntry> out;
-    for (auto it = tree_.entries.lower_bound(DirKeyView{r->ino, {}});
+    for (auto it = tree_.entries.lower_bound(DirKeyView::first_of(r->ino));
          it != tree_.entries.end() && it.key().parent == r->ino; ++it) {
         out.push_back(DirEntry{it.key().name, it.value().ino, it.value().type});
     }
