@@ -200,14 +200,19 @@ public:
     SnapshotBackend(TreePtr tree, uint64_t capacity) : tree_(std::move(tree)), capacity_(capacity) {}
 
     Result<FileHandle> open(std::string_view path, int flags, uint32_t) override {
-        if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)))
-            return fail(EROFS, "open", path);
+        if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open", path);
         auto normal = NormalPath::make(path, "open");
         if (!normal) return std::unexpected(normal.error());
         auto r = TreeReader(*tree_).resolve(*normal, !(flags & O_NOFOLLOW), "open", path);
-        if (!r) return std::unexpected(r.error());
+        // As on a read-only mount: what exists answers first (EEXIST, EISDIR), then EROFS.
+        if (!r) {
+            if (r.error().code() == ENOENT && (flags & O_CREAT)) return fail(EROFS, "open", path);
+            return std::unexpected(r.error());
+        }
+        if ((flags & O_CREAT) && (flags & O_EXCL)) return fail(EEXIST, "open", path);
         if (auto ok = check_open_target(*r->inode, flags, path); !ok)
             return std::unexpected(ok.error());
+        if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open", path);
         return std::make_unique<SnapshotFile>(tree_, r->inode);
     }
     Result<void> truncate(std::string_view p, uint64_t) override { return fail(EROFS, "truncate", p); }
@@ -320,7 +325,9 @@ Result<void> MemBackend::create_entry(std::string_view op, std::string_view path
         inode.nlink = 1;
         init(inode, where->parent);
         add_entry(next, where->parent, where->name(), inode.ino, type);
-        touch_dir(next, where->parent, now);
+        Inode& parent = edit_inode(next, where->parent);
+        parent.mtime = parent.ctime = now;
+        if (type == FileType::directory) parent.nlink += 1;  // the new directory's ".."
         return {};
     });
 }
