@@ -14,7 +14,7 @@ namespace packfs {
 inline constexpr std::size_t kMaxNameLength = 255;   // bytes in one component
 inline constexpr std::size_t kMaxPathLength = 4095;  // bytes in a whole path, without the NUL
 
-// The normal form of `path`, or EINVAL (empty, or holds a NUL byte) / ENAMETOOLONG (a
+// The normal form of `path`, or ENOENT (empty), EINVAL (holds a NUL byte), ENAMETOOLONG (a
 // component over 255 bytes or a path over 4095). `op` names the operation for the error.
 Result<std::string> normalize_path(std::string_view path, std::string_view op = "path");
 

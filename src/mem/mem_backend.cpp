@@ -312,11 +312,11 @@ Result<void> MemBackend::create_entry(std::string_view op, std::string_view path
     auto normal = NormalPath::make(path, op);
     if (!normal) return std::unexpected(normal.error());
     if (normal->is_root()) return fail(EEXIST, op, path);
-    if (normal->wants_dir() && type != FileType::directory) return fail(ENOENT, op, path);
     return state_->mutate([&](Tree& next) -> Result<void> {
         auto where = TreeReader(next).resolve_parent(*normal, op, path);
         if (!where) return std::unexpected(where.error());
         if (next.entry(where->parent, where->name())) return fail(EEXIST, op, path);
+        if (normal->wants_dir() && type != FileType::directory) return fail(ENOENT, op, path);
         const Time now = Time::now();
         const MemOptions& o = state_->options();
         Inode& inode = new_inode(next, type, mode, now);
@@ -369,11 +369,11 @@ Result<void> MemBackend::link(std::string_view existing, std::string_view new_pa
         TreeReader reader(next);
         auto source = reader.resolve(*from, false, "link", existing);
         if (!source) return std::unexpected(source.error());
-        if (source->inode->type == FileType::directory) return fail(EPERM, "link", existing);
         auto where = reader.resolve_parent(*to, "link", new_path);
         if (!where) return std::unexpected(where.error());
         if (next.entry(where->parent, where->name())) return fail(EEXIST, "link", new_path);
         if (to->wants_dir()) return fail(ENOENT, "link", new_path);
+        if (source->inode->type == FileType::directory) return fail(EPERM, "link", existing);
         const Time now = Time::now();
         Inode& inode = edit_inode(next, source->ino);
         inode.nlink += 1;
@@ -454,16 +454,18 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
             const bool has_victim = dst_entry != nullptr;
             const DirValue victim = has_victim ? *dst_entry : DirValue{0, FileType::regular};
             const bool src_dir = moved.type == FileType::directory;
-            if ((src_path->wants_dir() || dst_path->wants_dir()) && !src_dir)
-                return fail(ENOTDIR, "rename", from);
+            const bool victim_dir = has_victim && victim.type == FileType::directory;
+            // The checks in the order Linux makes them, so each failure has Linux's errno.
             if (exchange && !has_victim) return fail(ENOENT, "rename", to);
             if (has_victim && flags == RenameFlags::noreplace) return fail(EEXIST, "rename", to);
-            if (has_victim && victim.ino == moved.ino) return {};  // same file: nothing to do
+            if (exchange && !victim_dir && dst_path->wants_dir()) return fail(ENOTDIR, "rename", to);
+            if (!src_dir && (src_path->wants_dir() || (!exchange && dst_path->wants_dir())))
+                return fail(ENOTDIR, "rename", from);
             if (src_dir && is_ancestor_or_self(next, moved.ino, dst->parent))
                 return fail(EINVAL, "rename", from);
-            const bool victim_dir = has_victim && victim.type == FileType::directory;
-            if (exchange && victim_dir && is_ancestor_or_self(next, victim.ino, src->parent))
-                return fail(EINVAL, "rename", to);
+            if (victim_dir && is_ancestor_or_self(next, victim.ino, src->parent))
+                return fail(exchange ? EINVAL : ENOTEMPTY, "rename", to);
+            if (has_victim && victim.ino == moved.ino) return {};  // same file: nothing to do
             if (has_victim && !exchange) {
                 if (src_dir && !victim_dir) return fail(ENOTDIR, "rename", to);
                 if (!src_dir && victim_dir) return fail(EISDIR, "rename", to);
@@ -537,9 +539,11 @@ Result<FileHandle> MemBackend::open_for_change(std::string_view path, const Norm
     auto opened = state_->mutate([&](Tree& next) -> Result<void> {
         TreeReader reader(next);
         if (flags & O_CREAT) {
-            if (normal.wants_dir() || normal.is_root()) return fail(EISDIR, "open", path);
+            if (normal.is_root()) return fail(EISDIR, "open", path);
             auto where = reader.resolve_parent(normal, "open", path);
+            if (!where && where.error().code() == EEXIST) return fail(EISDIR, "open", path);
             if (!where) return std::unexpected(where.error());
+            if (normal.wants_dir()) return fail(EISDIR, "open", path);
             // A final symlink is followed to where it points, creating the file there.
             for (int follows = 0;; ++follows) {
                 const DirValue* entry = next.entry(where->parent, where->name());
@@ -560,6 +564,8 @@ Result<FileHandle> MemBackend::open_for_change(std::string_view path, const Norm
                     if (follows >= kMaxSymlinkFollows) return fail(ELOOP, "open", path);
                     auto target = reader.resolve_target_parent(next.inode(entry->ino)->target,
                                                                where->parent, "open", path);
+                    if (!target && target.error().code() == EEXIST)  // a link to "/" or "."
+                        return fail(EISDIR, "open", path);
                     if (!target) return std::unexpected(target.error());
                     where = std::move(target);
                     continue;

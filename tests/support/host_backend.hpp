@@ -1,5 +1,14 @@
 // TEST ONLY. A Backend over a real host directory with plain syscalls (no containment),
 // used to check the conformance suite itself against the kernel's behaviour.
+//
+// Every virtual path is normalised as the PackFS API does (path.hpp: "//", "." and ".."
+// resolved lexically, a trailing '/' demands a directory) and then resolved under the root
+// with openat2(RESOLVE_IN_ROOT), so absolute symlink targets and ".." inside targets stay
+// inside the root, as they do in a virtual tree. Where the Backend contract deliberately
+// differs from a plain syscall it is emulated here and said so beside the code: open() of a
+// special file answers ENOTSUP, and the root answers rmdir/rename with EBUSY as the real "/"
+// does. snapshot() answers ENOTSUP. Modes are passed to the kernel as given, so callers that
+// want them stored verbatim run with umask(0).
 #pragma once
 #include <memory>
 #include <string>
@@ -7,5 +16,11 @@
 #include "packfs/backend.hpp"
 
 namespace packfs::testing {
+
 std::shared_ptr<Backend> make_host_backend(const std::string& root_dir);
-}
+
+// A host backend over a fresh directory made under $TMPDIR (or /tmp); the directory and all it
+// holds are removed when the last reference to the backend goes. nullptr if it cannot be made.
+std::shared_ptr<Backend> make_temp_host_backend();
+
+}  // namespace packfs::testing

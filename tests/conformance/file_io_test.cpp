@@ -1,0 +1,391 @@
+// File I/O through handles (DESIGN §4, §6): sizes around chunk boundaries (mem: 64 KiB),
+// holes, reads past the end, overwrites, truncation, open flags.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <thread>
+
+#include "conformance/conformance_suite.hpp"
+
+namespace packfs::conformance {
+
+namespace {
+
+constexpr std::size_t kChunk = 64 * 1024;
+constexpr std::size_t kSizes[] = {0,     1,     4095,  4096,           4097,
+                                  65535, 65536, 65537, 3 * kChunk + 1, (1u << 20) + 3};
+
+Result<FileHandle> create(Backend& fs, std::string_view path, uint32_t mode = 0644) {
+    return fs.open(path, O_RDWR | O_CREAT | O_TRUNC, mode);
+}
+
+}  // namespace
+
+TEST_P(FileIo, WholeFileRoundTripsAtChunkBoundarySizes) {
+    for (std::size_t size : kSizes) {
+        SCOPED_TRACE(fmt::format("size {}", size));
+        std::string path = fmt::format("/f{}", size);
+        std::string data = pattern_bytes(size, static_cast<uint32_t>(size));
+        {
+            auto f = create(fs(), path);
+            PACKFS_ASSERT_OK(f);
+            PACKFS_EXPECT_OK(pwrite_string(**f, data, 0));
+            auto st = (*f)->fstat();
+            PACKFS_EXPECT_OK(st);
+            if (st) {
+                EXPECT_EQ(st->size, size);
+            }
+        }
+        auto st = fs().stat(path);
+        PACKFS_EXPECT_OK(st);
+        if (st) {
+            EXPECT_EQ(st->size, size);
+        }
+        auto f = fs().open(path, O_RDONLY);
+        PACKFS_ASSERT_OK(f);
+        // One big read, then reads in slices that straddle every chunk boundary.
+        auto whole = pread_string(**f, 0, size + 100);
+        PACKFS_EXPECT_OK(whole);
+        if (whole) {
+            PACKFS_EXPECT_BYTES_EQ(*whole, data);
+        }
+        auto sliced = read_all(**f, 4093);
+        PACKFS_EXPECT_OK(sliced);
+        if (sliced) {
+            PACKFS_EXPECT_BYTES_EQ(*sliced, data);
+        }
+    }
+}
+
+TEST_P(FileIo, SequentialWritesInOddPiecesRoundTrip) {
+    std::string data = pattern_bytes(3 * kChunk + 12345, 9);
+    auto f = create(fs(), "/f");
+    PACKFS_ASSERT_OK(f);
+    for (std::size_t off = 0; off < data.size(); off += 4097) {
+        std::string_view piece = std::string_view(data).substr(off, 4097);
+        PACKFS_ASSERT_OK(pwrite_string(**f, piece, off));
+    }
+    auto back = read_all(**f);
+    PACKFS_ASSERT_OK(back);
+    PACKFS_EXPECT_BYTES_EQ(*back, data);
+}
+
+TEST_P(FileIo, WritePastEndZeroFillsTheHole) {
+    auto f = create(fs(), "/f");
+    PACKFS_ASSERT_OK(f);
+    PACKFS_ASSERT_OK(pwrite_string(**f, "head", 0));
+    const uint64_t far = 2 * kChunk + 5;
+    PACKFS_ASSERT_OK(pwrite_string(**f, "tail", far));
+    auto st = (*f)->fstat();
+    PACKFS_ASSERT_OK(st);
+    EXPECT_EQ(st->size, far + 4);
+    auto back = read_all(**f);
+    PACKFS_ASSERT_OK(back);
+    std::string expected = "head" + std::string(far - 4, '\0') + "tail";
+    PACKFS_EXPECT_BYTES_EQ(*back, expected);
+}
+
+TEST_P(FileIo, ReadAtOrPastEndReturnsZero) {
+    auto f = create(fs(), "/f");
+    PACKFS_ASSERT_OK(f);
+    PACKFS_ASSERT_OK(pwrite_string(**f, "0123456789", 0));
+    auto at_end = pread_string(**f, 10, 5);
+    PACKFS_EXPECT_OK(at_end);
+    if (at_end) {
+        EXPECT_EQ(*at_end, "");
+    }
+    auto past = pread_string(**f, 1u << 30, 5);
+    PACKFS_EXPECT_OK(past);
+    if (past) {
+        EXPECT_EQ(*past, "");
+    }
+    auto straddle = pread_string(**f, 7, 100);
+    PACKFS_EXPECT_OK(straddle);
+    if (straddle) {
+        EXPECT_EQ(*straddle, "789");
+    }
+    auto empty_buf = pread_string(**f, 0, 0);
+    PACKFS_EXPECT_OK(empty_buf);
+    if (empty_buf) {
+        EXPECT_EQ(*empty_buf, "");
+    }
+}
+
+TEST_P(FileIo, OverwriteInTheMiddleAcrossChunkBoundary) {
+    std::string data = pattern_bytes(3 * kChunk, 4);
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", data));
+    auto f = fs().open("/f", O_RDWR);
+    PACKFS_ASSERT_OK(f);
+    std::string patch = pattern_bytes(100, 5);
+    PACKFS_ASSERT_OK(pwrite_string(**f, patch, kChunk - 50));
+    data.replace(kChunk - 50, 100, patch);
+    PACKFS_ASSERT_OK(pwrite_string(**f, "Z", 2 * kChunk));
+    data[2 * kChunk] = 'Z';
+    auto st = (*f)->fstat();
+    PACKFS_ASSERT_OK(st);
+    EXPECT_EQ(st->size, 3 * kChunk);
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    PACKFS_EXPECT_BYTES_EQ(*back, data);
+}
+
+TEST_P(FileIo, TruncateDownThenUpReadsZeros) {
+    std::string data = pattern_bytes(2 * kChunk + 10, 6);
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", data));
+    // Through the path.
+    PACKFS_ASSERT_OK(fs().truncate("/f", 10));
+    auto st = fs().stat("/f");
+    PACKFS_ASSERT_OK(st);
+    EXPECT_EQ(st->size, 10u);
+    PACKFS_ASSERT_OK(fs().truncate("/f", kChunk + 7));
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    PACKFS_EXPECT_BYTES_EQ(*back, data.substr(0, 10) + std::string(kChunk - 3, '\0'));
+    // Through a handle: the stale bytes of the old tail must never come back.
+    PACKFS_ASSERT_OK(write_file(fs(), "/g", data));
+    auto f = fs().open("/g", O_RDWR);
+    PACKFS_ASSERT_OK(f);
+    PACKFS_ASSERT_OK((*f)->truncate(kChunk + 1));
+    PACKFS_ASSERT_OK((*f)->truncate(2 * kChunk + 10));
+    auto g = read_all(**f);
+    PACKFS_ASSERT_OK(g);
+    PACKFS_EXPECT_BYTES_EQ(*g, data.substr(0, kChunk + 1) + std::string(kChunk + 9, '\0'));
+}
+
+TEST_P(FileIo, TruncateToZeroAndToSameSize) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "abc"));
+    PACKFS_ASSERT_OK(fs().truncate("/f", 3));
+    auto same = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(same);
+    EXPECT_EQ(*same, "abc");
+    PACKFS_ASSERT_OK(fs().truncate("/f", 0));
+    auto empty = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(empty);
+    EXPECT_EQ(*empty, "");
+}
+
+TEST_P(FileIo, TruncateOfDirectoryOrMissingFails) {
+    PACKFS_ASSERT_OK(fs().mkdir("/d"));
+    PACKFS_EXPECT_ERRNO(fs().truncate("/d", 0), EISDIR);
+    PACKFS_EXPECT_ERRNO(fs().truncate("/missing", 0), ENOENT);
+}
+
+TEST_P(FileIo, AppendWritesAtEndWhateverTheOffset) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "start"));
+    auto f = fs().open("/f", O_WRONLY | O_APPEND);
+    PACKFS_ASSERT_OK(f);
+    PACKFS_ASSERT_OK(pwrite_string(**f, "-one", 0));
+    PACKFS_ASSERT_OK(pwrite_string(**f, "-two", 1));
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    EXPECT_EQ(*back, "start-one-two");
+}
+
+TEST_P(FileIo, OpenWithTruncEmptiesExistingFile) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", pattern_bytes(kChunk + 1, 1)));
+    {
+        auto f = fs().open("/f", O_WRONLY | O_TRUNC);
+        PACKFS_ASSERT_OK(f);
+        auto st = (*f)->fstat();
+        PACKFS_ASSERT_OK(st);
+        EXPECT_EQ(st->size, 0u);
+    }
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    EXPECT_EQ(*back, "");
+}
+
+TEST_P(FileIo, CreateWithoutTruncKeepsExistingContent) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "keep"));
+    auto f = fs().open("/f", O_RDWR | O_CREAT, 0600);
+    PACKFS_ASSERT_OK(f);
+    auto back = read_all(**f);
+    PACKFS_ASSERT_OK(back);
+    EXPECT_EQ(*back, "keep");
+    auto st = fs().stat("/f");
+    PACKFS_ASSERT_OK(st);
+    EXPECT_EQ(st->mode, 0644u) << "the mode applies only when the file is created";
+}
+
+TEST_P(FileIo, CreateAppliesModeAndMakesRegularFile) {
+    auto f = fs().open("/f", O_WRONLY | O_CREAT, 0640);
+    PACKFS_ASSERT_OK(f);
+    auto st = fs().stat("/f");
+    PACKFS_ASSERT_OK(st);
+    EXPECT_EQ(st->type, FileType::regular);
+    EXPECT_EQ(st->mode, 0640u);
+    EXPECT_EQ(st->size, 0u);
+    EXPECT_EQ(st->nlink, 1u);
+}
+
+TEST_P(FileIo, ExclusiveCreateOfExistingFails) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "x"));
+    PACKFS_ASSERT_OK(fs().mkdir("/d"));
+    PACKFS_EXPECT_ERRNO(fs().open("/f", O_WRONLY | O_CREAT | O_EXCL), EEXIST);
+    PACKFS_EXPECT_ERRNO(fs().open("/d", O_WRONLY | O_CREAT | O_EXCL), EEXIST);
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    EXPECT_EQ(*back, "x");
+    PACKFS_EXPECT_OK(fs().open("/new", O_WRONLY | O_CREAT | O_EXCL));
+}
+
+TEST_P(FileIo, OpenDirectoryForWritingIsDir) {
+    PACKFS_ASSERT_OK(fs().mkdir("/d"));
+    PACKFS_EXPECT_ERRNO(fs().open("/d", O_WRONLY), EISDIR);
+    PACKFS_EXPECT_ERRNO(fs().open("/d", O_RDWR), EISDIR);
+    PACKFS_EXPECT_ERRNO(fs().open("/d", O_WRONLY | O_CREAT), EISDIR);
+    PACKFS_EXPECT_ERRNO(fs().open("/", O_RDWR), EISDIR);
+}
+
+TEST_P(FileIo, OpenMissingWithoutCreateIsNotFound) {
+    PACKFS_EXPECT_ERRNO(fs().open("/missing", O_RDONLY), ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().open("/missing", O_RDWR), ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().open("/no/such/parent", O_WRONLY | O_CREAT), ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().stat("/missing"), ENOENT);
+}
+
+TEST_P(FileIo, OpenWithDirectoryFlagOnFileIsNotDir) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "x"));
+    PACKFS_EXPECT_ERRNO(fs().open("/f", O_RDONLY | O_DIRECTORY), ENOTDIR);
+}
+
+TEST_P(FileIo, WriteOnReadOnlyHandleIsBadFd) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "data"));
+    auto f = fs().open("/f", O_RDONLY);
+    PACKFS_ASSERT_OK(f);
+    PACKFS_EXPECT_ERRNO((*f)->pwrite(as_bytes("x"), 0), EBADF);
+    // ftruncate on a read-only descriptor: Linux says EINVAL, POSIX allows EBADF too.
+    EXPECT_TRUE(FailsWithOneOf((*f)->truncate(0), {EBADF, EINVAL}));
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    EXPECT_EQ(*back, "data");
+}
+
+TEST_P(FileIo, ReadOnWriteOnlyHandleIsBadFd) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "data"));
+    auto f = fs().open("/f", O_WRONLY);
+    PACKFS_ASSERT_OK(f);
+    PACKFS_EXPECT_ERRNO(pread_string(**f, 0, 4), EBADF);
+}
+
+TEST_P(FileIo, PathComponentThatIsAFileIsNotDir) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "x"));
+    PACKFS_EXPECT_ERRNO(fs().open("/f/x", O_RDONLY), ENOTDIR);
+    PACKFS_EXPECT_ERRNO(fs().open("/f/x", O_WRONLY | O_CREAT), ENOTDIR);
+    PACKFS_EXPECT_ERRNO(fs().stat("/f/x"), ENOTDIR);
+    PACKFS_EXPECT_ERRNO(fs().mkdir("/f/x"), ENOTDIR);
+}
+
+TEST_P(FileIo, WritesAreVisibleToOtherHandlesAtOnce) {
+    auto w = create(fs(), "/f");
+    PACKFS_ASSERT_OK(w);
+    auto r = fs().open("/f", O_RDONLY);
+    PACKFS_ASSERT_OK(r);
+    PACKFS_ASSERT_OK(pwrite_string(**w, "first", 0));
+    auto a = read_all(**r);
+    PACKFS_ASSERT_OK(a);
+    EXPECT_EQ(*a, "first");
+    PACKFS_ASSERT_OK(pwrite_string(**w, pattern_bytes(kChunk, 2), 5));
+    auto st = (*r)->fstat();
+    PACKFS_ASSERT_OK(st);
+    EXPECT_EQ(st->size, kChunk + 5);
+    auto path_read = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(path_read);
+    EXPECT_EQ(path_read->size(), kChunk + 5);
+    PACKFS_ASSERT_OK((*w)->truncate(2));
+    auto b = read_all(**r);
+    PACKFS_ASSERT_OK(b);
+    EXPECT_EQ(*b, "fi");
+}
+
+TEST_P(FileIo, FstatMatchesStat) {
+    PACKFS_ASSERT_OK(write_file(fs(), "/f", "12345", 0604));
+    auto f = fs().open("/f", O_RDONLY);
+    PACKFS_ASSERT_OK(f);
+    auto a = (*f)->fstat();
+    auto b = fs().stat("/f");
+    PACKFS_ASSERT_OK(a);
+    PACKFS_ASSERT_OK(b);
+    EXPECT_EQ(a->ino, b->ino);
+    EXPECT_EQ(a->type, FileType::regular);
+    EXPECT_EQ(a->size, 5u);
+    EXPECT_EQ(a->mode, 0604u);
+    EXPECT_EQ(a->nlink, b->nlink);
+    EXPECT_EQ(a->mtime, b->mtime);
+}
+
+TEST_P(FileIo, FsyncSucceeds) {
+    auto f = create(fs(), "/f");
+    PACKFS_ASSERT_OK(f);
+    PACKFS_ASSERT_OK(pwrite_string(**f, "durable", 0));
+    PACKFS_EXPECT_OK((*f)->fsync(false));
+    PACKFS_EXPECT_OK((*f)->fsync(true));
+}
+
+TEST_P(FileIo, HandleStaysUsableAcrossUnrelatedMutations) {
+    // A handle stays usable after many unrelated mutations of the tree.
+    auto f = create(fs(), "/f");
+    PACKFS_ASSERT_OK(f);
+    for (int i = 0; i < 100; ++i) {
+        PACKFS_ASSERT_OK(write_file(fs(), fmt::format("/other{}", i), "x"));
+    }
+    PACKFS_ASSERT_OK(pwrite_string(**f, "still", 0));
+    auto back = read_file(fs(), "/f");
+    PACKFS_ASSERT_OK(back);
+    EXPECT_EQ(*back, "still");
+}
+
+TEST_P(FileIo, ConcurrentWritersAndReadersStayConsistent) {
+    // Every backend is safe for concurrent use (DESIGN §4): writers on their own files, while
+    // readers list the shared directory and read a file that is being rewritten.
+    constexpr int kWriters = 3;
+    constexpr int kRounds = 40;
+    PACKFS_ASSERT_OK(fs().mkdir("/shared"));
+    const std::string a = pattern_bytes(5000, 1);
+    const std::string b = pattern_bytes(5000, 2);
+    PACKFS_ASSERT_OK(write_file(fs(), "/shared/hot", a));
+    std::atomic<int> errors{0};
+    std::atomic<int> torn{0};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWriters; ++w) {
+        threads.emplace_back([&, w] {
+            for (int i = 0; i < kRounds; ++i) {
+                std::string path = fmt::format("/shared/w{}_{}", w, i);
+                std::string data = pattern_bytes(1000 + i, static_cast<uint32_t>(w * 100 + i));
+                if (!write_file(fs(), path, data)) ++errors;
+                auto back = read_file(fs(), path);
+                if (!back || *back != data) ++errors;
+                if (i % 2 == 1 && !fs().unlink(fmt::format("/shared/w{}_{}", w, i - 1))) ++errors;
+            }
+        });
+    }
+    threads.emplace_back([&] {
+        auto f = fs().open("/shared/hot", O_RDWR);
+        if (!f) {
+            ++errors;
+            return;
+        }
+        for (int i = 0; i < kRounds; ++i) {
+            if (!pwrite_string(**f, i % 2 ? a : b, 0)) ++errors;
+        }
+    });
+    threads.emplace_back([&] {
+        for (int i = 0; i < kRounds; ++i) {
+            if (!fs().readdir("/shared")) ++errors;
+            auto hot = read_file(fs(), "/shared/hot");
+            if (!hot) {
+                ++errors;
+            } else if (hot->size() != 5000) {
+                ++torn;
+            }
+        }
+    });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_EQ(torn.load(), 0) << "a reader saw a size other than the only size ever written";
+    auto names = sorted_names(fs(), "/shared");
+    PACKFS_ASSERT_OK(names);
+    EXPECT_EQ(names->size(), static_cast<std::size_t>(1 + kWriters * kRounds / 2));
+}
+
+}  // namespace packfs::conformance
