@@ -30,12 +30,12 @@ test: build
 	$(MAKE) test-asan test-tsan
 
 test-asan: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPACKFS_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPACKFS_SANITIZE=address,undefined -DPACKFS_BUILD_TOOLS=OFF $(CMAKE_ARGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && PACKFS_SANITIZER_RUN=1 ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
 
 test-tsan: deps
-	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACKFS_SANITIZE=thread $(CMAKE_ARGS)
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACKFS_SANITIZE=thread -DPACKFS_BUILD_TOOLS=OFF $(CMAKE_ARGS)
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && PACKFS_SANITIZER_RUN=1 ctest --output-on-failure -j $(JOBS) -L tsan
 

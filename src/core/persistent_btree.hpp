@@ -13,7 +13,8 @@
 //   persistent tree cannot have them: one write would have to copy every leaf), so an
 //   iterator carries its root-to-leaf path.
 // - Every node but the root holds at least half its capacity; all leaves are at the same
-//   depth. With InnerCap = 32 a tree of 1M entries is 4 levels deep.
+//   depth. With capacities of 16 (PersistentMap's) a tree of 20k entries is 4 levels deep
+//   and one of 1M entries 6-7.
 // - Insertion splits full nodes on the way down and erasure tops up half-full nodes on the
 //   way down (borrowing from or merging with a sibling), so both are one root-to-leaf pass
 //   that never has to walk back up.
@@ -63,8 +64,8 @@
 
 namespace packfs {
 
-template <class K, class V, class Compare = std::less<>, std::size_t LeafCap = 32,
-          std::size_t InnerCap = 32>
+template <class K, class V, class Compare = std::less<>, std::size_t LeafCap = 16,
+          std::size_t InnerCap = 16>
 class PersistentBTree {
     static_assert(LeafCap >= 4 && LeafCap % 2 == 0 && LeafCap <= 4096, "LeafCap: even, 4..4096");
     static_assert(InnerCap >= 8 && InnerCap % 2 == 0 && InnerCap <= 4096,

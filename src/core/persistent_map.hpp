@@ -24,7 +24,7 @@
 // THE STRUCTURE (chosen by measurement, docs/PERSISTENT_MAP.md): a persistent B+-tree,
 // PersistentBTree in persistent_btree.hpp, whose header comment is the full argument.
 // - Wide nodes: leaves of sorted (key, value) arrays, inner nodes of separator keys and child
-//   pointers; depth 3-4 at a million entries. A write descends once from the root and
+//   pointers, 16 of each; 4 levels at 20k entries, 6-7 at a million. A write descends once from the root and
 //   clones (path-copies) only the nodes on its root-to-leaf path that another version can
 //   still reach, plus at most one sibling per level when it splits or merges: O(log n).
 // - Reclamation: every node has an atomic reference count, one per parent (node or map).
@@ -45,7 +45,10 @@
 
 namespace packfs {
 
+// Fanout 16 for leaves and inner nodes: the cheapest path copy (a write publishes a version
+// per mutation, DESIGN §5) at lookups within ~15% of fanout 32/64; see the table in
+// docs/PERSISTENT_MAP.md.
 template <class K, class V, class Compare = std::less<>>
-using PersistentMap = PersistentBTree<K, V, Compare, 32, 32>;
+using PersistentMap = PersistentBTree<K, V, Compare, 16, 16>;
 
 }  // namespace packfs
