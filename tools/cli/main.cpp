@@ -1,9 +1,26 @@
-// packfs: the command line tool. Thin over the library.
-#include <CLI/CLI.hpp>
+// packfs: the command line tool. Thin over the library: each subcommand is one
+// cmd_<name>.cpp; this file only parses and dispatches.
+#include <string>
+#include <vector>
+
+#include "command.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"PackFS: packs, overlays and volumes"};
     app.require_subcommand(1);
-    CLI11_PARSE(app, argc, argv);
-    return 0;
+    std::vector<packfs::cli::Command> commands{
+        packfs::cli::add_bench_command(app),
+    };
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help exits 0; every other parse error is a usage error: 2 (DESIGN §12).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    std::string command_line;
+    for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+    for (const auto& command : commands) {
+        if (command.app->parsed()) return command.run(command_line);
+    }
+    return 2;
 }

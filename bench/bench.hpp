@@ -1,0 +1,25 @@
+// `packfs bench`: PackFS's backends against the host filesystem, category by category
+// (docs/BENCH.md says what each category does and how to read the table).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace packfs::bench {
+
+struct Options {
+    int runs = 0;                       // runs per figure; 0 picks 5 (3 with quick)
+    bool quick = false;                 // every category, smaller, in well under a minute
+    std::vector<std::string> filters;   // run the categories whose name holds one of these
+    std::vector<std::string> backends;  // run only these backends (empty: all)
+    std::string json_path;              // also write the figures as JSON here
+    std::string tmp_dir;                // where raw targets live; default $TMPDIR or /tmp
+    bool list = false;                  // print the categories and backends, run nothing
+    std::string command;                // the command line, for the header
+};
+
+// Runs the benchmark, printing to stdout (progress to stderr when it is a terminal).
+// Returns the exit code: 0 ok, 1 an operation failed (printed), 2 usage error (printed).
+int run(const Options& options);
+
+}  // namespace packfs::bench

@@ -1,0 +1,409 @@
+// The categories. Each body receives a fresh, empty target, does its setup, starts the
+// clock only around the operations it reports, and leaves teardown to the target's
+// destructor (untimed). Names are created and then visited in two different pseudo-random
+// orders (fixed seeds): sorted or creation-order access would be the best case of many
+// index structures, and the benchmark's data must not flatter the code (DESIGN §13).
+#include "bench/categories.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <latch>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace packfs::bench {
+namespace {
+
+constexpr std::size_t kMiB = 1024 * 1024;
+constexpr std::size_t kSmallReadBuffer = 4096;  // what a program reading a small file passes
+constexpr uint64_t kCreateSeed = 1;
+constexpr uint64_t kAccessSeed = 2;
+
+class Stopwatch {
+public:
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+std::vector<std::size_t> shuffled(std::size_t n, uint64_t seed) {
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937_64 rng(seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    return order;
+}
+
+// Pseudo-random bytes: contents that no backend can compress or share by accident.
+std::vector<std::byte> pattern(std::size_t size, uint64_t seed) {
+    std::vector<std::byte> out(size);
+    std::mt19937_64 rng(seed);
+    for (auto& b : out) b = static_cast<std::byte>(rng());
+    return out;
+}
+
+// The target's paths for "<dir>/<prefix><i>", i < n.
+std::vector<std::string> numbered_paths(const Target& t, std::string_view dir,
+                                        std::string_view prefix, std::size_t n) {
+    std::vector<std::string> out;
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) out.push_back(t.path(fmt::format("{}/{}{}", dir, prefix, i)));
+    return out;
+}
+
+// A directory "d" of `files` files of `bytes` bytes each, file i stamped with i, created in
+// the create order. Returns the paths, indexed by i.
+Result<std::vector<std::string>> make_small_files(Target& t, std::size_t files, std::size_t bytes) {
+    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
+    auto paths = numbered_paths(t, "d", "file-", files);
+    auto data = pattern(bytes, 7);
+    for (std::size_t i : shuffled(files, kCreateSeed)) {
+        stamp(data, i);
+        if (auto ok = t.create_file(paths[i], data); !ok) return std::unexpected(ok.error());
+    }
+    return paths;
+}
+
+// A short or wrong read is a failure of the operation, reported like one.
+Result<void> check_read(const std::string& path, std::span<const std::byte> got,
+                        std::size_t want_bytes, uint64_t want_stamp) {
+    if (got.size() != want_bytes) return fail(EIO, "pread (short read)", path);
+    uint64_t found = 0;
+    std::memcpy(&found, got.data(), std::min(sizeof found, got.size()));
+    const uint64_t mask = got.size() >= sizeof found ? ~uint64_t{0} : (uint64_t{1} << (8 * got.size())) - 1;
+    if (found != (want_stamp & mask)) return fail(EIO, "pread (wrong content)", path);
+    return {};
+}
+
+// --- 1-5: small files ------------------------------------------------------------------
+
+Result<double> time_create(Target& t, const Sizes& s) {
+    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
+    const auto paths = numbered_paths(t, "d", "file-", s.files);
+    const auto order = shuffled(s.files, kCreateSeed);
+    auto data = pattern(s.file_bytes, 7);
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        stamp(data, i);
+        if (auto ok = t.create_file(paths[i], data); !ok) return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
+Result<double> time_read(Target& t, const Sizes& s) {
+    auto paths = make_small_files(t, s.files, s.file_bytes);
+    if (!paths) return std::unexpected(paths.error());
+    const auto order = shuffled(s.files, kAccessSeed);
+    std::vector<std::byte> buf(kSmallReadBuffer);
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        auto n = t.read_file((*paths)[i], buf);
+        if (!n) return std::unexpected(n.error());
+        if (auto ok = check_read((*paths)[i], std::span(buf).first(*n), s.file_bytes, i); !ok) {
+            return std::unexpected(ok.error());
+        }
+    }
+    return clock.seconds();
+}
+
+Result<double> time_stat(Target& t, const Sizes& s) {
+    auto paths = make_small_files(t, s.files, s.file_bytes);
+    if (!paths) return std::unexpected(paths.error());
+    const auto order = shuffled(s.files, kAccessSeed);
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        if (auto ok = t.stat((*paths)[i]); !ok) return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
+Result<double> time_readdir(Target& t, const Sizes& s) {
+    auto paths = make_small_files(t, s.files, s.file_bytes);
+    if (!paths) return std::unexpected(paths.error());
+    const std::string dir = t.path("d");
+    Stopwatch clock;
+    auto n = t.list_dir(dir);
+    const double seconds = clock.seconds();
+    if (!n) return std::unexpected(n.error());
+    if (*n != s.files) return fail(EIO, "readdir (wrong entry count)", dir);
+    return seconds;
+}
+
+Result<double> time_unlink(Target& t, const Sizes& s) {
+    auto paths = make_small_files(t, s.files, s.file_bytes);
+    if (!paths) return std::unexpected(paths.error());
+    const auto order = shuffled(s.files, kAccessSeed);
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        if (auto ok = t.unlink((*paths)[i]); !ok) return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
+// --- 6: directories --------------------------------------------------------------------
+
+Result<double> time_mkdir(Target& t, const Sizes& s) {
+    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
+    const auto paths = numbered_paths(t, "d", "dir-", s.dirs);
+    const auto order = shuffled(s.dirs, kCreateSeed);
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        if (auto ok = t.mkdir(paths[i]); !ok) return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
+Result<double> time_rmdir(Target& t, const Sizes& s) {
+    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
+    const auto paths = numbered_paths(t, "d", "dir-", s.dirs);
+    for (std::size_t i : shuffled(s.dirs, kCreateSeed)) {
+        if (auto ok = t.mkdir(paths[i]); !ok) return std::unexpected(ok.error());
+    }
+    const auto order = shuffled(s.dirs, kAccessSeed);
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        if (auto ok = t.rmdir(paths[i]); !ok) return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
+// --- 7: large sequential files ---------------------------------------------------------
+
+Result<double> time_write_large(Target& t, std::size_t mib) {
+    const std::string path = t.path("big");
+    auto chunk = pattern(kMiB, 11);
+    Stopwatch clock;
+    if (auto ok = t.write_large(path, chunk, uint64_t{mib} * kMiB); !ok) {
+        return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
+Result<double> time_read_large(Target& t, std::size_t mib) {
+    const std::string path = t.path("big");
+    auto chunk = pattern(kMiB, 11);
+    if (auto ok = t.write_large(path, chunk, uint64_t{mib} * kMiB); !ok) {
+        return std::unexpected(ok.error());
+    }
+    Stopwatch clock;
+    auto n = t.read_large(path, chunk);
+    const double seconds = clock.seconds();
+    if (!n) return std::unexpected(n.error());
+    if (*n != uint64_t{mib} * kMiB) return fail(EIO, "pread (short file)", path);
+    return seconds;
+}
+
+// --- 9: concurrency --------------------------------------------------------------------
+
+// `threads` threads, each `iterations` times: create its own file, read it back, unlink it.
+// The threads are started and parked before the clock starts; the clock stops when the last
+// one has finished.
+Result<double> time_concurrent(Target& t, const Sizes& s) {
+    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
+    std::vector<std::vector<std::string>> paths(s.threads);
+    for (std::size_t k = 0; k < s.threads; ++k) {
+        paths[k] = numbered_paths(t, "d", fmt::format("t{}-", k), s.iterations);
+    }
+    std::vector<std::optional<Error>> errors(s.threads);
+    std::latch ready(static_cast<std::ptrdiff_t>(s.threads));
+    std::latch start(1);
+    std::vector<std::thread> pool;
+    pool.reserve(s.threads);
+    for (std::size_t k = 0; k < s.threads; ++k) {
+        pool.emplace_back([&, k] {
+            auto data = pattern(s.file_bytes, 100 + k);
+            std::vector<std::byte> buf(kSmallReadBuffer);
+            ready.count_down();
+            start.wait();
+            for (std::size_t i = 0; i < s.iterations; ++i) {
+                const std::string& path = paths[k][i];
+                stamp(data, i);
+                Result<void> ok = t.create_file(path, data);
+                if (ok) {
+                    auto n = t.read_file(path, buf);
+                    ok = n ? check_read(path, std::span(buf).first(*n), s.file_bytes, i)
+                           : Result<void>(std::unexpected(n.error()));
+                }
+                if (ok) ok = t.unlink(path);
+                if (!ok) {
+                    errors[k] = ok.error();
+                    return;
+                }
+            }
+        });
+    }
+    ready.wait();
+    Stopwatch clock;
+    start.count_down();
+    for (auto& th : pool) th.join();
+    const double seconds = clock.seconds();
+    for (auto& e : errors) {
+        if (e) return std::unexpected(*e);
+    }
+    return seconds;
+}
+
+// --- snapshot --------------------------------------------------------------------------
+
+// A tree of exactly `entries` entries: d directories of entries/d - 1 empty files each,
+// d the largest divisor of `entries` not above its square root (1M: 1,000 dirs of 999).
+Result<void> build_tree(Backend& fs, std::size_t entries) {
+    std::size_t dirs = static_cast<std::size_t>(std::sqrt(static_cast<double>(entries)));
+    while (dirs > 1 && entries % dirs != 0) --dirs;
+    dirs = std::max<std::size_t>(dirs, 1);
+    const std::size_t files_per_dir = entries / dirs - 1;
+    for (std::size_t d = 0; d < dirs; ++d) {
+        const std::string dir = fmt::format("/dir-{}", d);
+        if (auto ok = fs.mkdir(dir, 0755); !ok) return ok;
+        for (std::size_t f = 0; f < files_per_dir; ++f) {
+            auto file = fs.open(fmt::format("{}/file-{}", dir, f), O_WRONLY | O_CREAT | O_EXCL, 0644);
+            if (!file) return std::unexpected(file.error());
+        }
+    }
+    return {};
+}
+
+Result<double> time_snapshots(Backend& fs, std::size_t calls) {
+    Stopwatch clock;
+    for (std::size_t i = 0; i < calls; ++i) {
+        auto snap = fs.snapshot();  // taken and released: both are part of the cost
+        if (!snap) return std::unexpected(snap.error());
+    }
+    return clock.seconds();
+}
+
+// --- groups ----------------------------------------------------------------------------
+
+using Body = std::function<Result<double>(Target&)>;
+
+// After a run's teardown (untimed), flush the scratch filesystem (writeback, the journal
+// commit and, on a filesystem mounted with `discard`, the trims of what the teardown
+// deleted), so that work does not land inside whichever timed run comes next.
+void settle_host_filesystem(const std::string& scratch) {
+    const int fd = ::open(scratch.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::syncfs(fd);
+    ::close(fd);
+}
+
+Arm make_arm(std::string category, const BackendAdapter& adapter, const std::string& scratch,
+             uint64_t n, uint64_t bytes, Body body) {
+    Arm arm;
+    arm.category = std::move(category);
+    arm.backend = std::string(adapter.name);
+    arm.n = n;
+    arm.bytes = bytes;
+    arm.run_once = [make = adapter.make, scratch, body = std::move(body)]() -> Result<double> {
+        Result<double> seconds;
+        {
+            auto target = make(scratch);
+            if (!target) return std::unexpected(target.error());
+            seconds = body(**target);
+        }
+        settle_host_filesystem(scratch);
+        return seconds;
+    };
+    return arm;
+}
+
+// One category on every adapter it applies to: subjects and the raw baseline always, the
+// fsync'd baseline only where `durable` (creating files, writing large ones).
+Group compare(const std::string& category, std::span<const BackendAdapter* const> adapters,
+              const std::string& scratch, bool durable, uint64_t n, uint64_t bytes,
+              const Body& body) {
+    Group group;
+    for (const BackendAdapter* a : adapters) {
+        if (a->role == AdapterRole::durable && !durable) continue;
+        if (a->role == AdapterRole::baseline) group.baseline = group.arms.size();
+        group.arms.push_back(make_arm(category, *a, scratch, n, bytes, body));
+    }
+    return group;
+}
+
+// snapshot() on a small and a large tree of the same backend, interleaved; the ratio of the
+// large tree's time to the small tree's is the O(1) check. The trees are built once (the
+// calls do not change them) and freed when the group is done.
+Group snapshot_group(const Sizes& s, const BackendAdapter& adapter, const std::string& scratch) {
+    struct Trees {
+        std::unique_ptr<Target> small, large;
+    };
+    auto trees = std::make_shared<Trees>();
+    Group group;
+    group.prepare = [trees, &adapter, scratch, s]() -> Result<void> {
+        for (auto [slot, entries] : {std::pair{&trees->small, s.snapshot_small},
+                                     std::pair{&trees->large, s.snapshot_large}}) {
+            auto target = adapter.make(scratch);
+            if (!target) return std::unexpected(target.error());
+            if (auto ok = build_tree(*(*target)->backend(), entries); !ok) return ok;
+            *slot = std::move(*target);
+        }
+        return {};
+    };
+    group.finish = [trees] { *trees = {}; };
+    for (auto [which, entries] : {std::pair{0, s.snapshot_small}, std::pair{1, s.snapshot_large}}) {
+        Arm arm;
+        arm.category = fmt::format("snapshot {}-entry tree", short_count(entries));
+        arm.backend = std::string(adapter.name);
+        arm.n = s.snapshot_calls;
+        arm.run_once = [trees, which, calls = s.snapshot_calls]() -> Result<double> {
+            Target& t = which == 0 ? *trees->small : *trees->large;
+            return time_snapshots(*t.backend(), calls);
+        };
+        group.arms.push_back(std::move(arm));
+    }
+    group.baseline = 0;
+    group.baseline_label = fmt::format("{} tree", short_count(s.snapshot_small));
+    return group;
+}
+
+}  // namespace
+
+std::string short_count(std::size_t n) {
+    if (n >= 1'000'000 && n % 100'000 == 0) return fmt::format("{:g}M", static_cast<double>(n) / 1e6);
+    if (n >= 1'000 && n % 100 == 0) return fmt::format("{:g}k", static_cast<double>(n) / 1e3);
+    return fmt::format("{}", n);
+}
+
+std::vector<Group> make_groups(const Sizes& s, std::span<const BackendAdapter* const> adapters,
+                               const std::string& scratch) {
+    std::vector<Group> groups;
+    const uint64_t small_bytes = uint64_t{s.files} * s.file_bytes;
+    auto add = [&](const std::string& category, bool durable, uint64_t n, uint64_t bytes,
+                   const Body& body) {
+        groups.push_back(compare(category, adapters, scratch, durable, n, bytes, body));
+    };
+    add("create files", true, s.files, small_bytes, [s](Target& t) { return time_create(t, s); });
+    add("read files", false, s.files, small_bytes, [s](Target& t) { return time_read(t, s); });
+    add("stat files", false, s.files, 0, [s](Target& t) { return time_stat(t, s); });
+    add("readdir", false, s.files, 0, [s](Target& t) { return time_readdir(t, s); });
+    add("unlink files", false, s.files, 0, [s](Target& t) { return time_unlink(t, s); });
+    add("mkdir", false, s.dirs, 0, [s](Target& t) { return time_mkdir(t, s); });
+    add("rmdir", false, s.dirs, 0, [s](Target& t) { return time_rmdir(t, s); });
+    for (std::size_t mib : s.large_mib) {
+        const uint64_t bytes = uint64_t{mib} * kMiB;
+        add(fmt::format("write {}MB", mib), true, mib, bytes,
+            [mib](Target& t) { return time_write_large(t, mib); });
+        add(fmt::format("read {}MB", mib), false, mib, bytes,
+            [mib](Target& t) { return time_read_large(t, mib); });
+    }
+    add("concurrent create+read+unlink", false, uint64_t{s.threads} * s.iterations * 3, 0,
+        [s](Target& t) { return time_concurrent(t, s); });
+    for (const BackendAdapter* a : adapters) {
+        if (a->snapshots) groups.push_back(snapshot_group(s, *a, scratch));
+    }
+    return groups;
+}
+
+}  // namespace packfs::bench

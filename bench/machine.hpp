@@ -1,0 +1,31 @@
+// What the figures were measured on: printed above the table, because a ratio against the
+// host filesystem means little without knowing which filesystem and which machine.
+#pragma once
+
+#include <string>
+
+namespace packfs::bench {
+
+struct FilesystemInfo {
+    std::string type;         // "ext4", "tmpfs", ... (from /proc/self/mounts, else statfs)
+    std::string device;       // "/dev/vda"
+    std::string mount_point;  // "/"
+    std::string options;      // "rw,relatime"
+};
+
+struct MachineInfo {
+    unsigned cpus = 0;       // online CPUs
+    std::string cpu_model;   // /proc/cpuinfo "model name"
+    std::string kernel;      // uname: "Linux 6.1.0 x86_64"
+    double mem_gib = 0;      // physical memory
+    std::string compiler;    // "GCC 12.2.0"
+    std::string build_type;  // CMAKE_BUILD_TYPE the bench was built with
+};
+
+MachineInfo describe_machine();
+// The filesystem that holds `path`.
+FilesystemInfo describe_filesystem(const std::string& path);
+// The 1-, 5- and 15-minute load averages, "0.12 0.11 0.04".
+std::string load_average();
+
+}  // namespace packfs::bench

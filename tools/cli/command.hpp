@@ -1,0 +1,21 @@
+// One subcommand of `packfs`: each lives in its own cmd_<name>.cpp, registers its options on
+// the app, and hands back what to run once the command line has been parsed.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace packfs::cli {
+
+struct Command {
+    CLI::App* app = nullptr;      // the subcommand, to ask whether it was given
+    // Runs it, given the whole command line as typed (for reports); returns the exit code:
+    // 0 ok, 1 an operation failed, 2 usage error.
+    std::function<int(const std::string& command_line)> run;
+};
+
+Command add_bench_command(CLI::App& parent);
+
+}  // namespace packfs::cli
