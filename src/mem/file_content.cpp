@@ -3,10 +3,47 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 namespace packfs::mem {
 namespace {
+
+// Free full-size chunk buffers, most recently freed (warmest) last.
+class ChunkBufferPool {
+public:
+    std::byte* take() {
+        {
+            std::lock_guard lock(mutex_);
+            if (!free_.empty()) {
+                std::byte* p = free_.back();
+                free_.pop_back();
+                return p;
+            }
+        }
+        return new std::byte[kChunkSize];
+    }
+    void give(std::byte* p) {
+        {
+            std::lock_guard lock(mutex_);
+            if (free_.size() < kChunkPoolBytes / kChunkSize) {
+                free_.push_back(p);
+                return;
+            }
+        }
+        delete[] p;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::byte*> free_;
+};
+
+// Never destroyed: chunks may be freed by other static destructors at exit.
+ChunkBufferPool& chunk_pool() {
+    static ChunkBufferPool* pool = new ChunkBufferPool;
+    return *pool;
+}
 
 // The part of a file of `size` bytes that falls inside chunk `index`.
 uint32_t visible_in_chunk(uint64_t size, uint64_t index) {
@@ -27,6 +64,18 @@ void zero(std::byte* p, uint32_t from, uint32_t to) {
 }
 
 }  // namespace
+
+Chunk::Chunk(uint32_t capacity)
+    : capacity_(capacity),
+      data_(capacity == kChunkSize ? chunk_pool().take() : new std::byte[capacity]) {}
+
+Chunk::~Chunk() {
+    if (capacity_ == kChunkSize) {
+        chunk_pool().give(data_);
+    } else {
+        delete[] data_;
+    }
+}
 
 std::size_t FileContent::read(uint64_t size, uint64_t offset, std::span<std::byte> out) const {
     if (offset >= size || out.empty()) return 0;

@@ -26,21 +26,31 @@ namespace packfs::mem {
 
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 
+// A chunk's buffer. Full-size (64 KiB) buffers come from a bounded process-wide pool, so a
+// large sequential write reuses memory that earlier files freed instead of page-faulting
+// fresh memory in (which costs more than the copy itself).
 class Chunk {
 public:
-    explicit Chunk(uint32_t capacity)
-        : capacity_(capacity), data_(std::make_unique_for_overwrite<std::byte[]>(capacity)) {}
+    explicit Chunk(uint32_t capacity);
+    ~Chunk();
+    Chunk(const Chunk&) = delete;
+    Chunk& operator=(const Chunk&) = delete;
+
     uint32_t capacity() const noexcept { return capacity_; }
-    std::byte* data() noexcept { return data_.get(); }
-    const std::byte* data() const noexcept { return data_.get(); }
+    std::byte* data() noexcept { return data_; }
+    const std::byte* data() const noexcept { return data_; }
 
     // Touched only by the one writer (under the backend's writer lock).
     uint32_t frontier = 0;
 
 private:
     uint32_t capacity_;
-    std::unique_ptr<std::byte[]> data_;
+    std::byte* data_;
 };
+
+// Bytes of full-size buffers the pool keeps for reuse at most (they are returned to the
+// allocator beyond that).
+inline constexpr std::size_t kChunkPoolBytes = 64u << 20;
 
 using ChunkPtr = std::shared_ptr<Chunk>;
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `packfs bench` end to end, briefly: a quick run of two categories must succeed, print the
+# table, and write JSON records with exactly the documented fields; bad usage exits 2.
+set -euo pipefail
+packfs="$1"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$packfs" bench --quick --runs 3 --backends mem,raw --filter stat --filter readdir \
+  --json "$out/b.json" > "$out/table.txt"
+grep -q "stat files  *mem" "$out/table.txt" || { echo "no mem stat row"; cat "$out/table.txt"; exit 1; }
+grep -q "readdir  *raw" "$out/table.txt" || { echo "no raw readdir row"; exit 1; }
+python3 - "$out/b.json" <<'PY'
+import json, sys
+records = json.load(open(sys.argv[1]))
+fields = ["category", "backend", "n", "runs", "median_s", "min_s", "max_s", "ops_per_s", "mb_per_s"]
+assert len(records) == 4, f"expected 4 figures, got {len(records)}"
+for r in records:
+    assert list(r.keys()) == fields, f"fields {list(r.keys())}"
+    assert r["backend"] in ("mem", "raw"), r["backend"]
+    assert r["runs"] == 3 and r["n"] > 0, r
+    assert 0 < r["min_s"] <= r["median_s"] <= r["max_s"], r
+    assert abs(r["ops_per_s"] - r["n"] / r["median_s"]) < 1e-6 * r["ops_per_s"], r
+print("json ok:", len(records), "records")
+PY
+set +e
+"$packfs" bench --runs notanumber > /dev/null 2>&1
+code=$?
+set -e
+[ "$code" -eq 2 ] || { echo "usage error exited $code, expected 2"; exit 1; }
+echo "bench smoke ok"
