@@ -64,7 +64,8 @@ void list_categories(const std::vector<Group>& groups) {
                 backends.push_back(a.backend);
             }
         }
-        fmt::print("  {:<48} {}\n", fmt::join(categories, ", "), fmt::join(backends, ", "));
+        fmt::print("  {:<48} {}\n", fmt::format("{}", fmt::join(categories, ", ")),
+                   fmt::join(backends, ", "));
     }
 }
 

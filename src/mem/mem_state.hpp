@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 #include "mem/mem_tree.hpp"
@@ -66,10 +67,16 @@ auto MemState::mutate(Edit&& edit, bool lock_open_table) -> decltype(edit(std::d
     std::lock_guard writer_lock(writer_);
     std::unique_lock open_lock(open_mutex_, std::defer_lock);
     if (lock_open_table) open_lock.lock();
-    Tree next = *published_;
-    auto result = edit(next);
-    if (result) publish(std::move(next));
-    return result;
+    // Out of memory midway leaves only the private copy half-edited: it is dropped, the
+    // published version is untouched, and the caller gets ENOSPC.
+    try {
+        Tree next = *published_;
+        auto result = edit(next);
+        if (result) publish(std::move(next));
+        return result;
+    } catch (const std::bad_alloc&) {
+        return fail(ENOSPC, "write (out of memory)");
+    }
 }
 
 }  // namespace packfs::mem
