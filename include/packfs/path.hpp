@@ -34,6 +34,22 @@ std::string_view path_parent(std::string_view normal_path) noexcept;
 // Joins a normal directory path and one component.
 std::string path_join(std::string_view dir, std::string_view name);
 
+// A path checked and put in normal form. When the caller's string already was normal it is
+// kept by reference, so a NormalPath must not outlive the string it was made from.
+class NormalPath {
+public:
+    static Result<NormalPath> make(std::string_view raw, std::string_view op);
+    std::string_view view() const noexcept { return owned_.empty() ? view_ : owned_; }
+    // The caller wrote a trailing '/': the final component must be a directory.
+    bool wants_dir() const noexcept { return wants_dir_; }
+    bool is_root() const noexcept { return view() == "/"; }
+
+private:
+    std::string_view view_;
+    std::string owned_;
+    bool wants_dir_ = false;
+};
+
 // Iterates over the components of a normal path: for (auto c : PathComponents("/a/b")).
 class PathComponents {
 public:

@@ -80,4 +80,17 @@ std::string path_join(std::string_view dir, std::string_view name) {
     return out;
 }
 
+Result<NormalPath> NormalPath::make(std::string_view raw, std::string_view op) {
+    NormalPath p;
+    if (is_normal_path(raw)) {
+        p.view_ = raw;
+        return p;
+    }
+    auto normal = normalize_path(raw, op);
+    if (!normal) return std::unexpected(normal.error());
+    p.owned_ = std::move(*normal);
+    p.wants_dir_ = has_trailing_slash(raw) && p.owned_ != "/";
+    return p;
+}
+
 }  // namespace packfs

@@ -23,19 +23,6 @@ Stat stat_of(const Inode& inode) {
     return st;
 }
 
-Result<NormalPath> NormalPath::make(std::string_view raw, std::string_view op) {
-    NormalPath p;
-    if (is_normal_path(raw)) {
-        p.view_ = raw;
-        return p;
-    }
-    auto normal = normalize_path(raw, op);
-    if (!normal) return std::unexpected(normal.error());
-    p.owned_ = std::move(*normal);
-    p.wants_dir_ = has_trailing_slash(raw) && p.owned_ != "/";
-    return p;
-}
-
 Result<Resolved> TreeReader::walk(std::string_view path, bool follow_last, std::string_view op,
                                   std::string_view user_path, ParentAndName* parent_out,
                                   uint64_t start) const {

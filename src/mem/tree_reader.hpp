@@ -10,25 +10,11 @@
 
 #include "mem/mem_tree.hpp"
 #include "packfs/backend.hpp"
+#include "packfs/path.hpp"
 
 namespace packfs::mem {
 
 inline constexpr int kMaxSymlinkFollows = 40;  // as Linux's MAXSYMLINKS
-
-// A path checked and put in normal form; keeps the caller's string when it already was.
-class NormalPath {
-public:
-    static Result<NormalPath> make(std::string_view raw, std::string_view op);
-    std::string_view view() const noexcept { return owned_.empty() ? view_ : owned_; }
-    // The caller wrote a trailing '/': the final component must be a directory.
-    bool wants_dir() const noexcept { return wants_dir_; }
-    bool is_root() const noexcept { return view() == "/"; }
-
-private:
-    std::string_view view_;
-    std::string owned_;
-    bool wants_dir_ = false;
-};
 
 struct Resolved {
     uint64_t ino;

@@ -1,0 +1,59 @@
+#include "vfs/mount_table.hpp"
+
+#include <unordered_set>
+
+#include "packfs/path.hpp"
+
+namespace packfs::vfs {
+
+Target dispatch(const Table& table, std::string_view normal_path) {
+    std::string_view prefix = normal_path;
+    for (;;) {
+        if (const UnionPtr* members = table.mounts.find(prefix)) {
+            std::string_view inner = prefix == "/" ? normal_path : normal_path.substr(prefix.size());
+            if (inner.empty()) inner = "/";
+            return Target{members->get(), prefix, inner};
+        }
+        if (prefix == "/") return Target{};
+        prefix = path_parent(prefix);
+    }
+}
+
+namespace {
+// Mount paths strictly below `dir` start with this.
+std::string child_prefix(std::string_view dir) {
+    std::string p(dir);
+    if (p.back() != '/') p += '/';
+    return p;
+}
+}  // namespace
+
+bool has_mount_below(const Table& table, std::string_view normal_path) {
+    const std::string prefix = child_prefix(normal_path);
+    auto it = table.mounts.lower_bound(prefix);
+    if (it != table.mounts.end() && it.key() == prefix) ++it;  // "/" itself is not below "/"
+    return it != table.mounts.end() && std::string_view(it.key()).starts_with(prefix);
+}
+
+std::vector<std::string> mount_children(const Table& table, std::string_view normal_path) {
+    const std::string prefix = child_prefix(normal_path);
+    std::vector<std::string> names;
+    std::unordered_set<std::string> seen;  // "c", "c-x", "c/y" sort as c, c-x, c again
+    auto it = table.mounts.lower_bound(prefix);
+    if (it != table.mounts.end() && it.key() == prefix) ++it;  // "/" itself is not below "/"
+    while (it != table.mounts.end() && std::string_view(it.key()).starts_with(prefix)) {
+        std::string_view rest = std::string_view(it.key()).substr(prefix.size());
+        std::string_view child = rest.substr(0, rest.find('/'));
+        if (seen.emplace(child).second) names.emplace_back(child);
+        if (child.size() < rest.size()) {
+            // Skip the rest of this child's subtree: its keys are prefix/child/..., which sort
+            // before prefix/child0 ('0' follows '/').
+            it = table.mounts.lower_bound(prefix + std::string(child) + '0');
+        } else {
+            ++it;
+        }
+    }
+    return names;
+}
+
+}  // namespace packfs::vfs

@@ -1,0 +1,51 @@
+// The Vfs's mount table: one immutable version of it, and the lookups dispatch needs.
+//
+// The table maps a normal mount path to the union mounted there (an immutable, ordered list
+// of members). It is a PersistentMap, so mount and unmount copy O(log m) nodes and publish a
+// new version atomically; an operation loads one version and uses it throughout.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/persistent_map.hpp"
+#include "packfs/backend.hpp"
+#include "packfs/vfs.hpp"
+
+namespace packfs::vfs {
+
+struct Member {
+    std::shared_ptr<Backend> backend;
+    MountOptions options;
+    bool writable() const noexcept { return !options.read_only && !backend->read_only(); }
+};
+
+using Union = std::vector<Member>;
+using UnionPtr = std::shared_ptr<const Union>;
+
+struct Table {
+    PersistentMap<std::string, UnionPtr> mounts;
+};
+using TablePtr = std::shared_ptr<const Table>;
+
+// Where a normal path goes: the union mounted at its longest mounted prefix, and the path
+// inside the members ("/" for the mount point itself).
+struct Target {
+    const Union* members = nullptr;  // null when no prefix of the path is mounted
+    std::string_view mount_path;
+    std::string_view inner_path;
+};
+
+// Longest-prefix match by components: one probe per component, O(depth · log mounts).
+Target dispatch(const Table& table, std::string_view normal_path);
+
+// Whether some mount lies strictly below the directory `normal_path` (so it exists as a
+// directory even where no backend has it).
+bool has_mount_below(const Table& table, std::string_view normal_path);
+
+// The names of the children of `normal_path` that lead to mounts below it, each once.
+std::vector<std::string> mount_children(const Table& table, std::string_view normal_path);
+
+}  // namespace packfs::vfs
