@@ -2,7 +2,7 @@
 
 namespace packfs::mem {
 
-MemState::MemState(const MemOptions& options) : options_(options) {
+MemState::MemState(const MemOptions& options) : options_(options), current_(nullptr) {
     Tree tree;
     auto root = std::make_shared<Inode>();
     root->ino = kRootIno;
@@ -15,12 +15,12 @@ MemState::MemState(const MemOptions& options) : options_(options) {
     root->atime = root->mtime = root->ctime = Time::now();
     tree.inodes.insert_or_assign(kRootIno, std::move(root));
     published_ = std::make_shared<const Tree>(std::move(tree));
-    current_.store(published_, std::memory_order_release);
+    current_.store(published_);
 }
 
 void MemState::publish(Tree&& next) {
     published_ = std::make_shared<const Tree>(std::move(next));
-    current_.store(published_, std::memory_order_release);
+    current_.store(published_);
 }
 
 bool MemState::acquire_handle(uint64_t ino) {

@@ -3,8 +3,8 @@
 // so a handle outlives neither its data nor the backend's lock.
 //
 // Concurrency protocol (DESIGN §5):
-// - `current` holds the published version. Readers load it once per operation (one atomic
-//   load) and work on that immutable Tree; they never take `writer`.
+// - `current` holds the published version. Readers load it once per operation (a pointer
+//   copy, see core/published.hpp) and work on that immutable Tree; they never take `writer`.
 // - A mutation holds `writer`, copies the published Tree (O(1): two map roots), edits the
 //   copy by path copying, and publishes it with one atomic store. Old versions are freed by
 //   reference counting when the last reader or snapshot lets go.
@@ -16,11 +16,11 @@
 //   Lock order: writer, then open_mutex.
 #pragma once
 
-#include <atomic>
 #include <mutex>
 #include <new>
 #include <unordered_map>
 
+#include "core/published.hpp"
 #include "mem/mem_tree.hpp"
 #include "packfs/mem.hpp"
 
@@ -30,7 +30,7 @@ class MemState {
 public:
     explicit MemState(const MemOptions& options);
 
-    TreePtr load() const noexcept { return current_.load(std::memory_order_acquire); }
+    TreePtr load() const { return current_.load(); }
 
     // Runs `edit` on a private copy of the published tree under the writer lock and publishes
     // the copy if `edit` succeeds. With `lock_open_table`, `open_mutex` is held throughout,
@@ -55,7 +55,7 @@ private:
     void publish(Tree&& next);
 
     MemOptions options_;
-    std::atomic<TreePtr> current_;
+    Published<Tree> current_;
     std::mutex writer_;
     TreePtr published_;  // == current_, read by the writer without an atomic load
     mutable std::mutex open_mutex_;

@@ -6,13 +6,15 @@
 
 namespace packfs::vfs {
 
-Target dispatch(const Table& table, std::string_view normal_path) {
+Target dispatch(const Table& table, std::string_view normal_path, bool wants_dir) {
     std::string_view prefix = normal_path;
     for (;;) {
         if (const UnionPtr* members = table.mounts.find(prefix)) {
             std::string_view inner = prefix == "/" ? normal_path : normal_path.substr(prefix.size());
             if (inner.empty()) inner = "/";
-            return Target{members->get(), prefix, inner};
+            Target t{members->get(), prefix, inner, {}};
+            if (wants_dir && inner != "/") t.inner_with_slash = std::string(inner) + '/';
+            return t;
         }
         if (prefix == "/") return Target{};
         prefix = path_parent(prefix);

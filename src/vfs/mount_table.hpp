@@ -36,10 +36,17 @@ struct Target {
     const Union* members = nullptr;  // null when no prefix of the path is mounted
     std::string_view mount_path;
     std::string_view inner_path;
+    std::string inner_with_slash;  // set when the caller's path ended in '/'
+    // The path to hand to the members: with the caller's trailing '/', which demands a
+    // directory, kept.
+    std::string_view inner() const noexcept {
+        return inner_with_slash.empty() ? inner_path : std::string_view(inner_with_slash);
+    }
 };
 
 // Longest-prefix match by components: one probe per component, O(depth · log mounts).
-Target dispatch(const Table& table, std::string_view normal_path);
+// `wants_dir`: the caller wrote a trailing '/' (NormalPath::wants_dir()).
+Target dispatch(const Table& table, std::string_view normal_path, bool wants_dir = false);
 
 // Whether some mount lies strictly below the directory `normal_path` (so it exists as a
 // directory even where no backend has it).

@@ -4,11 +4,11 @@
 
 #include <xxhash.h>
 
-#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_set>
 
+#include "core/published.hpp"
 #include "packfs/path.hpp"
 #include "vfs/mount_table.hpp"
 
@@ -51,10 +51,35 @@ private:
     Stat stat_;
 };
 
+// A writable handle opened through the Vfs: its writes are changes, so they share the
+// change lock, and a Vfs snapshot never lands between two of them half-seen.
+class LockedFile final : public File {
+public:
+    LockedFile(FileHandle inner, std::shared_ptr<std::shared_mutex> changes)
+        : inner_(std::move(inner)), changes_(std::move(changes)) {}
+    Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
+        return inner_->pread(buf, offset);
+    }
+    Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
+        std::shared_lock lock(*changes_);
+        return inner_->pwrite(data, offset);
+    }
+    Result<void> truncate(uint64_t size) override {
+        std::shared_lock lock(*changes_);
+        return inner_->truncate(size);
+    }
+    Result<void> fsync(bool data_only) override { return inner_->fsync(data_only); }
+    Result<Stat> fstat() override { return inner_->fstat(); }
+
+private:
+    FileHandle inner_;
+    std::shared_ptr<std::shared_mutex> changes_;
+};
+
 class VfsImpl final : public Vfs {
 public:
-    VfsImpl(TablePtr table, bool frozen)
-        : table_(std::move(table)), frozen_(frozen), created_(Time::now()) {}
+    VfsImpl(TablePtr table, bool frozen, Time created)
+        : table_(std::move(table)), frozen_(frozen), created_(created) {}
 
     // --- the mount table ---------------------------------------------------------------
     Result<void> mount(std::string_view path, std::shared_ptr<Backend> backend,
@@ -197,6 +222,9 @@ public:
     }
     Result<void> mknod(std::string_view path, FileType type, uint32_t mode,
                        uint64_t rdev) override {
+        // As mknod(2): the type is checked before the path is looked at.
+        if (type == FileType::directory || type == FileType::symlink)
+            return fail(EINVAL, "mknod", path);
         return create(path, "mknod",
                       [&](Backend& b, std::string_view p) { return b.mknod(p, type, mode, rdev); });
     }
@@ -218,14 +246,15 @@ public:
     bool read_only() const noexcept override { return frozen_; }
 
 private:
-    // The member that holds `inner` (stat or lstat finds it), the first one that does; null
-    // when none does. Errors other than ENOENT stop the search and are returned.
+    // The member that serves `inner`: the first whose stat (or lstat) answers anything but
+    // ENOENT. It holds the path, or its own lookup fails otherwise (ELOOP, ENOTDIR), and then
+    // the operation itself, made there, reports that failure in the member's own order.
+    // Null when every member answers ENOENT.
     Result<const Member*> holder(const Union& members, std::string_view inner, bool follow) {
         if (members.size() == 1) return &members.front();
         for (const Member& m : members) {
             auto st = follow ? m.backend->stat(inner) : m.backend->lstat(inner);
-            if (st) return &m;
-            if (st.error().code() != ENOENT) return std::unexpected(st.error());
+            if (st || st.error().code() != ENOENT) return &m;
         }
         return nullptr;
     }
@@ -237,10 +266,10 @@ private:
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
         TablePtr table = table_.load();
-        Target t = dispatch(*table, normal->view());
+        Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (t.members) {
             for (const Member& m : *t.members) {
-                Result<T> r = call(*m.backend, t.inner_path);
+                Result<T> r = call(*m.backend, t.inner());
                 if (r || r.error().code() != ENOENT) return renamed(std::move(r), path);
             }
         }
@@ -266,9 +295,9 @@ private:
     Result<void> change(std::string_view path, std::string_view op, bool follow, Call&& call) {
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
-        std::shared_lock changes(change_mutex_);
+        std::shared_lock changes(*change_mutex_);
         TablePtr table = table_.load();
-        Target t = dispatch(*table, normal->view());
+        Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (!t.members) {
             if (normal->is_root() || has_mount_below(*table, normal->view()))
                 return fail(EROFS, op, path);
@@ -282,7 +311,7 @@ private:
             return fail(ENOENT, op, path);
         }
         if (!m->writable()) return fail(EROFS, op, path);
-        return renamed(call(*m->backend, t.inner_path), path);
+        return renamed(call(*m->backend, t.inner()), path);
     }
 
     // A new entry: EEXIST if any member (or a mount) has the name, else made in the first
@@ -291,9 +320,9 @@ private:
     Result<void> create(std::string_view path, std::string_view op, Call&& call) {
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
-        std::shared_lock changes(change_mutex_);
+        std::shared_lock changes(*change_mutex_);
         TablePtr table = table_.load();
-        Target t = dispatch(*table, normal->view());
+        Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (normal->view() == t.mount_path || normal->is_root() ||
             has_mount_below(*table, normal->view()))
             return fail(EEXIST, op, path);
@@ -304,11 +333,15 @@ private:
         } else {
             auto found = holder(*t.members, t.inner_path, false);
             if (!found) return std::unexpected(found.error().with_path(path));
-            if (*found && !(*found)->writable()) return fail(EEXIST, op, path);
+            if (*found && !(*found)->writable()) {
+                // A read-only member serves the name: it exists there (EEXIST), or looking it
+                // up failed there, and a read-only member can make nothing (EROFS).
+                return fail((*found)->backend->lstat(t.inner_path) ? EEXIST : EROFS, op, path);
+            }
             target = *found ? *found : first_writable(*t.members);
         }
         if (!target || !target->writable()) return fail(EROFS, op, path);
-        return renamed(call(*target->backend, t.inner_path), path);
+        return renamed(call(*target->backend, t.inner()), path);
     }
 
     static const Member* first_writable(const Union& members) {
@@ -322,24 +355,26 @@ private:
     Result<void> two_paths(std::string_view from, std::string_view to, std::string_view op,
                            Call&& call);
 
-    std::atomic<TablePtr> table_;
+    Published<Table> table_;
     std::mutex mount_mutex_;           // serialises mount and unmount
-    std::shared_mutex change_mutex_;   // changes share it; snapshot takes it alone
+    // Changes share it; snapshot takes it alone. Shared with the writable handles this Vfs
+    // opened, whose writes are changes too, and which may outlive the Vfs.
+    std::shared_ptr<std::shared_mutex> change_mutex_ = std::make_shared<std::shared_mutex>();
     const bool frozen_;
-    const Time created_;
+    const Time created_;  // the times of virtual directories, kept by snapshots
 };
 
 Result<std::vector<DirEntry>> VfsImpl::readdir(std::string_view path) {
     auto normal = NormalPath::make(path, "readdir");
     if (!normal) return std::unexpected(normal.error());
     TablePtr table = table_.load();
-    Target t = dispatch(*table, normal->view());
+    Target t = dispatch(*table, normal->view(), normal->wants_dir());
     std::vector<DirEntry> out;
     std::unordered_set<std::string> seen;
     bool exists = false;
     if (t.members) {
         for (const Member& m : *t.members) {
-            auto listing = m.backend->readdir(t.inner_path);
+            auto listing = m.backend->readdir(t.inner());
             if (!listing) {
                 if (listing.error().code() == ENOENT) continue;
                 if (!exists) return std::unexpected(listing.error().with_path(path));
@@ -359,16 +394,26 @@ Result<std::vector<DirEntry>> VfsImpl::readdir(std::string_view path) {
     // Mount points below this directory are entries of it, whatever the backends hold.
     std::vector<std::string> children = mount_children(*table, normal->view());
     if (!exists && children.empty() && !normal->is_root()) return fail(ENOENT, "readdir", path);
+    // A child that is itself a mount point is listed as the mounted root (what lstat of it
+    // answers); one that only leads to mounts further down is a virtual directory.
     for (std::string& name : children) {
+        std::string child = path_join(normal->view(), name);
+        uint64_t ino = virtual_dir_stat(child, created_).ino;
+        if (const UnionPtr* mounted = table->mounts.find(child)) {
+            for (const Member& m : **mounted) {
+                if (auto root = m.backend->lstat("/")) {
+                    ino = root->ino;
+                    break;
+                }
+            }
+        }
         if (seen.contains(name)) {
             for (DirEntry& e : out) {
-                if (e.name == name) e.type = FileType::directory;  // the mount covers it
+                if (e.name == name) e = DirEntry{e.name, ino, FileType::directory};
             }
             continue;
         }
-        std::string child = path_join(normal->view(), name);
-        out.push_back(DirEntry{std::move(name), virtual_dir_stat(child, created_).ino,
-                               FileType::directory});
+        out.push_back(DirEntry{std::move(name), ino, FileType::directory});
     }
     return out;
 }
@@ -377,11 +422,17 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
     auto normal = NormalPath::make(path, "open");
     if (!normal) return std::unexpected(normal.error());
     const bool changing = changes_file(flags);
-    std::shared_lock changes(change_mutex_, std::defer_lock);
+    std::shared_lock changes(*change_mutex_, std::defer_lock);
     if (changing) changes.lock();
     TablePtr table = table_.load();
-    Target t = dispatch(*table, normal->view());
+    Target t = dispatch(*table, normal->view(), normal->wants_dir());
     const bool is_virtual = normal->is_root() || has_mount_below(*table, normal->view());
+    // Writable handles take the change lock for their writes (see LockedFile).
+    auto wrap = [&](Result<FileHandle> r) -> Result<FileHandle> {
+        if (!r) return std::unexpected(r.error().with_path(path));
+        if ((flags & O_ACCMODE) == O_RDONLY) return r;
+        return FileHandle(std::make_unique<LockedFile>(std::move(*r), change_mutex_));
+    };
     auto open_virtual = [&]() -> Result<FileHandle> {
         if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)) return fail(EISDIR, "open", path);
         return FileHandle(
@@ -393,33 +444,39 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
     }
     if (t.members->size() == 1) {
         const Member& only = t.members->front();
-        if (changing && !only.writable()) {
-            // A read-only mount of a writable backend: never hand it a changing open.
-            auto existing = only.backend->stat(t.inner_path);
+        if (changing && !only.writable() && !only.backend->read_only()) {
+            // A read-only mount of a writable backend: never hand it a changing open, but
+            // answer what exists first, as a read-only backend would.
+            auto existing = only.backend->stat(t.inner());
             if (!existing && existing.error().code() == ENOENT && !(flags & O_CREAT) && !is_virtual)
                 return fail(ENOENT, "open", path);
+            if (existing && existing->type == FileType::directory &&
+                (flags & O_ACCMODE) != O_RDONLY)
+                return fail(EISDIR, "open", path);
             return fail(EROFS, "open", path);
         }
-        auto r = only.backend->open(t.inner_path, flags, mode);
+        auto r = only.backend->open(t.inner(), flags, mode);
         if (!r && r.error().code() == ENOENT && is_virtual) return open_virtual();
-        return renamed(std::move(r), path);
+        return wrap(std::move(r));
     }
     // A union: the first member that has the path serves it.
-    auto found = holder(*t.members, t.inner_path, !(flags & O_NOFOLLOW));
+    // O_CREAT|O_EXCL never follows a final symlink: the link itself is what exists.
+    const bool exclusive = (flags & O_CREAT) && (flags & O_EXCL);
+    auto found = holder(*t.members, t.inner_path, !(flags & O_NOFOLLOW) && !exclusive);
     if (!found) return std::unexpected(found.error().with_path(path));
     if (const Member* m = *found) {
         if (changing && !m->writable()) {
             if ((flags & O_CREAT) && (flags & O_EXCL)) return fail(EEXIST, "open", path);
             if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
                 return fail(EROFS, "open", path);
-            return renamed(m->backend->open(t.inner_path, flags & ~O_CREAT, mode), path);
+            return wrap(m->backend->open(t.inner(), flags & ~O_CREAT, mode));
         }
-        return renamed(m->backend->open(t.inner_path, flags, mode), path);
+        return wrap(m->backend->open(t.inner(), flags, mode));
     }
     if (flags & O_CREAT) {
         const Member* w = first_writable(*t.members);
         if (!w) return fail(EROFS, "open", path);
-        return renamed(w->backend->open(t.inner_path, flags, mode), path);
+        return wrap(w->backend->open(t.inner(), flags, mode));
     }
     if (is_virtual) return open_virtual();
     return fail(ENOENT, "open", path);
@@ -432,10 +489,10 @@ Result<void> VfsImpl::two_paths(std::string_view from, std::string_view to, std:
     if (!src) return std::unexpected(src.error());
     auto dst = NormalPath::make(to, op);
     if (!dst) return std::unexpected(dst.error());
-    std::shared_lock changes(change_mutex_);
+    std::shared_lock changes(*change_mutex_);
     TablePtr table = table_.load();
-    Target s = dispatch(*table, src->view());
-    Target d = dispatch(*table, dst->view());
+    Target s = dispatch(*table, src->view(), src->wants_dir());
+    Target d = dispatch(*table, dst->view(), dst->wants_dir());
     // A mount point, or a directory that holds one, stays where it is.
     for (const auto* p : {&*src, &*dst}) {
         const Target& pt = p == &*src ? s : d;
@@ -447,7 +504,13 @@ Result<void> VfsImpl::two_paths(std::string_view from, std::string_view to, std:
     auto found = holder(*s.members, s.inner_path, false);
     if (!found) return std::unexpected(found.error().with_path(from));
     const Member* m = *found;
-    if (!m) return fail(ENOENT, op, from);
+    if (!m) {
+        // No member has the source: the first writable one answers, so the error is the one
+        // its own checks give first (a destination under a file is ENOTDIR, not ENOENT).
+        m = first_writable(*s.members);
+        if (!m) return fail(ENOENT, op, from);
+        return renamed(call(*m->backend, s.inner(), d.inner()), from);
+    }
     if (s.members->size() > 1) {
         // The target may exist only in the member the source is in.
         auto target = holder(*s.members, d.inner_path, false);
@@ -455,12 +518,12 @@ Result<void> VfsImpl::two_paths(std::string_view from, std::string_view to, std:
         if (*target && *target != m) return fail(EXDEV, op, to);
     }
     if (!m->writable()) return fail(EROFS, op, from);
-    return renamed(call(*m->backend, s.inner_path, d.inner_path), from);
+    return renamed(call(*m->backend, s.inner(), d.inner()), from);
 }
 
 Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
     // Alone: no change through this Vfs lands between two members' snapshots.
-    std::unique_lock changes(change_mutex_);
+    std::unique_lock changes(*change_mutex_);
     TablePtr table = table_.load();
     Table frozen;
     for (auto it = table->mounts.begin(); it != table->mounts.end(); ++it) {
@@ -474,7 +537,8 @@ Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
         }
         frozen.mounts.insert_or_assign(it.key(), std::make_shared<const Union>(std::move(members)));
     }
-    return std::make_shared<VfsImpl>(std::make_shared<const Table>(std::move(frozen)), true);
+    return std::make_shared<VfsImpl>(std::make_shared<const Table>(std::move(frozen)), true,
+                                     created_);
 }
 
 }  // namespace
@@ -483,7 +547,8 @@ Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
 namespace packfs {
 
 std::shared_ptr<Vfs> Vfs::create() {
-    return std::make_shared<vfs::VfsImpl>(std::make_shared<const vfs::Table>(), false);
+    return std::make_shared<vfs::VfsImpl>(std::make_shared<const vfs::Table>(), false,
+                                          Time::now());
 }
 
 }  // namespace packfs
