@@ -5,6 +5,7 @@
 #include "bench/backend_target.hpp"
 #include "bench/raw_target.hpp"
 #include "packfs/mem.hpp"
+#include "packfs/vfs.hpp"
 
 namespace packfs::bench {
 namespace {
@@ -15,8 +16,20 @@ Result<std::unique_ptr<Target>> make_mem(const std::string&) {
     return make_backend_target(std::move(fs));
 }
 
+// The Vfs with a fresh mem backend mounted at "/": every operation goes through the mount
+// table's dispatch first, so the difference to "mem" is what the Vfs costs.
+Result<std::unique_ptr<Target>> make_vfs(const std::string&) {
+    auto vfs = Vfs::create();
+    if (!vfs) return fail(ENOTSUP, "Vfs::create");
+    auto mem = make_mem_backend();
+    if (!mem) return fail(ENOTSUP, "make_mem_backend");
+    if (auto ok = vfs->mount("/", std::move(mem)); !ok) return std::unexpected(ok.error());
+    return make_backend_target(std::move(vfs));
+}
+
 const std::array kAdapters{
     BackendAdapter{"mem", AdapterRole::subject, true, make_mem},
+    BackendAdapter{"vfs", AdapterRole::subject, true, make_vfs},
     BackendAdapter{"raw", AdapterRole::baseline, false,
                    [](const std::string& scratch) { return make_raw_target(scratch, false); }},
     BackendAdapter{"raw+fsync", AdapterRole::durable, false,

@@ -28,6 +28,12 @@ public:
         return {};  // the handle closes here
     }
 
+    Result<void> create_empty(const std::string& path) override {
+        auto file = fs_->open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (!file) return std::unexpected(file.error());
+        return {};
+    }
+
     Result<std::size_t> read_file(const std::string& path, std::span<std::byte> buf) override {
         auto file = fs_->open(path, O_RDONLY);
         if (!file) return std::unexpected(file.error());

@@ -12,9 +12,11 @@
 #include <fmt/ranges.h>
 
 #include "bench/adapters.hpp"
+#include "bench/analysis.hpp"
 #include "bench/categories.hpp"
 #include "bench/harness.hpp"
 #include "bench/machine.hpp"
+#include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/temp_dir.hpp"
 
@@ -26,7 +28,8 @@ constexpr int kQuickRuns = 3;
 
 // --quick: every category still runs, with fewer runs and a tenth of the counts where the
 // count is what takes the time (the fsync'd creates and raw rmdir are milliseconds each on
-// a busy disk). The snapshot check keeps a 100x size step: 1k against 100k entries.
+// a busy disk). The snapshot check keeps a 100x size step: 1k against 100k entries; the
+// mount table keeps its counts (they take milliseconds) but resolves through 20k mounts.
 Sizes quick_sizes() {
     Sizes s;
     s.files = 2'000;
@@ -34,6 +37,10 @@ Sizes quick_sizes() {
     s.iterations = 500;
     s.snapshot_large = 100'000;
     s.snapshot_calls = 2'000;
+    s.mounts_many = 20'000;
+    s.resolves = 20'000;
+    s.scaling_mib = 4;
+    s.big_dir = 100'000;
     return s;
 }
 
@@ -42,11 +49,29 @@ std::string lower(std::string s) {
     return s;
 }
 
+bool contains(const std::string& text, const std::string& filter) {
+    return lower(text).find(lower(filter)) != std::string::npos;
+}
+
+// The measures of an arm, whether it declares them or is a one-measure arm.
+std::vector<Measure> measures_of(const Arm& arm) {
+    if (!arm.measures.empty()) return arm.measures;
+    return {Measure{arm.category, arm.n, arm.bytes, arm.plain, arm.scale_key, arm.scale}};
+}
+
+// Main-table groups: a filter selects a group when it is part of one of its category
+// names. Groups of an extra section (scaling, million-entry directory) only when the filter
+// names the section, or more of a category name than its plain part: "stat" runs the stat
+// row, "stat files @" its scaling check, "scaling" every scaling check.
 bool matches(const Group& group, const std::vector<std::string>& filters) {
-    if (filters.empty()) return true;
-    for (const Arm& arm : group.arms) {
-        for (const std::string& f : filters) {
-            if (lower(arm.category).find(lower(f)) != std::string::npos) return true;
+    if (filters.empty()) return !group.opt_in;
+    for (const std::string& f : filters) {
+        if (!group.section.empty() && contains(group.section, f)) return true;
+        for (const Arm& arm : group.arms) {
+            for (const Measure& m : measures_of(arm)) {
+                if (!contains(m.category, f)) continue;
+                if (group.section.empty() || m.plain.empty() || !contains(m.plain, f)) return true;
+            }
         }
     }
     return false;
@@ -54,18 +79,44 @@ bool matches(const Group& group, const std::vector<std::string>& filters) {
 
 void list_categories(const std::vector<Group>& groups) {
     fmt::print("categories (--filter matches a substring), and the backends each runs on:\n");
+    std::string section = "-";
     for (const Group& g : groups) {
+        if (g.section != section) {
+            section = g.section;
+            if (!section.empty()) {
+                fmt::print("section \"{}\"{}: --filter \"{}\" runs it all; a plain category name such as\n"
+                           "\"stat\" does not select it, \"stat files @\" or \"dir: stat\" does:\n",
+                           section, g.opt_in ? " (not in the default run)" : "", section);
+            }
+        }
         std::vector<std::string> categories, backends;
         for (const Arm& a : g.arms) {
-            if (std::find(categories.begin(), categories.end(), a.category) == categories.end()) {
-                categories.push_back(a.category);
+            for (const Measure& m : measures_of(a)) {
+                if (std::find(categories.begin(), categories.end(), m.category) == categories.end()) {
+                    categories.push_back(m.category);
+                }
             }
             if (std::find(backends.begin(), backends.end(), a.backend) == backends.end()) {
                 backends.push_back(a.backend);
             }
         }
-        fmt::print("  {:<48} {}\n", fmt::format("{}", fmt::join(categories, ", ")),
-                   fmt::join(backends, ", "));
+        // Long lists of categories (multi-step groups) wrap, the backends on the first line.
+        std::vector<std::string> lines{""};
+        for (const std::string& c : categories) {
+            std::string& line = lines.back();
+            if (!line.empty() && line.size() + 2 + c.size() > 48) {
+                line += ",";
+                lines.emplace_back();
+            }
+            lines.back() += lines.back().empty() ? c : ", " + c;
+        }
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            if (i == 0) {
+                fmt::print("  {:<48} {}\n", lines[i], fmt::join(backends, ", "));
+            } else {
+                fmt::print("    {}\n", lines[i]);
+            }
+        }
     }
 }
 
@@ -98,6 +149,18 @@ int run(const Options& options) {
         tmp_root = env && *env ? env : "/tmp";
     }
 
+    // The chart needs gnuplot: find out before minutes of measuring, not after.
+    std::string gnuplot;
+    if (!options.plot_path.empty() && !options.list) {
+        auto found = find_gnuplot();
+        if (!found) {
+            fmt::print(stderr, "packfs bench: --plot needs gnuplot, which is not on PATH "
+                               "(Debian/Ubuntu: apt-get install gnuplot-nox); nothing was run\n");
+            return 1;
+        }
+        gnuplot = *found;
+    }
+
     auto session = TempDir::create(tmp_root, "packfs-bench-");
     if (!session) {
         fmt::print(stderr, "packfs bench: cannot make a scratch directory: {}\n", session.error().message());
@@ -127,7 +190,8 @@ int run(const Options& options) {
     std::fflush(stdout);
 
     const auto start = std::chrono::steady_clock::now();
-    auto figures = run_groups(groups, {runs, ::isatty(STDERR_FILENO) == 1});
+    const HarnessOptions harness{runs, ::isatty(STDERR_FILENO) == 1};
+    auto figures = run_groups(groups, harness);
     if (!figures) {
         const RunFailure& f = figures.error();
         fmt::print(stderr, "packfs bench: {} on {}, run {}: {}\n", f.category, f.backend, f.run,
@@ -136,11 +200,45 @@ int run(const Options& options) {
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-    print_table(stdout, *figures);
+    // The main table, then each extra section's own table under its name.
+    std::vector<std::string> sections;
+    for (const Figure& f : *figures) {
+        if (std::find(sections.begin(), sections.end(), f.section) == sections.end()) sections.push_back(f.section);
+    }
+    std::stable_sort(sections.begin(), sections.end(),
+                     [](const std::string& a, const std::string& b) { return a.empty() && !b.empty(); });
+    for (const std::string& section : sections) {
+        std::vector<Figure> part;
+        for (const Figure& f : *figures) {
+            if (f.section == section) part.push_back(f);
+        }
+        if (!section.empty()) {
+            int section_runs = runs;
+            for (const Group& g : groups) {
+                if (g.section == section) section_runs = group_runs(g, harness);
+            }
+            fmt::print("\n== {} ({} runs per figure) ==\n", section, section_runs);
+        }
+        print_table(stdout, part);
+    }
+    print_scaling(stdout, *figures);
+    print_vfs_overhead(stdout, *figures);
+    print_order(stdout, *figures);
+    print_targets(stdout, *figures);
     fmt::print("\nload:     {} at end; wall time {:.1f} s\n", load_average(), wall);
+    std::fflush(stdout);
     if (!options.json_path.empty()) {
         if (auto ok = write_json(options.json_path, *figures); !ok) {
             fmt::print(stderr, "packfs bench: --json: {}\n", ok.error().message());
+            return 1;
+        }
+    }
+    if (!options.plot_path.empty()) {
+        const std::string title = fmt::format("packfs bench{}: speed against the raw host fs ({}, {} CPUs, {})",
+                                              options.quick ? " --quick" : "", context.tmp_fs.type,
+                                              context.machine.cpus, context.machine.cpu_model);
+        if (auto ok = write_plot(gnuplot, options.plot_path, *figures, title, tmp_root); !ok) {
+            fmt::print(stderr, "packfs bench: --plot: {}\n", ok.error().message());
             return 1;
         }
     }

@@ -13,13 +13,15 @@ struct Options {
     std::vector<std::string> filters;   // run the categories whose name holds one of these
     std::vector<std::string> backends;  // run only these backends (empty: all)
     std::string json_path;              // also write the figures as JSON here
+    std::string plot_path;              // also draw the ratios to raw as an SVG chart here
     std::string tmp_dir;                // where raw targets live; default $TMPDIR or /tmp
     bool list = false;                  // print the categories and backends, run nothing
     std::string command;                // the command line, for the header
 };
 
 // Runs the benchmark, printing to stdout (progress to stderr when it is a terminal).
-// Returns the exit code: 0 ok, 1 an operation failed (printed), 2 usage error (printed).
+// Returns the exit code: 0 ok, 1 an operation failed or the chart could not be drawn
+// (printed), 2 usage error (printed).
 int run(const Options& options);
 
 }  // namespace packfs::bench

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <latch>
@@ -20,6 +21,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/vfs_categories.hpp"
+
 namespace packfs::bench {
 namespace {
 
@@ -27,6 +30,10 @@ constexpr std::size_t kMiB = 1024 * 1024;
 constexpr std::size_t kSmallReadBuffer = 4096;  // what a program reading a small file passes
 constexpr uint64_t kCreateSeed = 1;
 constexpr uint64_t kAccessSeed = 2;
+constexpr uint64_t kRemoveSeed = 3;
+// The scaling section's runs: it is a ratio of two medians of the same backend, and at 5
+// runs it would add a minute and a half to the default run.
+constexpr int kScalingRuns = 3;
 
 class Stopwatch {
 public:
@@ -255,6 +262,50 @@ Result<double> time_concurrent(Target& t, const Sizes& s) {
     return seconds;
 }
 
+// --- million-entry directory ----------------------------------------------------------
+
+// `entries` empty files in one directory: create them (open O_CREAT|O_EXCL + close, as
+// `touch` does), list the directory, stat each, and unlink each, every step timed on its own
+// and each visiting the names in its own pseudo-random order.
+Result<std::vector<double>> time_big_dir(Target& t, std::size_t entries) {
+    const std::string dir = t.path("d");
+    if (auto ok = t.mkdir(dir); !ok) return std::unexpected(ok.error());
+    const auto paths = numbered_paths(t, "d", "file-", entries);
+    std::vector<double> out;
+    {
+        const auto order = shuffled(entries, kCreateSeed);
+        Stopwatch clock;
+        for (std::size_t i : order) {
+            if (auto ok = t.create_empty(paths[i]); !ok) return std::unexpected(ok.error());
+        }
+        out.push_back(clock.seconds());
+    }
+    {
+        Stopwatch clock;
+        auto n = t.list_dir(dir);
+        out.push_back(clock.seconds());
+        if (!n) return std::unexpected(n.error());
+        if (*n != entries) return fail(EIO, "readdir (wrong entry count)", dir);
+    }
+    {
+        const auto order = shuffled(entries, kAccessSeed);
+        Stopwatch clock;
+        for (std::size_t i : order) {
+            if (auto ok = t.stat(paths[i]); !ok) return std::unexpected(ok.error());
+        }
+        out.push_back(clock.seconds());
+    }
+    {
+        const auto order = shuffled(entries, kRemoveSeed);
+        Stopwatch clock;
+        for (std::size_t i : order) {
+            if (auto ok = t.unlink(paths[i]); !ok) return std::unexpected(ok.error());
+        }
+        out.push_back(clock.seconds());
+    }
+    return out;
+}
+
 // --- snapshot --------------------------------------------------------------------------
 
 // A tree of exactly `entries` entries: d directories of entries/d - 1 empty files each,
@@ -298,6 +349,25 @@ void settle_host_filesystem(const std::string& scratch) {
     ::close(fd);
 }
 
+using MultiBody = std::function<Result<std::vector<double>>(Target&)>;
+
+// One run on a fresh target from `adapter`; the target is torn down (untimed) and the host
+// filesystem settled before the next run.
+template <class T, class F>
+std::function<Result<T>()> fresh_run(const BackendAdapter& adapter, const std::string& scratch,
+                                     F body) {
+    return [make = adapter.make, scratch, body = std::move(body)]() -> Result<T> {
+        Result<T> out;
+        {
+            auto target = make(scratch);
+            if (!target) return std::unexpected(target.error());
+            out = body(**target);
+        }
+        settle_host_filesystem(scratch);
+        return out;
+    };
+}
+
 Arm make_arm(std::string category, const BackendAdapter& adapter, const std::string& scratch,
              uint64_t n, uint64_t bytes, Body body) {
     Arm arm;
@@ -305,16 +375,7 @@ Arm make_arm(std::string category, const BackendAdapter& adapter, const std::str
     arm.backend = std::string(adapter.name);
     arm.n = n;
     arm.bytes = bytes;
-    arm.run_once = [make = adapter.make, scratch, body = std::move(body)]() -> Result<double> {
-        Result<double> seconds;
-        {
-            auto target = make(scratch);
-            if (!target) return std::unexpected(target.error());
-            seconds = body(**target);
-        }
-        settle_host_filesystem(scratch);
-        return seconds;
-    };
+    arm.run_once = fresh_run<double>(adapter, scratch, std::move(body));
     return arm;
 }
 
@@ -368,6 +429,122 @@ Group snapshot_group(const Sizes& s, const BackendAdapter& adapter, const std::s
     return group;
 }
 
+// The scaling check of one category: its body at scales 1, 4 (and 16) of its size N on
+// every PackFS backend (the raw fs's own scaling is ext4's, and would cost minutes here),
+// all interleaved in one group. Named "<key> @N", "<key> @4N", "<key> @16N".
+Group scaling_group(const std::string& key, std::span<const BackendAdapter* const> adapters,
+                    const std::string& scratch, std::initializer_list<uint64_t> scales,
+                    const std::function<uint64_t(uint64_t)>& n_at,
+                    const std::function<uint64_t(uint64_t)>& bytes_at,
+                    const std::function<Body(uint64_t)>& body_at) {
+    Group group;
+    group.section = kScalingSection;
+    group.max_runs = kScalingRuns;
+    for (const BackendAdapter* a : adapters) {
+        if (a->role != AdapterRole::subject) continue;
+        for (uint64_t scale : scales) {
+            Arm arm = make_arm(fmt::format("{} @{}N", key, scale == 1 ? std::string() : fmt::format("{}", scale)),
+                               *a, scratch, n_at(scale), bytes_at(scale), body_at(scale));
+            arm.plain = key;
+            arm.scale_key = key;
+            arm.scale = scale;
+            group.arms.push_back(std::move(arm));
+        }
+    }
+    return group;
+}
+
+void add_scaling_groups(std::vector<Group>& groups, const Sizes& s,
+                        std::span<const BackendAdapter* const> adapters, const std::string& scratch) {
+    auto files_at = [s](uint64_t k) {
+        Sizes t = s;
+        t.files = s.files * k;
+        return t;
+    };
+    auto dirs_at = [s](uint64_t k) {
+        Sizes t = s;
+        t.dirs = s.dirs * k;
+        return t;
+    };
+    auto iterations_at = [s](uint64_t k) {
+        Sizes t = s;
+        t.iterations = s.iterations * k;
+        return t;
+    };
+    auto add = [&](const std::string& key, std::initializer_list<uint64_t> scales,
+                   std::function<uint64_t(uint64_t)> n_at, std::function<uint64_t(uint64_t)> bytes_at,
+                   std::function<Body(uint64_t)> body_at) {
+        Group g = scaling_group(key, adapters, scratch, scales, n_at, bytes_at, body_at);
+        if (!g.arms.empty()) groups.push_back(std::move(g));
+    };
+    const auto files_n = [s](uint64_t k) -> uint64_t { return s.files * k; };
+    const auto files_bytes = [s](uint64_t k) -> uint64_t { return s.files * k * s.file_bytes; };
+    const auto no_bytes = [](uint64_t) -> uint64_t { return 0; };
+    add("create files", {1, 4}, files_n, files_bytes,
+        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_create(x, t); }; });
+    add("read files", {1, 4}, files_n, files_bytes,
+        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_read(x, t); }; });
+    add("stat files", {1, 4, 16}, files_n, no_bytes,
+        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_stat(x, t); }; });
+    add("readdir", {1, 4, 16}, files_n, no_bytes,
+        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_readdir(x, t); }; });
+    add("unlink files", {1, 4}, files_n, no_bytes,
+        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_unlink(x, t); }; });
+    const auto dirs_n = [s](uint64_t k) -> uint64_t { return s.dirs * k; };
+    add("mkdir", {1, 4, 16}, dirs_n, no_bytes,
+        [=](uint64_t k) -> Body { return [t = dirs_at(k)](Target& x) { return time_mkdir(x, t); }; });
+    add("rmdir", {1, 4, 16}, dirs_n, no_bytes,
+        [=](uint64_t k) -> Body { return [t = dirs_at(k)](Target& x) { return time_rmdir(x, t); }; });
+    const std::size_t mib = s.scaling_mib;
+    const auto mib_n = [mib](uint64_t k) -> uint64_t { return mib * k; };
+    const auto mib_bytes = [mib](uint64_t k) -> uint64_t { return mib * k * kMiB; };
+    add("write large", {1, 4, 16}, mib_n, mib_bytes,
+        [=](uint64_t k) -> Body { return [m = mib * k](Target& x) { return time_write_large(x, m); }; });
+    add("read large", {1, 4, 16}, mib_n, mib_bytes,
+        [=](uint64_t k) -> Body { return [m = mib * k](Target& x) { return time_read_large(x, m); }; });
+    add("concurrent create+read+unlink", {1, 4},
+        [s](uint64_t k) -> uint64_t { return uint64_t{s.threads} * s.iterations * k * 3; }, no_bytes,
+        [=](uint64_t k) -> Body { return [t = iterations_at(k)](Target& x) { return time_concurrent(x, t); }; });
+}
+
+// The million-entry directory: every PackFS backend and the raw fs at big_dir / 4 and
+// big_dir entries, interleaved in one group; each arm's ratio is against the raw fs at the
+// same size. Four figures per arm: create, list, stat all, remove all.
+Group big_dir_group(const Sizes& s, std::span<const BackendAdapter* const> adapters,
+                    const std::string& scratch) {
+    Group group;
+    group.section = kBigDirSection;
+    group.opt_in = !s.big_dir_default;
+    group.max_runs = s.big_dir_runs;
+    static constexpr std::array<const char*, 4> kSteps{"create", "list", "stat all", "remove all"};
+    for (uint64_t scale : {uint64_t{1}, uint64_t{4}}) {
+        const std::size_t entries = s.big_dir / 4 * scale;
+        const std::size_t first = group.arms.size();
+        std::optional<std::size_t> raw;
+        for (const BackendAdapter* a : adapters) {
+            if (a->role == AdapterRole::durable) continue;
+            if (a->role == AdapterRole::baseline) raw = group.arms.size();
+            Arm arm;
+            arm.category = fmt::format("{}-entry dir", short_count(entries));
+            arm.backend = std::string(a->name);
+            for (const char* step : kSteps) {
+                Measure m;
+                m.category = fmt::format("{}-entry dir: {}", short_count(entries), step);
+                m.n = entries;
+                m.plain = step;
+                m.scale_key = fmt::format("entry dir: {}", step);
+                m.scale = scale;
+                arm.measures.push_back(std::move(m));
+            }
+            arm.run_measures = fresh_run<std::vector<double>>(
+                *a, scratch, MultiBody([entries](Target& t) { return time_big_dir(t, entries); }));
+            group.arms.push_back(std::move(arm));
+        }
+        for (std::size_t i = first; i < group.arms.size(); ++i) group.arms[i].baseline = raw;
+    }
+    return group;
+}
+
 }  // namespace
 
 std::string short_count(std::size_t n) {
@@ -403,6 +580,14 @@ std::vector<Group> make_groups(const Sizes& s, std::span<const BackendAdapter* c
     for (const BackendAdapter* a : adapters) {
         if (a->snapshots) groups.push_back(snapshot_group(s, *a, scratch));
     }
+    for (const BackendAdapter* a : adapters) {
+        if (a->name == "vfs") {
+            for (Group& g : mount_table_groups(s)) groups.push_back(std::move(g));
+        }
+    }
+    add_scaling_groups(groups, s, adapters, scratch);
+    Group big = big_dir_group(s, adapters, scratch);
+    if (!big.arms.empty()) groups.push_back(std::move(big));
     return groups;
 }
 

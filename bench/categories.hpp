@@ -1,5 +1,7 @@
-// The categories of the benchmark (the earlier PackFS's categories 1-7 and 9, plus the
-// snapshot cost), each turned into a Group of interleaved arms, one per backend.
+// The categories of the benchmark (the earlier PackFS's categories 1-7, 9 and 10, plus the
+// snapshot cost), each turned into a Group of interleaved arms, one per backend; then the
+// extra sections: the scaling check of every category (N, 4N, 16N) and the million-entry
+// directory.
 #pragma once
 
 #include <cstddef>
@@ -22,10 +24,30 @@ struct Sizes {
     std::size_t snapshot_small = 1'000;       // entries in the trees snapshot() is timed on
     std::size_t snapshot_large = 1'000'000;
     std::size_t snapshot_calls = 10'000;      // snapshot() calls per run
+    // 10: the Vfs's mount table. Mount, resolve (a stat of one file in each mounted
+    // backend) and unmount of mounts[i] mem backends at distinct paths; then `resolves`
+    // stats through a table of mounts.front() mounts against one of mounts_many.
+    std::vector<std::size_t> mounts{500, 2'000, 8'000};
+    std::size_t mounts_many = 100'000;
+    std::size_t resolves = 100'000;
+    // Scaling section: the categories above at N (their size), 4N and, where cheap, 16N;
+    // the large-file categories from scaling_mib MiB.
+    std::size_t scaling_mib = 16;
+    // Million-entry directory: create, list, stat and remove big_dir entries of one
+    // directory, and big_dir / 4 for the scaling check; at most big_dir_runs runs.
+    std::size_t big_dir = 1'000'000;
+    int big_dir_runs = 3;
+    bool big_dir_default = false;  // part of the default run (else only when a filter names it)
 };
 
-// Every category's group, in report order; `scratch` is the host directory raw targets are
-// made under. The adapters are those selected; a category takes the ones it applies to.
+// The names of the extra sections, as --filter and the report use them.
+inline constexpr const char* kScalingSection = "scaling";
+inline constexpr const char* kBigDirSection = "million-entry directory";
+
+// Every category's group, in report order: the main table (with category 10 when "vfs" is
+// selected), then the scaling section, then the million-entry directory (opt-in unless
+// sizes.big_dir_default); `scratch` is the host directory raw targets are made under. The
+// adapters are those selected; a category takes the ones it applies to.
 std::vector<Group> make_groups(const Sizes& sizes, std::span<const BackendAdapter* const> adapters,
                                const std::string& scratch);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "bench/stats.hpp"
@@ -33,67 +34,138 @@ private:
     std::size_t done_ = 0;
 };
 
+// Every arm as a list of measures and a run returning one time per measure.
+void normalise(Arm& arm) {
+    if (!arm.measures.empty()) return;
+    arm.measures.push_back(Measure{arm.category, arm.n, arm.bytes, arm.plain, arm.scale_key, arm.scale});
+    arm.run_measures = [run = arm.run_once]() -> Result<std::vector<double>> {
+        auto s = run();
+        if (!s) return std::unexpected(s.error());
+        return std::vector<double>{*s};
+    };
+}
+
+double median_of(const std::vector<double>& v) { return summarize(v).median; }
+
 }  // namespace
+
+int group_runs(const Group& group, const HarnessOptions& options) {
+    return group.max_runs > 0 ? std::min(options.runs, group.max_runs) : options.runs;
+}
 
 std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& groups,
                                                           const HarnessOptions& options) {
     std::size_t total = 0;
-    for (const Group& g : groups) total += g.arms.size() * static_cast<std::size_t>(options.runs);
+    for (const Group& g : groups) total += g.arms.size() * static_cast<std::size_t>(group_runs(g, options));
     Progress progress(options.progress, total);
 
     std::vector<Figure> figures;
     for (std::size_t g = 0; g < groups.size(); ++g) {
         Group& group = groups[g];
+        for (Arm& arm : group.arms) normalise(arm);
+        const int runs = group_runs(group, options);
         if (group.prepare) {
             if (auto ok = group.prepare(); !ok) {
                 const Arm& first = group.arms.front();
+                if (group.finish) group.finish();
                 return std::unexpected(RunFailure{first.category, first.backend, 0, ok.error()});
             }
         }
         const std::size_t arms = group.arms.size();
-        std::vector<std::vector<double>> seconds(arms);
-        for (int run = 0; run < options.runs; ++run) {
+        for (int w = 0; w < group.warmup_runs; ++w) {
+            for (const Arm& arm : group.arms) {
+                if (auto s = arm.run_measures(); !s) {
+                    if (group.finish) group.finish();
+                    return std::unexpected(RunFailure{arm.category, arm.backend, 0, s.error()});
+                }
+            }
+        }
+        // seconds[arm][measure][run]; earlier[arm][run]: whether the arm went in the
+        // earlier of its two positions that run.
+        std::vector<std::vector<std::vector<double>>> seconds(arms);
+        std::vector<std::vector<bool>> earlier(arms);
+        for (std::size_t i = 0; i < arms; ++i) seconds[i].resize(group.arms[i].measures.size());
+        for (int run = 0; run < runs; ++run) {
             for (std::size_t k = 0; k < arms; ++k) {
                 // Even rounds run the arms in declared order, odd rounds in reverse.
                 const std::size_t i = run % 2 == 0 ? k : arms - 1 - k;
                 const Arm& arm = group.arms[i];
-                progress.step(arm, run + 1, options.runs);
-                auto s = arm.run_once();
+                progress.step(arm, run + 1, runs);
+                auto s = arm.run_measures();
+                if (s && s->size() != arm.measures.size()) s = fail(EINVAL, "bench: wrong measure count");
                 if (!s) {
                     if (group.finish) group.finish();
                     return std::unexpected(RunFailure{arm.category, arm.backend, run + 1, s.error()});
                 }
-                seconds[i].push_back(*s);
+                for (std::size_t m = 0; m < s->size(); ++m) seconds[i][m].push_back((*s)[m]);
+                earlier[i].push_back(k == std::min(i, arms - 1 - i));
             }
         }
         if (group.finish) group.finish();
 
-        std::vector<Summary> sums;
-        for (const auto& s : seconds) sums.push_back(summarize(s));
+        std::vector<std::vector<Summary>> sums(arms);
+        for (std::size_t i = 0; i < arms; ++i) {
+            for (const auto& s : seconds[i]) sums[i].push_back(summarize(s));
+        }
         for (std::size_t i = 0; i < arms; ++i) {
             const Arm& arm = group.arms[i];
-            const Summary& sum = sums[i];
-            Figure f;
-            f.group = g;
-            f.category = arm.category;
-            f.backend = arm.backend;
-            f.n = arm.n;
-            f.runs = options.runs;
-            f.median_s = sum.median;
-            f.min_s = sum.min;
-            f.max_s = sum.max;
-            f.ops_per_s = sum.median > 0 ? static_cast<double>(arm.n) / sum.median : 0;
-            if (arm.bytes > 0 && sum.median > 0) {
-                f.mb_per_s = static_cast<double>(arm.bytes) / (1024.0 * 1024.0) / sum.median;
+            const std::optional<std::size_t> base = arm.baseline ? arm.baseline : group.baseline;
+            for (std::size_t m = 0; m < arm.measures.size(); ++m) {
+                const Measure& measure = arm.measures[m];
+                const Summary& sum = sums[i][m];
+                Figure f;
+                f.group = g;
+                f.category = measure.category;
+                f.backend = arm.backend;
+                f.section = group.section;
+                f.n = measure.n;
+                f.bytes = measure.bytes;
+                f.runs = runs;
+                f.median_s = sum.median;
+                f.min_s = sum.min;
+                f.max_s = sum.max;
+                f.ops_per_s = sum.median > 0 ? static_cast<double>(measure.n) / sum.median : 0;
+                if (measure.bytes > 0 && sum.median > 0) {
+                    f.mb_per_s = static_cast<double>(measure.bytes) / (1024.0 * 1024.0) / sum.median;
+                }
+                f.scale_key = measure.scale_key;
+                f.scale = measure.scale;
+                f.per_op_ratio = group.per_op_ratio;
+                if (base && *base < arms && m < group.arms[*base].measures.size()) {
+                    const std::size_t b = *base;
+                    const Measure& bm = group.arms[b].measures[m];
+                    f.is_baseline = b == i;
+                    f.baseline_name =
+                        group.baseline_label.empty() ? group.arms[b].backend : group.baseline_label;
+                    if (!f.is_baseline && sum.median > 0) {
+                        double speedup = sums[b][m].median / sum.median;
+                        if (group.per_op_ratio && bm.n > 0 && measure.n > 0) {
+                            speedup *= static_cast<double>(measure.n) / static_cast<double>(bm.n);
+                        }
+                        f.speedup = speedup;
+                    }
+                }
+                // The order check: only where the arm's position changes between rounds.
+                const std::size_t p0 = i, p1 = arms - 1 - i;
+                if (p0 != p1) {
+                    std::vector<double> first, second;
+                    for (std::size_t r = 0; r < seconds[i][m].size(); ++r) {
+                        (earlier[i][r] ? first : second).push_back(seconds[i][m][r]);
+                    }
+                    if (!first.empty() && !second.empty()) {
+                        OrderSplit o;
+                        o.earlier_median = median_of(first);
+                        o.later_median = median_of(second);
+                        o.earlier_runs = static_cast<int>(first.size());
+                        o.later_runs = static_cast<int>(second.size());
+                        o.earlier_position = std::min(p0, p1) + 1;
+                        o.later_position = std::max(p0, p1) + 1;
+                        o.arms = arms;
+                        f.order = o;
+                    }
+                }
+                figures.push_back(std::move(f));
             }
-            if (group.baseline) {
-                const std::size_t b = *group.baseline;
-                f.is_baseline = b == i;
-                f.baseline_name =
-                    group.baseline_label.empty() ? group.arms[b].backend : group.baseline_label;
-                if (!f.is_baseline && sum.median > 0) f.speedup = sums[b].median / sum.median;
-            }
-            figures.push_back(std::move(f));
         }
     }
     return figures;

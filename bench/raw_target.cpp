@@ -61,6 +61,13 @@ public:
         return result;
     }
 
+    Result<void> create_empty(const std::string& path) override {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) return fail(errno, "open", path);
+        if (::close(fd) != 0) return fail(errno, "close", path);
+        return {};
+    }
+
     Result<std::size_t> read_file(const std::string& path, std::span<std::byte> buf) override {
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) return fail(errno, "open", path);

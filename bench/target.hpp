@@ -1,7 +1,7 @@
 // What a benchmark category drives: one filesystem, seen as the handful of operation shapes
 // the categories time. Two kinds implement it:
-// - BackendTarget runs each shape through the packfs::Backend contract (mem today; dir,
-//   pack, overlay, volume, vfs later), exactly as an embedding application would.
+// - BackendTarget runs each shape through the packfs::Backend contract (mem and vfs today;
+//   dir, pack, overlay, volume later), exactly as an embedding application would.
 // - RawTarget runs the same shape as direct syscalls on a fresh host directory, so its
 //   figures are what a program gets from the kernel with no library in between.
 // A category builds its paths with path() before it starts the clock, so string building is
@@ -30,6 +30,8 @@ public:
     // open(O_WRONLY|O_CREAT|O_EXCL) + one pwrite of `data` at offset 0 (+ fsync on a durable
     // target) + close.
     virtual Result<void> create_file(const std::string& path, std::span<const std::byte> data) = 0;
+    // open(O_WRONLY|O_CREAT|O_EXCL) + close: an empty file, as `touch` makes it.
+    virtual Result<void> create_empty(const std::string& path) = 0;
     // open(O_RDONLY) + one pread into `buf` at offset 0 + close; returns the count read.
     virtual Result<std::size_t> read_file(const std::string& path, std::span<std::byte> buf) = 0;
     virtual Result<void> stat(const std::string& path) = 0;

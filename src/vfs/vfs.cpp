@@ -6,6 +6,7 @@
 
 #include <mutex>
 #include <shared_mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/published.hpp"
@@ -369,10 +370,23 @@ Result<std::vector<DirEntry>> VfsImpl::readdir(std::string_view path) {
     if (!normal) return std::unexpected(normal.error());
     TablePtr table = table_.load();
     Target t = dispatch(*table, normal->view(), normal->wants_dir());
+    // Mount points below this directory are entries of it, whatever the backends hold.
+    std::vector<std::string> children = mount_children(*table, normal->view());
     std::vector<DirEntry> out;
-    std::unordered_set<std::string> seen;
     bool exists = false;
-    if (t.members) {
+    if (t.members && t.members->size() == 1) {
+        // One member: its listing as it is (no copy of the names), then the mounts below.
+        auto listing = t.members->front().backend->readdir(t.inner());
+        if (listing) {
+            exists = true;
+            out = std::move(*listing);
+        } else if (listing.error().code() != ENOENT || children.empty()) {
+            if (!(normal->is_root() && listing.error().code() == ENOENT))
+                return std::unexpected(listing.error().with_path(path));
+        }
+    } else if (t.members) {
+        // A union: members in order, the first entry of a name wins.
+        std::unordered_set<std::string> seen;
         for (const Member& m : *t.members) {
             auto listing = m.backend->readdir(t.inner());
             if (!listing) {
@@ -381,21 +395,22 @@ Result<std::vector<DirEntry>> VfsImpl::readdir(std::string_view path) {
                 continue;  // a lower member has a non-directory there: the upper one wins
             }
             exists = true;
-            if (t.members->size() == 1) {
-                out = std::move(*listing);
-                for (const DirEntry& e : out) seen.insert(e.name);
-            } else {
-                for (DirEntry& e : *listing) {
-                    if (seen.insert(e.name).second) out.push_back(std::move(e));
-                }
+            for (DirEntry& e : *listing) {
+                if (seen.insert(e.name).second) out.push_back(std::move(e));
             }
         }
     }
-    // Mount points below this directory are entries of it, whatever the backends hold.
-    std::vector<std::string> children = mount_children(*table, normal->view());
     if (!exists && children.empty() && !normal->is_root()) return fail(ENOENT, "readdir", path);
+    if (children.empty()) return out;
+
     // A child that is itself a mount point is listed as the mounted root (what lstat of it
-    // answers); one that only leads to mounts further down is a virtual directory.
+    // answers); one that only leads to mounts further down is a virtual directory. A name the
+    // backends also hold is covered by the mount.
+    std::unordered_map<std::string, std::size_t> listed;  // only the mount children's names
+    for (const std::string& name : children) listed.emplace(name, SIZE_MAX);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (auto it = listed.find(out[i].name); it != listed.end()) it->second = i;
+    }
     for (std::string& name : children) {
         std::string child = path_join(normal->view(), name);
         uint64_t ino = virtual_dir_stat(child, created_).ino;
@@ -407,13 +422,13 @@ Result<std::vector<DirEntry>> VfsImpl::readdir(std::string_view path) {
                 }
             }
         }
-        if (seen.contains(name)) {
-            for (DirEntry& e : out) {
-                if (e.name == name) e = DirEntry{e.name, ino, FileType::directory};
-            }
-            continue;
+        const std::size_t at = listed[name];
+        if (at != SIZE_MAX) {
+            out[at].ino = ino;
+            out[at].type = FileType::directory;
+        } else {
+            out.push_back(DirEntry{std::move(name), ino, FileType::directory});
         }
-        out.push_back(DirEntry{std::move(name), ino, FileType::directory});
     }
     return out;
 }

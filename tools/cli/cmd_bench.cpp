@@ -16,11 +16,14 @@ Command add_bench_command(CLI::App& parent) {
     sub->add_option("--filter", options->filters,
                     "Run only categories whose name contains SUBSTR (repeatable)")
         ->type_name("SUBSTR");
-    sub->add_option("--backends", options->backends, "Run only these backends (mem, raw, raw+fsync)")
+    sub->add_option("--backends", options->backends, "Run only these backends (mem, vfs, raw, raw+fsync)")
         ->delimiter(',')
         ->type_name("LIST");
     sub->add_option("--json", options->json_path, "Also write the figures to FILE as JSON")
         ->type_name("FILE");
+    sub->add_option("--plot", options->plot_path,
+                    "Also draw each category's ratio to the raw fs as an SVG chart (needs gnuplot)")
+        ->type_name("FILE.svg");
     sub->add_option("--tmpdir", options->tmp_dir, "Where the raw fs runs (default $TMPDIR or /tmp)")
         ->check(CLI::ExistingDirectory)
         ->type_name("DIR");
