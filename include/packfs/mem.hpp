@@ -1,7 +1,7 @@
 // The mem backend (DESIGN §6): a complete in-memory filesystem with O(1) snapshots.
 //
 // Every version of the tree is immutable and shared structurally with its neighbours;
-// mutations are serialised by one writer lock and publish the next version with one atomic
+// mutations are serialised by one writer lock and publish the next version with one pointer
 // swap, so readers never wait and a snapshot is one pointer copy.
 #pragma once
 

@@ -14,7 +14,6 @@
 // snapshot can still see are never rewritten.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -299,6 +299,10 @@ private:
     template <class Edit>
     Result<void> edit_attributes(std::string_view op, std::string_view path, bool follow,
                                  Edit&& edit);
+    // A fresh inode linked as parent/name (owner from the options, nlink 1), the parent's
+    // times and link count updated. The caller has checked that the name is free.
+    Inode& add_new_inode(Tree& next, uint64_t parent, std::string_view name, FileType type,
+                         uint32_t mode);
     Result<FileHandle> open_existing(std::string_view path, const NormalPath& normal, int flags);
     Result<FileHandle> open_for_change(std::string_view path, const NormalPath& normal, int flags,
                                        uint32_t mode);
@@ -317,19 +321,24 @@ Result<void> MemBackend::create_entry(std::string_view op, std::string_view path
         if (!where) return std::unexpected(where.error());
         if (next.entry(where->parent, where->name())) return fail(EEXIST, op, path);
         if (normal->wants_dir() && type != FileType::directory) return fail(ENOENT, op, path);
-        const Time now = Time::now();
-        const MemOptions& o = state_->options();
-        Inode& inode = new_inode(next, type, mode, now);
-        inode.uid = o.uid;
-        inode.gid = o.gid;
-        inode.nlink = 1;
-        init(inode, where->parent);
-        add_entry(next, where->parent, where->name(), inode.ino, type);
-        Inode& parent = edit_inode(next, where->parent);
-        parent.mtime = parent.ctime = now;
-        if (type == FileType::directory) parent.nlink += 1;  // the new directory's ".."
+        init(add_new_inode(next, where->parent, where->name(), type, mode), where->parent);
         return {};
     });
+}
+
+Inode& MemBackend::add_new_inode(Tree& next, uint64_t parent, std::string_view name,
+                                 FileType type, uint32_t mode) {
+    const Time now = Time::now();
+    const MemOptions& o = state_->options();
+    Inode& inode = new_inode(next, type, mode, now);
+    inode.uid = o.uid;
+    inode.gid = o.gid;
+    inode.nlink = 1;
+    add_entry(next, parent, name, inode.ino, type);
+    Inode& dir = edit_inode(next, parent);
+    dir.mtime = dir.ctime = now;
+    if (type == FileType::directory) dir.nlink += 1;  // the new directory's ".."
+    return inode;
 }
 
 Result<void> MemBackend::mkdir(std::string_view path, uint32_t mode) {
@@ -548,15 +557,9 @@ Result<FileHandle> MemBackend::open_for_change(std::string_view path, const Norm
             for (int follows = 0;; ++follows) {
                 const DirValue* entry = next.entry(where->parent, where->name());
                 if (!entry) {
-                    const Time now = Time::now();
-                    const MemOptions& o = state_->options();
-                    Inode& inode = new_inode(next, FileType::regular, mode, now);
-                    inode.uid = o.uid;
-                    inode.gid = o.gid;
-                    inode.nlink = 1;
-                    ino = inode.ino;
-                    add_entry(next, where->parent, where->name(), ino, FileType::regular);
-                    touch_dir(next, where->parent, now);
+                    ino = add_new_inode(next, where->parent, where->name(), FileType::regular,
+                                        mode)
+                              .ino;
                     break;
                 }
                 if (flags & O_EXCL) return fail(EEXIST, "open", path);

@@ -6,7 +6,7 @@
 // - `current` holds the published version. Readers load it once per operation (a pointer
 //   copy, see core/published.hpp) and work on that immutable Tree; they never take `writer`.
 // - A mutation holds `writer`, copies the published Tree (O(1): two map roots), edits the
-//   copy by path copying, and publishes it with one atomic store. Old versions are freed by
+//   copy by path copying, and publishes it with one pointer swap. Old versions are freed by
 //   reference counting when the last reader or snapshot lets go.
 // - An unlinked file stays alive while handles are open on it: `open_counts` counts handles
 //   per ino. A mutation that drops an inode's last link checks the count and publishes while
@@ -57,7 +57,7 @@ private:
     MemOptions options_;
     Published<Tree> current_;
     std::mutex writer_;
-    TreePtr published_;  // == current_, read by the writer without an atomic load
+    TreePtr published_;  // == current_, read by the writer without taking current_'s lock
     mutable std::mutex open_mutex_;
     std::unordered_map<uint64_t, uint32_t> open_counts_;
 };
