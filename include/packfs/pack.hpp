@@ -1,0 +1,129 @@
+// Packs (DESIGN §8): one immutable file holding a whole directory tree, written once by
+// write_pack() and read through a read-only Backend over a memory mapping (open_pack()).
+// The format is specified byte by byte in docs/FORMAT.md.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "packfs/backend.hpp"
+#include "packfs/error.hpp"
+
+namespace packfs {
+
+enum class Compression : uint8_t { none, zstd, lz4 };
+
+// Where a build is, for progress displays. Called from the building thread only.
+struct BuildProgress {
+    enum class Phase : uint8_t { scan, hash, write, finish };
+    Phase phase = Phase::scan;
+    uint64_t done = 0;   // entries scanned / files hashed / bytes written so far
+    uint64_t total = 0;  // 0 while unknown (scan)
+};
+
+struct PackWriteOptions {
+    Compression compression = Compression::none;
+    int level = 0;                      // codec level; 0 = the codec's default
+    uint32_t block_size = 128 * 1024;   // compression block: power of two, 4 KiB .. 16 MiB
+    unsigned jobs = 0;                  // worker threads for hashing and compression; 0 = cores
+    uint32_t inline_max = 64;           // contents up to this size are stored in the metadata
+    bool dedup = true;                  // store exact-duplicate contents once
+    std::function<void(const BuildProgress&)> progress;
+    // Test hook: replaces the XXH3-128 dedup hash (e.g. a constant, to force collisions).
+    std::function<std::array<uint64_t, 2>(std::span<const std::byte>)> dedup_hash_for_tests;
+};
+
+// What a build wrote, for `packfs build` and `packfs info`.
+struct PackStats {
+    uint64_t inodes = 0, directories = 0, regular_files = 0, symlinks = 0, specials = 0;
+    uint64_t hard_links = 0;       // dirents beyond the first naming an inode
+    uint64_t xattrs = 0;
+    uint64_t file_bytes = 0;       // sum of regular file sizes, each inode once
+    uint64_t unique_bytes = 0;     // after dedup
+    uint64_t inline_bytes = 0;     // contents stored in the metadata
+    uint64_t stream_bytes = 0;     // uncompressed data stream, alignment included
+    uint64_t data_bytes = 0;       // data region as stored (after compression)
+    uint64_t metadata_bytes = 0;   // metadata region + block sums
+    uint64_t pack_bytes = 0;       // file size
+    std::string digest;            // image digest, hex SHA-256
+};
+
+// Builds a pack at `out_path` from the tree under `root` of `source` (any Backend: mem, a
+// snapshot, the Vfs, ...). Writes to a temporary file beside `out_path`, fsyncs it, renames it
+// into place and fsyncs the directory; on failure nothing is left at `out_path` or beside it.
+// The same tree and options always give the same bytes.
+Result<PackStats> write_pack(Backend& source, std::string_view out_path,
+                             const PackWriteOptions& options = {}, std::string_view root = "/");
+
+// The same from a host directory, read directly (no symlink is followed, atimes are not
+// touched where the kernel allows O_NOATIME). Errors name paths relative to `host_dir`.
+Result<PackStats> write_pack_from_host(std::string_view host_dir, std::string_view out_path,
+                                       const PackWriteOptions& options = {});
+
+// How a pack's bytes are reached. mmap: metadata and raw data are read straight from a shared
+// mapping (zero-copy views). pread: the metadata is read into memory on open and data is read
+// with pread, so nothing can fault; for packs on storage that can fail or shrink underneath.
+enum class PackAccess : uint8_t { mmap, pread };
+
+struct PackOpenOptions {
+    PackAccess access = PackAccess::mmap;
+    std::size_t block_cache_bytes = 64 << 20;  // decompressed blocks kept (compressed packs)
+};
+
+// The header's facts, for `packfs info`.
+struct PackInfo {
+    uint32_t version = 0;
+    uint64_t file_size = 0, inode_count = 0, data_length = 0, stream_size = 0;
+    uint64_t meta_length = 0;
+    Compression compression = Compression::none;
+    uint32_t block_size = 0, inline_max = 0;
+    bool has_xattrs = false;
+    std::string digest;  // hex SHA-256
+};
+
+// A problem `verify` found: where (virtual path or structure) and what.
+struct VerifyProblem {
+    std::string where;
+    std::string what;
+};
+
+struct VerifyReport {
+    uint64_t sections_checked = 0, blocks_checked = 0, files_checked = 0, bytes_checked = 0;
+    std::vector<VerifyProblem> problems;
+    bool ok() const noexcept { return problems.empty(); }
+};
+
+// A read-only Backend over one pack. Safe for concurrent use. Every mutation answers EROFS;
+// snapshot() returns the backend itself (a pack never changes).
+class PackBackend : public Backend {
+public:
+    virtual const PackInfo& info() const noexcept = 0;
+
+    // The bytes [offset, offset + length) of the regular file at `path` (clipped to its
+    // size), without copying when they are stored raw in the mapping (mmap access), else
+    // copied into `scratch` (resized as needed). The span lives as long as the backend and
+    // `scratch` do.
+    virtual Result<std::span<const std::byte>> read_view(std::string_view path, uint64_t offset,
+                                                         std::size_t length,
+                                                         std::string& scratch) = 0;
+
+    // Checks every section, metadata block, compressed block and file SHA-256, and the image
+    // digest. `progress` (may be empty) gets bytes checked so far and the total.
+    virtual VerifyReport verify(std::function<void(uint64_t, uint64_t)> progress = {}) = 0;
+};
+
+// Opens the pack at the host path `pack_path`: checks the header and the metadata block sums,
+// nothing per entry, so opening is O(1) in the number of files. A truncated or damaged pack
+// gives EUCLEAN (kErrCorrupt) with what was wrong; a newer format version or an unknown
+// incompatible feature gives ENOTSUP naming it.
+Result<std::shared_ptr<PackBackend>> open_pack(std::string_view pack_path,
+                                               const PackOpenOptions& options = {});
+
+}  // namespace packfs

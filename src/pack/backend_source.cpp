@@ -1,0 +1,102 @@
+// A TreeSource over any Backend (mem, a snapshot, the Vfs, a pack...).
+#include <fcntl.h>
+
+#include "pack/tree_source.hpp"
+#include "packfs/path.hpp"
+
+namespace packfs::pack {
+
+namespace {
+
+class BackendReader final : public ContentReader {
+public:
+    explicit BackendReader(FileHandle file) : file_(std::move(file)) {}
+    Result<std::size_t> read(std::span<std::byte> buf, uint64_t offset) override {
+        return file_->pread(buf, offset);
+    }
+
+private:
+    FileHandle file_;
+};
+
+class BackendSource final : public TreeSource {
+public:
+    BackendSource(Backend& backend, std::string root) : backend_(backend), root_(std::move(root)) {}
+
+    Result<SourceNode> root() override {
+        auto st = backend_.lstat(root_);
+        if (!st) return std::unexpected(st.error().with_path("/"));
+        if (st->type != FileType::directory) return fail(ENOTDIR, "build", "/");
+        return SourceNode{"", *st, {0, st->ino}};
+    }
+
+    Result<std::vector<SourceNode>> list(const std::string& dir) override {
+        std::string path = real(dir);
+        auto entries = backend_.readdir(path);
+        if (!entries) return std::unexpected(entries.error().with_path(dir));
+        std::vector<SourceNode> nodes;
+        nodes.reserve(entries->size());
+        for (auto& entry : *entries) {
+            auto st = backend_.lstat(path_join(path, entry.name));
+            if (!st) return std::unexpected(st.error().with_path(path_join(dir, entry.name)));
+            uint64_t ino = st->ino;
+            nodes.push_back(SourceNode{std::move(entry.name), *st, {0, ino}});
+        }
+        return nodes;
+    }
+
+    Result<std::string> readlink(const std::string& path) override {
+        return rename_errors(backend_.readlink(real(path)), path);
+    }
+
+    Result<Xattrs> xattrs(const std::string& path) override {
+        std::string at = real(path);
+        auto names = backend_.listxattr(at);
+        if (!names) {
+            if (names.error().code() == ENOTSUP) return Xattrs{};
+            return std::unexpected(names.error().with_path(path));
+        }
+        Xattrs out;
+        for (auto& name : *names) {
+            auto value = backend_.getxattr(at, name);
+            if (!value) {
+                if (value.error().code() == ENODATA) continue;  // removed meanwhile
+                return std::unexpected(value.error().with_path(path));
+            }
+            out.emplace_back(std::move(name), std::move(*value));
+        }
+        return out;
+    }
+
+    Result<std::unique_ptr<ContentReader>> open(const std::string& path) override {
+        auto file = backend_.open(real(path), O_RDONLY | O_NOFOLLOW);
+        if (!file) return std::unexpected(file.error().with_path(path));
+        return std::make_unique<BackendReader>(std::move(*file));
+    }
+
+private:
+    std::string real(const std::string& path) const {
+        if (root_ == "/") return path;
+        return path == "/" ? root_ : root_ + path;
+    }
+
+    template <class T>
+    static Result<T> rename_errors(Result<T> r, const std::string& path) {
+        if (!r) return std::unexpected(r.error().with_path(path));
+        return r;
+    }
+
+    Backend& backend_;
+    std::string root_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend,
+                                                        std::string_view root) {
+    auto normal = normalize_path(root, "build");
+    if (!normal) return std::unexpected(normal.error());
+    return std::make_unique<BackendSource>(backend, std::move(*normal));
+}
+
+}  // namespace packfs::pack

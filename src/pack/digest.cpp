@@ -1,0 +1,85 @@
+#include "pack/digest.hpp"
+
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <new>
+
+namespace packfs::pack {
+
+uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept {
+    return XXH3_64bits(bytes.data(), bytes.size());
+}
+
+std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept {
+    XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+    return {h.low64, h.high64};
+}
+
+struct Sha256::Context {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Context() { EVP_MD_CTX_free(ctx); }
+};
+
+Sha256::Sha256() : context_(std::make_unique<Context>()) {
+    if (!context_->ctx || EVP_DigestInit_ex(context_->ctx, EVP_sha256(), nullptr) != 1)
+        throw std::bad_alloc();
+}
+Sha256::~Sha256() = default;
+Sha256::Sha256(Sha256&&) noexcept = default;
+Sha256& Sha256::operator=(Sha256&&) noexcept = default;
+
+void Sha256::update(std::span<const std::byte> bytes) noexcept {
+    EVP_DigestUpdate(context_->ctx, bytes.data(), bytes.size());
+}
+
+Sha256Digest Sha256::finish() noexcept {
+    Sha256Digest out{};
+    unsigned int length = 0;
+    EVP_DigestFinal_ex(context_->ctx, out.data(), &length);
+    EVP_DigestInit_ex(context_->ctx, EVP_sha256(), nullptr);
+    return out;
+}
+
+Sha256Digest sha256(std::span<const std::byte> bytes) noexcept {
+    Sha256Digest out{};
+    unsigned int length = 0;
+    EVP_Digest(bytes.data(), bytes.size(), out.data(), &length, EVP_sha256(), nullptr);
+    return out;
+}
+
+struct Xxh3_128::State {
+    XXH3_state_t* state = XXH3_createState();
+    ~State() { XXH3_freeState(state); }
+};
+
+Xxh3_128::Xxh3_128() : state_(std::make_unique<State>()) {
+    if (!state_->state) throw std::bad_alloc();
+    XXH3_128bits_reset(state_->state);
+}
+Xxh3_128::~Xxh3_128() = default;
+Xxh3_128::Xxh3_128(Xxh3_128&&) noexcept = default;
+Xxh3_128& Xxh3_128::operator=(Xxh3_128&&) noexcept = default;
+
+void Xxh3_128::update(std::span<const std::byte> bytes) noexcept {
+    XXH3_128bits_update(state_->state, bytes.data(), bytes.size());
+}
+
+std::array<uint64_t, 2> Xxh3_128::finish() noexcept {
+    XXH128_hash_t h = XXH3_128bits_digest(state_->state);
+    XXH3_128bits_reset(state_->state);
+    return {h.low64, h.high64};
+}
+
+std::string to_hex(std::span<const uint8_t> bytes) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (uint8_t b : bytes) {
+        out += kDigits[b >> 4];
+        out += kDigits[b & 15];
+    }
+    return out;
+}
+
+}  // namespace packfs::pack

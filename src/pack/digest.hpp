@@ -1,0 +1,53 @@
+// The pack's hashes: XXH3-64 for checksums, XXH3-128 for dedup candidates, SHA-256 for
+// content and image digests (OpenSSL, which uses the CPU's SHA instructions where present).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace packfs::pack {
+
+uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept;
+std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept;
+
+using Sha256Digest = std::array<uint8_t, 32>;
+
+// Incremental SHA-256.
+class Sha256 {
+public:
+    Sha256();
+    ~Sha256();
+    Sha256(Sha256&&) noexcept;
+    Sha256& operator=(Sha256&&) noexcept;
+    void update(std::span<const std::byte> bytes) noexcept;
+    Sha256Digest finish() noexcept;  // the object can be reused after finish()
+
+private:
+    struct Context;
+    std::unique_ptr<Context> context_;
+};
+
+Sha256Digest sha256(std::span<const std::byte> bytes) noexcept;
+
+// Incremental XXH3-128, for contents read in slices.
+class Xxh3_128 {
+public:
+    Xxh3_128();
+    ~Xxh3_128();
+    Xxh3_128(Xxh3_128&&) noexcept;
+    Xxh3_128& operator=(Xxh3_128&&) noexcept;
+    void update(std::span<const std::byte> bytes) noexcept;
+    std::array<uint64_t, 2> finish() noexcept;
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+std::string to_hex(std::span<const uint8_t> bytes);
+
+}  // namespace packfs::pack

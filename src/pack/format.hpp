@@ -1,0 +1,179 @@
+// The pack's on-disk format, version 1 (DESIGN §8). docs/FORMAT.md is the prose form of this
+// file; the two must agree. Every multi-byte integer is little-endian; every structure here is
+// a plain record that is read with memcpy (never by casting a pointer into the file), after its
+// offset and length were checked against the file.
+//
+// File layout (offsets absolute, every section 8-byte aligned):
+//
+//   [0, 4096)                 header (kHeaderSize bytes used, the rest of the page zero)
+//   [data_offset, +data_length)    data region: file contents ("the stream"), raw or as
+//                                  compressed blocks; data_offset = 4096
+//   [meta_offset, +meta_length)    metadata region: every section below, contiguous, in this
+//                                  order: inodes, dirents, contents, xattrs, blocks, bytes
+//   [sums_offset, +sums_length)    one XXH3-64 per metadata block of the metadata region
+//   file_size = sums_offset + sums_length
+//
+// So a reader fetches all metadata with two reads: the header, then [meta_offset, file_size).
+//
+// Integrity: the header carries XXH3-64 of itself (with that field zero), of every section,
+// and of the metadata-block sums. A reader checks the header and the sums array on open and
+// each metadata block the first time it touches it. Each regular file's content has a
+// SHA-256; the image digest is SHA-256 over (header with header_checksum and image_digest
+// zeroed) followed by the metadata region, so it names the whole tree, contents included
+// through their SHA-256s.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <type_traits>
+
+namespace packfs::pack {
+
+inline constexpr std::array<char, 8> kMagic = {'P', 'A', 'C', 'K', 'F', 'S', '\r', '\n'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kHeaderSize = 512;      // bytes of the header record
+inline constexpr uint64_t kDataOffset = 4096;     // the data region starts on its own page
+inline constexpr uint32_t kMetaBlockSize = 16384;  // metadata checksum granularity (v1: fixed)
+inline constexpr uint64_t kRootIno = 1;            // inode numbers are table index + 1
+
+// Feature flags. A reader refuses a pack with an incompat bit it does not know; it may read a
+// pack with an unknown ro_compat bit only without writing it back (packs are never written
+// back, so v1 readers treat ro_compat like compat); unknown compat bits are ignored.
+inline constexpr uint64_t kIncompatCompressedData = 1u << 0;  // the blocks section exists
+inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData;
+inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
+inline constexpr uint64_t kCompatKnown = kCompatXattrs;
+
+enum class Codec : uint32_t { none = 0, zstd = 1, lz4 = 2 };
+
+// The sections, in file order. Index into Header::sections.
+enum class Section : uint32_t { inodes = 0, dirents, contents, xattrs, blocks, bytes, count };
+inline constexpr std::size_t kSectionCount = static_cast<std::size_t>(Section::count);
+
+struct SectionEntry {
+    uint64_t offset;    // absolute; 8-aligned; inside the metadata region
+    uint64_t length;    // bytes; a multiple of the record size for record sections
+    uint64_t checksum;  // XXH3-64 (seed 0) of the section's bytes
+};
+static_assert(sizeof(SectionEntry) == 24);
+
+struct Header {
+    char magic[8];               // kMagic
+    uint32_t version;            // kFormatVersion
+    uint32_t header_size;        // kHeaderSize
+    uint64_t incompat_features;  // kIncompat*
+    uint64_t compat_features;    // kCompat*
+    uint64_t ro_compat_features; // none in v1
+    uint64_t file_size;          // exact size of the pack file
+    uint64_t inode_count;        // records in the inodes section; root is inode 1
+    uint64_t data_offset;        // kDataOffset
+    uint64_t data_length;        // bytes of the data region as stored (compressed or not)
+    uint64_t stream_size;        // bytes of the uncompressed stream (== data_length if raw)
+    uint64_t meta_offset;        // start of the metadata region (8-aligned, >= data end)
+    uint64_t meta_length;        // bytes; == end of the last section - meta_offset
+    uint64_t sums_offset;        // == meta_offset + meta_length
+    uint64_t sums_length;        // 8 * ceil(meta_length / kMetaBlockSize)
+    uint64_t sums_checksum;      // XXH3-64 of the sums array
+    uint32_t codec;              // Codec; none unless kIncompatCompressedData
+    uint32_t block_size;         // stream block size: power of two, 4 KiB .. 16 MiB
+    uint32_t inline_max;         // contents of at most this many bytes live in `bytes`
+    uint32_t meta_block_size;    // kMetaBlockSize
+    SectionEntry sections[kSectionCount];
+    uint8_t image_digest[32];    // SHA-256, see above
+    uint8_t reserved[192];       // zero
+    uint64_t header_checksum;    // XXH3-64 of the header's first kHeaderSize bytes, this zero
+};
+static_assert(sizeof(Header) == kHeaderSize);
+static_assert(offsetof(Header, header_checksum) == kHeaderSize - 8);
+
+// File types in inode mode and in dirents use the POSIX S_IFMT values (S_IFREG 0100000, ...).
+// An inode: 80 bytes, record i describes inode number i + 1.
+struct Inode {
+    uint32_t mode;        // S_IFMT type bits | permission bits (07777)
+    uint32_t uid;
+    uint32_t gid;
+    uint32_t nlink;       // regular: number of dirents naming it; dir: 2 + subdirectories
+    uint64_t size;        // regular: content bytes; symlink: target length; dir: entry count;
+                          // others 0
+    uint64_t ref;         // regular: content index + 1 (0: empty file, no content);
+                          // dir: index of its first dirent; symlink: offset of the target in
+                          // `bytes`; char/block device: rdev (Linux dev_t encoding); else 0
+    uint32_t xattr_first; // index of its first xattr record (0 when xattr_count is 0)
+    uint32_t xattr_count; // its xattrs are [xattr_first, xattr_first + xattr_count)
+    int64_t atime_sec;
+    int64_t mtime_sec;
+    int64_t ctime_sec;
+    uint32_t atime_nsec;  // each < 1,000,000,000
+    uint32_t mtime_nsec;
+    uint32_t ctime_nsec;
+    uint32_t reserved;    // zero
+};
+static_assert(sizeof(Inode) == 80);
+
+// A directory entry: 16 bytes. A directory's entries are contiguous, sorted by name in byte
+// order (memcmp, then length), with no duplicates, no "." and "..", no '/' or NUL in a name.
+// Inodes are numbered breadth-first in that order, so a directory's children are mostly
+// consecutive inodes.
+struct Dirent {
+    uint32_t ino;          // inode number (>= 2, <= inode_count)
+    uint32_t name_offset;  // offset of the name in `bytes`
+    uint16_t name_length;  // 1 .. 255
+    uint8_t type;          // S_IFMT >> 12 of the inode it names (must agree with the inode)
+    uint8_t reserved;      // zero
+    uint32_t name_prefix;  // the name's first 4 bytes, big-endian, zero-padded (fast compare)
+};
+static_assert(sizeof(Dirent) == 16);
+
+// One distinct content (exact duplicates share one record): 48 bytes.
+struct Content {
+    uint64_t offset;  // size <= inline_max: offset in `bytes`; else offset in the stream
+    uint64_t size;    // >= 1
+    uint8_t sha256[32];
+};
+static_assert(sizeof(Content) == 48);
+
+// One extended attribute: 16 bytes. An inode's xattrs are sorted by name (byte order).
+struct Xattr {
+    uint32_t name_offset;   // in `bytes`; the full name, e.g. "user.comment"
+    uint32_t value_offset;  // in `bytes`
+    uint32_t value_length;  // 0 .. 65536
+    uint16_t name_length;   // 1 .. 255
+    uint16_t reserved;      // zero
+};
+static_assert(sizeof(Xattr) == 16);
+
+// The blocks section (compressed packs only): block_count + 1 little-endian u64 offsets,
+// relative to data_offset, non-decreasing, the first 0 and the last data_length.
+// block_count = ceil(stream_size / block_size). Block i holds stream bytes
+// [i * block_size, min((i + 1) * block_size, stream_size)); its stored bytes are
+// [offsets[i], offsets[i + 1]). A block whose stored length equals its stream length is stored
+// raw; otherwise it is one complete frame of the header's codec (zstd frame / LZ4 block format)
+// that decompresses to exactly its stream length.
+
+// Little-endian reads and writes of a record (the host is little-endian; checked at compile
+// time so a big-endian port fails loudly instead of misreading).
+static_assert(std::endian::native == std::endian::little, "PackFS v1 assumes a little-endian host");
+
+template <class T>
+    requires std::is_trivially_copyable_v<T>
+T load(const std::byte* p) noexcept {
+    T value;
+    std::memcpy(&value, p, sizeof(T));
+    return value;
+}
+
+// The big-endian prefix stored in Dirent::name_prefix.
+inline uint32_t name_prefix(const char* name, std::size_t length) noexcept {
+    uint32_t prefix = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+        prefix <<= 8;
+        if (i < length) prefix |= static_cast<unsigned char>(name[i]);
+    }
+    return prefix;
+}
+
+}  // namespace packfs::pack

@@ -1,0 +1,35 @@
+// The last step of a build: the metadata region (inodes, dirents, contents, xattrs, blocks,
+// bytes), its block sums, and the header, from the scanned tree and the content plan.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pack/content_plan.hpp"
+#include "pack/format.hpp"
+#include "pack/tree_scan.hpp"
+#include "packfs/error.hpp"
+
+namespace packfs::pack {
+
+struct MetadataImage {
+    std::vector<std::byte> region;  // [meta_offset, + meta_length)
+    std::vector<std::byte> sums;    // the block sums that follow it
+    Header header{};                // complete: checksums and digest set
+    uint64_t inline_bytes = 0;
+};
+
+struct StreamFacts {
+    Codec codec = Codec::none;
+    uint32_t block_size = 0;
+    uint32_t inline_max = 0;
+    uint64_t data_length = 0;
+    uint64_t stream_size = 0;
+    std::vector<uint64_t> block_offsets;  // compressed only
+};
+
+// Encodes everything; inline contents' bytes come from the plan (always kept).
+Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
+                                     const StreamFacts& stream);
+
+}  // namespace packfs::pack

@@ -1,0 +1,132 @@
+#include "pack/output_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace packfs::pack {
+
+namespace {
+
+std::string directory_of(const std::string& path) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<OutputFile> OutputFile::create(std::string_view final_path) {
+    std::string target(final_path);
+    if (target.empty() || target.back() == '/') return fail(EISDIR, "build", target);
+    std::string dir = directory_of(target);
+    std::string base = target.substr(target.rfind('/') == std::string::npos ? 0 : target.rfind('/') + 1);
+    std::random_device entropy;
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        std::string temp = fmt::format("{}/.{}.tmp-{}-{:08x}", dir, base, ::getpid(), entropy());
+        int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) return OutputFile(fd, std::move(temp), std::move(target));
+        if (errno != EEXIST) return fail(errno, "build", target);
+    }
+    return fail(EEXIST, "build", target);
+}
+
+OutputFile::OutputFile(int fd, std::string temp_path, std::string final_path)
+    : fd_(fd), temp_path_(std::move(temp_path)), final_path_(std::move(final_path)) {
+    buffer_.reserve(kBufferBytes);
+}
+
+OutputFile::OutputFile(OutputFile&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      temp_path_(std::move(o.temp_path_)),
+      final_path_(std::move(o.final_path_)),
+      buffer_(std::move(o.buffer_)),
+      buffer_offset_(o.buffer_offset_),
+      position_(o.position_),
+      committed_(o.committed_) {}
+
+OutputFile::~OutputFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+}
+
+Result<void> OutputFile::write_fully(const std::byte* data, std::size_t size, uint64_t offset) {
+    while (size > 0) {
+        ssize_t n = ::pwrite(fd_, data, size, static_cast<off_t>(offset));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(errno, "build", final_path_);
+        }
+        data += n;
+        size -= static_cast<std::size_t>(n);
+        offset += static_cast<uint64_t>(n);
+    }
+    return {};
+}
+
+Result<void> OutputFile::flush() {
+    if (buffer_.empty()) return {};
+    auto r = write_fully(buffer_.data(), buffer_.size(), buffer_offset_);
+    buffer_offset_ += buffer_.size();
+    buffer_.clear();
+    return r;
+}
+
+Result<void> OutputFile::append(std::span<const std::byte> bytes) {
+    if (buffer_.empty()) buffer_offset_ = position_;
+    position_ += bytes.size();
+    // A large append goes straight to the file rather than through the buffer.
+    if (bytes.size() >= kBufferBytes) {
+        if (auto r = flush(); !r) return r;
+        auto r = write_fully(bytes.data(), bytes.size(), buffer_offset_);
+        buffer_offset_ += bytes.size();
+        return r;
+    }
+    if (buffer_.size() + bytes.size() > kBufferBytes) {
+        if (auto r = flush(); !r) return r;
+    }
+    buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+    return {};
+}
+
+Result<void> OutputFile::append_zeros(std::size_t count) {
+    static constexpr std::byte kZeros[4096]{};
+    while (count > 0) {
+        std::size_t n = std::min(count, sizeof kZeros);
+        if (auto r = append({kZeros, n}); !r) return r;
+        count -= n;
+    }
+    return {};
+}
+
+Result<void> OutputFile::write_at(std::span<const std::byte> bytes, uint64_t offset) {
+    if (auto r = flush(); !r) return r;
+    return write_fully(bytes.data(), bytes.size(), offset);
+}
+
+Result<void> OutputFile::commit() {
+    if (auto r = flush(); !r) return r;
+    if (::fsync(fd_) != 0) return fail(errno, "build", final_path_);
+    if (::close(std::exchange(fd_, -1)) != 0) return fail(errno, "build", final_path_);
+    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
+        return fail(errno, "build", final_path_);
+    committed_ = true;
+    // The rename is durable once the directory is.
+    int dir = ::open(directory_of(final_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return fail(errno, "build", final_path_);
+    int rc = ::fsync(dir);
+    int err = errno;
+    ::close(dir);
+    if (rc != 0) return fail(err, "build", final_path_);
+    return {};
+}
+
+}  // namespace packfs::pack

@@ -1,0 +1,108 @@
+#include "pack/tree_scan.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "packfs/path.hpp"
+
+namespace packfs::pack {
+
+namespace {
+
+// Xattr limits of Linux, which every pack reader may rely on.
+constexpr std::size_t kMaxXattrName = 255;
+constexpr std::size_t kMaxXattrValue = 65536;
+
+Result<void> check_name(std::string_view name, const std::string& dir) {
+    if (name.empty() || name == "." || name == ".." ||
+        name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos)
+        return fail(EINVAL, "build: invalid name", path_join(dir, name.empty() ? "?" : name));
+    if (name.size() > kMaxNameLength) return fail(ENAMETOOLONG, "build", path_join(dir, name));
+    return {};
+}
+
+Result<void> read_extras(TreeSource& source, ScannedInode& inode, uint64_t& xattr_count) {
+    if (inode.stat.type == FileType::symlink) {
+        auto target = source.readlink(inode.path);
+        if (!target) return std::unexpected(target.error());
+        inode.target = std::move(*target);
+        if (inode.target.empty() || inode.target.size() > kMaxPathLength)
+            return fail(EINVAL, "build: invalid symlink target", inode.path);
+    }
+    auto xattrs = source.xattrs(inode.path);
+    if (!xattrs) return std::unexpected(xattrs.error());
+    std::sort(xattrs->begin(), xattrs->end());
+    for (const auto& [name, value] : *xattrs) {
+        if (name.empty() || name.size() > kMaxXattrName || value.size() > kMaxXattrValue)
+            return fail(E2BIG, "build: xattr over the Linux limits", inode.path);
+    }
+    xattr_count += xattrs->size();
+    inode.xattrs = std::move(*xattrs);
+    return {};
+}
+
+}  // namespace
+
+Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry) {
+    ScannedTree tree;
+    auto root = source.root();
+    if (!root) return std::unexpected(root.error());
+    ScannedInode root_inode;
+    root_inode.stat = root->stat;
+    root_inode.path = "/";
+    root_inode.names = 1;
+    tree.inodes.push_back(std::move(root_inode));
+    if (auto r = read_extras(source, tree.inodes[0], tree.xattr_count); !r)
+        return std::unexpected(r.error());
+
+    std::map<std::pair<uint64_t, uint64_t>, uint32_t> linked;  // identity -> inode number
+    std::vector<uint32_t> directories{1};
+    for (std::size_t next = 0; next < directories.size(); ++next) {
+        uint32_t dir_ino = directories[next];
+        std::string dir_path = tree.inodes[dir_ino - 1].path;
+        auto listed = source.list(dir_path);
+        if (!listed) return std::unexpected(listed.error());
+        std::sort(listed->begin(), listed->end(),
+                  [](const SourceNode& a, const SourceNode& b) { return a.name < b.name; });
+        tree.inodes[dir_ino - 1].first_dirent = tree.dirents.size();
+        tree.inodes[dir_ino - 1].entry_count = listed->size();
+        for (std::size_t i = 0; i < listed->size(); ++i) {
+            SourceNode& node = (*listed)[i];
+            if (auto r = check_name(node.name, dir_path); !r) return std::unexpected(r.error());
+            if (i > 0 && node.name == (*listed)[i - 1].name)
+                return fail(EINVAL, "build: duplicate name", path_join(dir_path, node.name));
+            bool is_dir = node.stat.type == FileType::directory;
+            if (!is_dir && node.stat.nlink > 1) {
+                auto found = linked.find(node.identity);
+                if (found != linked.end()) {
+                    ++tree.inodes[found->second - 1].names;
+                    ++tree.hard_links;
+                    tree.dirents.push_back({found->second, std::move(node.name)});
+                    continue;
+                }
+            }
+            if (tree.inodes.size() >= std::numeric_limits<uint32_t>::max())
+                return fail(EFBIG, "build: more than 2^32 - 2 inodes", dir_path);
+            auto ino = static_cast<uint32_t>(tree.inodes.size() + 1);
+            if (!is_dir && node.stat.nlink > 1) linked.emplace(node.identity, ino);
+            ScannedInode inode;
+            inode.stat = node.stat;
+            inode.path = path_join(dir_path, node.name);
+            inode.names = 1;
+            if (auto r = read_extras(source, inode, tree.xattr_count); !r)
+                return std::unexpected(r.error());
+            tree.inodes.push_back(std::move(inode));
+            if (is_dir) {
+                ++tree.inodes[dir_ino - 1].subdirectories;
+                directories.push_back(ino);
+            }
+            tree.dirents.push_back({ino, std::move(node.name)});
+        }
+        if (on_entry) on_entry(tree.inodes.size());
+    }
+    return tree;
+}
+
+}  // namespace packfs::pack

@@ -1,0 +1,46 @@
+// The first step of a build: the whole tree read into memory in its pack order. Directories
+// are visited breadth-first, each one's entries sorted by name (byte order), and inodes are
+// numbered in that order, so the listing of a directory is one contiguous run of dirents and
+// its children are mostly consecutive inodes. Hard links (a non-directory met again under
+// another name) keep their first inode number. Independent of the order the source lists in.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pack/tree_source.hpp"
+#include "packfs/error.hpp"
+#include "packfs/types.hpp"
+
+namespace packfs::pack {
+
+struct ScannedInode {
+    Stat stat;                  // from the source (nlink is recounted below)
+    std::string path;           // the first name's virtual path, for reading it
+    uint32_t names = 0;         // dirents naming it (the pack's nlink for non-directories)
+    uint32_t subdirectories = 0;
+    uint64_t first_dirent = 0;  // directories: their run of dirents
+    uint64_t entry_count = 0;
+    std::string target;         // symlinks
+    Xattrs xattrs;              // sorted by name
+    uint64_t content = 0;       // regular files with data: content index + 1 (set later)
+};
+
+struct ScannedDirent {
+    uint32_t ino;
+    std::string name;
+};
+
+struct ScannedTree {
+    std::vector<ScannedInode> inodes;  // inode number i + 1
+    std::vector<ScannedDirent> dirents;
+    uint64_t hard_links = 0;
+    uint64_t xattr_count = 0;
+};
+
+// Reads the tree; `on_entry(count)` is called every so many entries for progress.
+Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry);
+
+}  // namespace packfs::pack

@@ -1,0 +1,162 @@
+// write_pack: scan the tree, hash and dedup the contents, stream them into the data region,
+// then write the metadata and finally the header, into a temporary file that is renamed into
+// place only when complete and durable.
+#include <cstring>
+#include <thread>
+
+#include "pack/content_plan.hpp"
+#include "pack/digest.hpp"
+#include "pack/metadata_writer.hpp"
+#include "pack/output_file.hpp"
+#include "pack/stream_writer.hpp"
+#include "pack/tree_scan.hpp"
+#include "pack/writer.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs {
+
+namespace {
+
+using namespace pack;
+
+constexpr uint32_t kMinBlock = 4096;
+constexpr uint32_t kMaxBlock = 16u << 20;
+constexpr uint32_t kMaxInline = 4096;
+
+Result<void> check_options(const PackWriteOptions& o) {
+    if (o.block_size < kMinBlock || o.block_size > kMaxBlock || (o.block_size & (o.block_size - 1)))
+        return fail(EINVAL, "build: block size must be a power of two from 4 KiB to 16 MiB");
+    if (o.inline_max > kMaxInline) return fail(EINVAL, "build: inline limit over 4096 bytes");
+    return {};
+}
+
+Codec codec_of(Compression c) {
+    switch (c) {
+        case Compression::zstd: return Codec::zstd;
+        case Compression::lz4: return Codec::lz4;
+        case Compression::none: break;
+    }
+    return Codec::none;
+}
+
+void report(const PackWriteOptions& o, BuildProgress::Phase phase, uint64_t done, uint64_t total) {
+    if (o.progress) o.progress(BuildProgress{phase, done, total});
+}
+
+PackStats stats_of(const ScannedTree& tree, const ContentPlan& plan, const MetadataImage& meta,
+                   const StreamWriter& stream) {
+    PackStats s;
+    s.inodes = tree.inodes.size();
+    for (const ScannedInode& inode : tree.inodes) {
+        switch (inode.stat.type) {
+            case FileType::directory: ++s.directories; break;
+            case FileType::regular: ++s.regular_files; break;
+            case FileType::symlink: ++s.symlinks; break;
+            default: ++s.specials; break;
+        }
+    }
+    s.hard_links = tree.hard_links;
+    s.xattrs = tree.xattr_count;
+    s.file_bytes = plan.file_bytes;
+    s.unique_bytes = plan.unique_bytes;
+    s.inline_bytes = meta.inline_bytes;
+    s.stream_bytes = stream.stream_bytes();
+    s.data_bytes = stream.stored_bytes();
+    s.metadata_bytes = meta.region.size() + meta.sums.size();
+    s.pack_bytes = meta.header.file_size;
+    s.digest = to_hex(meta.header.image_digest);
+    return s;
+}
+
+Result<PackStats> build(TreeSource& source, std::string_view out_path,
+                        const PackWriteOptions& options) {
+    if (auto r = check_options(options); !r) return std::unexpected(r.error());
+    unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+
+    auto tree = scan_tree(source, [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
+    if (!tree) return std::unexpected(tree.error());
+
+    auto plan = plan_contents(source, *tree, options, jobs, [&](uint64_t done, uint64_t total) {
+        report(options, BuildProgress::Phase::hash, done, total);
+    });
+    if (!plan) return std::unexpected(plan.error());
+
+    auto out = OutputFile::create(out_path);
+    if (!out) return std::unexpected(out.error());
+    if (auto r = out->append_zeros(kDataOffset); !r) return std::unexpected(r.error());
+
+    Codec codec = codec_of(options.compression);
+    StreamWriter stream(*out, codec, options.level, options.block_size, jobs);
+    uint64_t last_report = 0;
+    for (const PlannedContent& content : plan->contents) {
+        if (content.is_inline) continue;
+        if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r)
+            return std::unexpected(r.error());
+        Result<void> put;
+        if (content.has_kept) {
+            put = stream.put(std::as_bytes(std::span(content.kept)));
+        } else {
+            // Read again; the dedup hash is recomputed so a file changed since it was hashed
+            // is caught instead of stored under a stale SHA-256.
+            Xxh3_128 check;
+            const std::string& path = tree->inodes[content.source_ino - 1].path;
+            auto r = read_content(source, path, content.size, [&](std::span<const std::byte> s) {
+                check.update(s);
+                if (put) put = stream.put(s);
+            });
+            if (!r) return std::unexpected(r.error());
+            if (!options.dedup_hash_for_tests && check.finish() != content.dedup_hash)
+                return fail(EAGAIN, "build: file changed while it was read", path);
+        }
+        if (!put) return std::unexpected(put.error());
+        if (stream.stream_bytes() - last_report >= (8u << 20)) {
+            last_report = stream.stream_bytes();
+            report(options, BuildProgress::Phase::write, last_report, plan->stream_size);
+        }
+    }
+    auto blocks = stream.finish();
+    if (!blocks) return std::unexpected(blocks.error());
+
+    StreamFacts facts{.codec = codec,
+                      .block_size = options.block_size,
+                      .inline_max = options.inline_max,
+                      .data_length = stream.stored_bytes(),
+                      .stream_size = stream.stream_bytes(),
+                      .block_offsets = std::move(*blocks)};
+    auto meta = build_metadata(*tree, *plan, facts);
+    if (!meta) return std::unexpected(meta.error());
+    report(options, BuildProgress::Phase::finish, plan->stream_size, plan->stream_size);
+
+    uint64_t data_end = kDataOffset + facts.data_length;
+    if (auto r = out->append_zeros(meta->header.meta_offset - data_end); !r)
+        return std::unexpected(r.error());
+    if (auto r = out->append(meta->region); !r) return std::unexpected(r.error());
+    if (auto r = out->append(meta->sums); !r) return std::unexpected(r.error());
+    if (auto r = out->write_at(std::as_bytes(std::span(&meta->header, 1)), 0); !r)
+        return std::unexpected(r.error());
+    if (auto r = out->commit(); !r) return std::unexpected(r.error());
+    return stats_of(*tree, *plan, *meta, stream);
+}
+
+}  // namespace
+
+Result<PackStats> pack::write_pack_from_source(TreeSource& source, std::string_view out_path,
+                                               const PackWriteOptions& options) {
+    return build(source, out_path, options);
+}
+
+Result<PackStats> write_pack(Backend& source, std::string_view out_path,
+                             const PackWriteOptions& options, std::string_view root) {
+    auto tree = make_backend_source(source, root);
+    if (!tree) return std::unexpected(tree.error());
+    return build(**tree, out_path, options);
+}
+
+Result<PackStats> write_pack_from_host(std::string_view host_dir, std::string_view out_path,
+                                       const PackWriteOptions& options) {
+    auto tree = make_host_source(host_dir);
+    if (!tree) return std::unexpected(tree.error());
+    return build(**tree, out_path, options);
+}
+
+}  // namespace packfs

@@ -1,0 +1,384 @@
+// The pack writer, checked by decoding its output with format.hpp alone (not through the
+// reader): structure and checksums, reproducibility whatever the listing order, dedup that a
+// forced hash collision cannot fool, compression, and a failed build leaving nothing behind.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "conformance/conformance_suite.hpp"
+#include "pack/codec.hpp"
+#include "pack/digest.hpp"
+#include "pack/format.hpp"
+#include "pack/tree_source.hpp"
+#include "pack/writer.hpp"
+#include "packfs/mem.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs::pack {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        char tmpl[] = "/tmp/packfs-writer-XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::span<const std::byte> bytes_of(const std::string& s, uint64_t offset, uint64_t length) {
+    EXPECT_LE(offset + length, s.size());
+    return std::as_bytes(std::span(s.data() + offset, length));
+}
+
+// A minimal decoder: checks every checksum and gives the records back.
+struct Decoded {
+    Header header{};
+    std::vector<Inode> inodes;
+    std::vector<Dirent> dirents;
+    std::vector<Content> contents;
+    std::string bytes;
+    std::string stream;  // decompressed
+};
+
+template <class T>
+std::vector<T> records(const std::string& file, const SectionEntry& e) {
+    std::vector<T> out(e.length / sizeof(T));
+    std::memcpy(out.data(), file.data() + e.offset, out.size() * sizeof(T));
+    return out;
+}
+
+Decoded decode(const std::string& file) {
+    Decoded d;
+    EXPECT_GE(file.size(), kDataOffset);
+    std::memcpy(&d.header, file.data(), sizeof(Header));
+    const Header& h = d.header;
+    EXPECT_EQ(std::memcmp(h.magic, kMagic.data(), 8), 0);
+    EXPECT_EQ(h.version, kFormatVersion);
+    EXPECT_EQ(h.file_size, file.size());
+    Header zeroed = h;
+    zeroed.header_checksum = 0;
+    EXPECT_EQ(xxh3_64(std::as_bytes(std::span(&zeroed, 1))), h.header_checksum);
+    EXPECT_EQ(h.sums_offset, h.meta_offset + h.meta_length);
+    EXPECT_EQ(xxh3_64(bytes_of(file, h.sums_offset, h.sums_length)), h.sums_checksum);
+    for (uint64_t at = 0, i = 0; at < h.meta_length; at += kMetaBlockSize, ++i) {
+        uint64_t sum;
+        std::memcpy(&sum, file.data() + h.sums_offset + 8 * i, 8);
+        uint64_t n = std::min<uint64_t>(kMetaBlockSize, h.meta_length - at);
+        EXPECT_EQ(xxh3_64(bytes_of(file, h.meta_offset + at, n)), sum) << "meta block " << i;
+    }
+    for (const SectionEntry& e : h.sections) {
+        EXPECT_EQ(e.offset % 8, 0u);
+        EXPECT_GE(e.offset, h.meta_offset);
+        EXPECT_LE(e.offset + e.length, h.meta_offset + h.meta_length);
+        EXPECT_EQ(xxh3_64(bytes_of(file, e.offset, e.length)), e.checksum);
+    }
+    d.inodes = records<Inode>(file, h.sections[0]);
+    d.dirents = records<Dirent>(file, h.sections[1]);
+    d.contents = records<Content>(file, h.sections[2]);
+    const SectionEntry& b = h.sections[static_cast<int>(Section::bytes)];
+    d.bytes = file.substr(b.offset, b.length);
+    EXPECT_EQ(d.inodes.size(), h.inode_count);
+    if (h.codec == 0) {
+        EXPECT_EQ(h.data_length, h.stream_size);
+        d.stream = file.substr(h.data_offset, h.data_length);
+    } else {
+        auto offsets = records<uint64_t>(file, h.sections[static_cast<int>(Section::blocks)]);
+        uint64_t count = (h.stream_size + h.block_size - 1) / h.block_size;
+        EXPECT_EQ(offsets.size(), count + 1);
+        for (uint64_t i = 0; i + 1 < offsets.size(); ++i) {
+            uint64_t len = std::min<uint64_t>(h.block_size, h.stream_size - i * h.block_size);
+            auto stored = bytes_of(file, h.data_offset + offsets[i], offsets[i + 1] - offsets[i]);
+            std::string out(len, '\0');
+            if (stored.size() == len) {
+                std::memcpy(out.data(), stored.data(), len);
+            } else {
+                EXPECT_TRUE(decompress_block(static_cast<Codec>(h.codec), stored,
+                                             std::as_writable_bytes(std::span(out))));
+            }
+            d.stream += out;
+        }
+    }
+    // The image digest: SHA-256 of the header (digest, checksum zero) and the metadata.
+    Header for_digest = h;
+    for_digest.header_checksum = 0;
+    std::memset(for_digest.image_digest, 0, 32);
+    Sha256 sha;
+    sha.update(std::as_bytes(std::span(&for_digest, 1)));
+    sha.update(bytes_of(file, h.meta_offset, h.meta_length));
+    auto digest = sha.finish();
+    EXPECT_EQ(std::memcmp(digest.data(), h.image_digest, 32), 0);
+    return d;
+}
+
+std::string content_of(const Decoded& d, const Content& c) {
+    if (c.size <= d.header.inline_max) return d.bytes.substr(c.offset, c.size);
+    return d.stream.substr(c.offset, c.size);
+}
+
+// Resolves a path by walking dirents (names sorted, so a linear scan checks the order too).
+const Inode* lookup(const Decoded& d, std::string_view path) {
+    const Inode* at = &d.inodes[0];
+    std::stringstream ss{std::string(path)};
+    std::string part;
+    while (std::getline(ss, part, '/')) {
+        if (part.empty()) continue;
+        if ((at->mode & S_IFMT) != S_IFDIR) return nullptr;
+        const Inode* next = nullptr;
+        for (uint64_t i = at->ref; i < at->ref + at->size; ++i) {
+            const Dirent& e = d.dirents[i];
+            if (d.bytes.compare(e.name_offset, e.name_length, part) == 0) next = &d.inodes[e.ino - 1];
+        }
+        if (!next) return nullptr;
+        at = next;
+    }
+    return at;
+}
+
+std::string file_content(const Decoded& d, std::string_view path) {
+    const Inode* inode = lookup(d, path);
+    if (!inode) return "<missing>";
+    if (inode->ref == 0) return "";
+    return content_of(d, d.contents[inode->ref - 1]);
+}
+
+std::shared_ptr<Backend> fixture_backend() {
+    auto mem = make_mem_backend();
+    conformance::Capabilities caps;
+    EXPECT_TRUE(conformance::build_fixture_tree(*mem, caps));
+    return mem;
+}
+
+// A source that lists every directory in a shuffled order (or reversed).
+class ShuffledSource final : public TreeSource {
+public:
+    ShuffledSource(std::unique_ptr<TreeSource> inner, uint32_t seed)
+        : inner_(std::move(inner)), rng_(seed) {}
+    Result<SourceNode> root() override { return inner_->root(); }
+    Result<std::vector<SourceNode>> list(const std::string& dir) override {
+        auto nodes = inner_->list(dir);
+        if (nodes) std::shuffle(nodes->begin(), nodes->end(), rng_);
+        return nodes;
+    }
+    Result<std::string> readlink(const std::string& p) override { return inner_->readlink(p); }
+    Result<Xattrs> xattrs(const std::string& p) override {
+        auto x = inner_->xattrs(p);
+        if (x) std::shuffle(x->begin(), x->end(), rng_);
+        return x;
+    }
+    Result<std::unique_ptr<ContentReader>> open(const std::string& p) override {
+        return inner_->open(p);
+    }
+
+private:
+    std::unique_ptr<TreeSource> inner_;
+    std::mt19937 rng_;
+};
+
+TEST(PackWriter, FixtureTreeDecodesWithEveryChecksumRight) {
+    TempDir dir;
+    auto mem = fixture_backend();
+    auto stats = write_pack(*mem, (dir.path / "a.pack").string());
+    ASSERT_TRUE(stats) << stats.error().message();
+    std::string file = slurp(dir.path / "a.pack");
+    EXPECT_EQ(stats->pack_bytes, file.size());
+    Decoded d = decode(file);
+    EXPECT_EQ(file_content(d, "/docs/readme.txt"), conformance::kReadme);
+    EXPECT_EQ(file_content(d, "/docs/nested/deep/leaf.txt"), "leaf\n");
+    EXPECT_EQ(file_content(d, "/docs/empty.txt"), "");
+    for (std::size_t size : conformance::kFixtureSizes) {
+        std::string path = "/data/" + std::to_string(size) + ".bin";
+        EXPECT_EQ(file_content(d, path), conformance::pattern_bytes(size, size % 251)) << path;
+    }
+    // Hard links: one inode, nlink 2.
+    const Inode* a = lookup(d, "/hard/a");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a, lookup(d, "/hard/b"));
+    EXPECT_EQ(a->nlink, 2u);
+    // A symlink's target lives in the bytes section.
+    const Inode* rel = lookup(d, "/links/rel");
+    ASSERT_TRUE(rel);
+    EXPECT_EQ((rel->mode & S_IFMT), static_cast<uint32_t>(S_IFLNK));
+    EXPECT_EQ(d.bytes.substr(rel->ref, rel->size), "../docs/readme.txt");
+    // Dirents of each directory are sorted, and their types agree with the inodes.
+    for (const Inode& inode : d.inodes) {
+        if ((inode.mode & S_IFMT) != S_IFDIR) continue;
+        for (uint64_t i = inode.ref; i < inode.ref + inode.size; ++i) {
+            const Dirent& e = d.dirents[i];
+            EXPECT_EQ(e.type, d.inodes[e.ino - 1].mode >> 12);
+            std::string name = d.bytes.substr(e.name_offset, e.name_length);
+            EXPECT_EQ(e.name_prefix, name_prefix(name.data(), name.size()));
+            if (i > inode.ref) {
+                const Dirent& p = d.dirents[i - 1];
+                EXPECT_LT(d.bytes.substr(p.name_offset, p.name_length), name);
+            }
+        }
+    }
+    // SHA-256 of each content.
+    for (const Content& c : d.contents) {
+        std::string content = content_of(d, c);
+        auto sha = sha256(std::as_bytes(std::span(content)));
+        EXPECT_EQ(std::memcmp(sha.data(), c.sha256, 32), 0);
+    }
+    EXPECT_EQ(stats->digest, to_hex(d.header.image_digest));
+}
+
+TEST(PackWriter, SameTreeGivesTheSameBytesWhateverTheListingOrder) {
+    TempDir dir;
+    auto mem = fixture_backend();
+    for (Compression c : {Compression::none, Compression::zstd}) {
+        PackWriteOptions options;
+        options.compression = c;
+        ASSERT_TRUE(write_pack(*mem, (dir.path / "1.pack").string(), options));
+        ASSERT_TRUE(write_pack(*mem, (dir.path / "2.pack").string(), options));
+        auto source = make_backend_source(*mem, "/");
+        ASSERT_TRUE(source);
+        ShuffledSource shuffled(std::move(*source), 42);
+        options.jobs = 1;  // and with another thread count
+        ASSERT_TRUE(write_pack_from_source(shuffled, (dir.path / "3.pack").string(), options));
+        std::string one = slurp(dir.path / "1.pack");
+        EXPECT_EQ(one, slurp(dir.path / "2.pack"));
+        EXPECT_EQ(one, slurp(dir.path / "3.pack"));
+    }
+}
+
+TEST(PackWriter, DuplicatesShareOneContentAndDifferentContentsDoNot) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    std::string big = conformance::pattern_bytes(100000, 7);
+    std::string other = big;
+    other[50000] ^= 1;  // same size, same everything but one byte
+    ASSERT_TRUE(write_file(*mem, "/a", big));
+    ASSERT_TRUE(write_file(*mem, "/b", big));
+    ASSERT_TRUE(write_file(*mem, "/c", other));
+    ASSERT_TRUE(write_file(*mem, "/tiny1", "same"));
+    ASSERT_TRUE(write_file(*mem, "/tiny2", "same"));
+    auto stats = write_pack(*mem, (dir.path / "d.pack").string());
+    ASSERT_TRUE(stats);
+    Decoded d = decode(slurp(dir.path / "d.pack"));
+    EXPECT_EQ(d.contents.size(), 3u);
+    EXPECT_EQ(lookup(d, "/a")->ref, lookup(d, "/b")->ref);
+    EXPECT_NE(lookup(d, "/a")->ref, lookup(d, "/c")->ref);
+    EXPECT_EQ(file_content(d, "/c"), other);
+    EXPECT_EQ(stats->file_bytes, 300008u);
+    EXPECT_EQ(stats->unique_bytes, 200004u);
+
+    // Without dedup every file has its own content.
+    PackWriteOptions no_dedup;
+    no_dedup.dedup = false;
+    ASSERT_TRUE(write_pack(*mem, (dir.path / "n.pack").string(), no_dedup));
+    EXPECT_EQ(decode(slurp(dir.path / "n.pack")).contents.size(), 5u);
+}
+
+TEST(PackWriter, ForcedHashCollisionKeepsBothContents) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    for (int i = 0; i < 20; ++i)
+        ASSERT_TRUE(write_file(*mem, "/f" + std::to_string(i), conformance::pattern_bytes(5000, i % 10)));
+    PackWriteOptions options;
+    options.dedup_hash_for_tests = [](std::span<const std::byte>) {
+        return std::array<uint64_t, 2>{42, 42};
+    };
+    ASSERT_TRUE(write_pack(*mem, (dir.path / "c.pack").string(), options));
+    Decoded d = decode(slurp(dir.path / "c.pack"));
+    EXPECT_EQ(d.contents.size(), 10u);  // ten distinct patterns, each stored once
+    for (int i = 0; i < 20; ++i)
+        EXPECT_EQ(file_content(d, "/f" + std::to_string(i)), conformance::pattern_bytes(5000, i % 10));
+}
+
+TEST(PackWriter, CompressedStreamsDecodeToTheSameContents) {
+    TempDir dir;
+    auto mem = fixture_backend();
+    std::string raw_stream;
+    for (auto [c, level] : {std::pair{Compression::none, 0}, {Compression::zstd, 0},
+                            {Compression::zstd, 19}, {Compression::lz4, 0}, {Compression::lz4, 9}}) {
+        PackWriteOptions options;
+        options.compression = c;
+        options.level = level;
+        options.block_size = 4096;
+        auto stats = write_pack(*mem, (dir.path / "z.pack").string(), options);
+        ASSERT_TRUE(stats);
+        Decoded d = decode(slurp(dir.path / "z.pack"));
+        if (c == Compression::none) raw_stream = d.stream;
+        EXPECT_EQ(file_content(d, "/data/196609.bin"), conformance::pattern_bytes(196609, 196609 % 251));
+        EXPECT_EQ(file_content(d, "/docs/readme.txt"), conformance::kReadme);
+    }
+}
+
+TEST(PackWriter, FromHostDirectoryKeepsLinksAndModes) {
+    TempDir dir;
+    fs::path src = dir.path / "src";
+    fs::create_directories(src / "sub");
+    { std::ofstream(src / "sub" / "f.txt") << "hello host"; }
+    fs::create_hard_link(src / "sub" / "f.txt", src / "g.txt");
+    fs::create_symlink("sub/f.txt", src / "l");
+    ::chmod((src / "g.txt").c_str(), 0640);
+    auto stats = write_pack_from_host(src.string(), (dir.path / "h.pack").string());
+    ASSERT_TRUE(stats) << stats.error().message();
+    Decoded d = decode(slurp(dir.path / "h.pack"));
+    EXPECT_EQ(file_content(d, "/sub/f.txt"), "hello host");
+    EXPECT_EQ(lookup(d, "/g.txt"), lookup(d, "/sub/f.txt"));
+    EXPECT_EQ(lookup(d, "/g.txt")->mode & 07777, 0640u);
+    EXPECT_EQ(lookup(d, "/g.txt")->nlink, 2u);
+    const Inode* l = lookup(d, "/l");
+    EXPECT_EQ(d.bytes.substr(l->ref, l->size), "sub/f.txt");
+    EXPECT_EQ(stats->hard_links, 1u);
+}
+
+TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
+    TempDir dir;
+    auto missing = write_pack_from_host((dir.path / "nope").string(), (dir.path / "x.pack").string());
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code(), ENOENT);
+    auto mem = fixture_backend();
+    PackWriteOptions bad;
+    bad.block_size = 1000;
+    auto r = write_pack(*mem, (dir.path / "x.pack").string(), bad);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), EINVAL);
+    // An unreadable file in the source: the build fails and leaves no temporary file.
+    fs::create_directories(dir.path / "out");
+    auto unreadable = make_mem_backend();
+    ASSERT_TRUE(write_file(*unreadable, "/a", "x"));
+    class FailingSource final : public TreeSource {
+    public:
+        explicit FailingSource(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
+        Result<SourceNode> root() override { return s_->root(); }
+        Result<std::vector<SourceNode>> list(const std::string& d) override { return s_->list(d); }
+        Result<std::string> readlink(const std::string& p) override { return s_->readlink(p); }
+        Result<Xattrs> xattrs(const std::string& p) override { return s_->xattrs(p); }
+        Result<std::unique_ptr<ContentReader>> open(const std::string& p) override {
+            return fail(EIO, "open", p);
+        }
+        std::unique_ptr<TreeSource> s_;
+    };
+    auto source = make_backend_source(*unreadable, "/");
+    ASSERT_TRUE(source);
+    FailingSource failing(std::move(*source));
+    auto failed = write_pack_from_source(failing, (dir.path / "out" / "y.pack").string(), {});
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error().code(), EIO);
+    EXPECT_EQ(failed.error().path(), "/a");
+    EXPECT_TRUE(fs::is_empty(dir.path / "out"));
+}
+
+}  // namespace
+}  // namespace packfs::pack
