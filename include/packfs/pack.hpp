@@ -53,6 +53,9 @@ struct PackStats {
     uint64_t metadata_bytes = 0;   // metadata region + block sums
     uint64_t pack_bytes = 0;       // file size
     std::string digest;            // image digest, hex SHA-256
+    // Where the build's time went, in seconds: reading the tree, hashing and dedup, writing
+    // the data, encoding and writing the metadata (with fsync and rename).
+    double scan_seconds = 0, hash_seconds = 0, data_seconds = 0, finish_seconds = 0;
 };
 
 // Builds a pack at `out_path` from the tree under `root` of `source` (any Backend: mem, a

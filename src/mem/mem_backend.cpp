@@ -7,6 +7,7 @@
 #include "mem/mem_edit.hpp"
 #include "mem/mem_state.hpp"
 #include "mem/tree_reader.hpp"
+#include "mem/mem_version.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/path.hpp"
 
@@ -189,6 +190,8 @@ public:
         TreePtr t = version();
         return TreeReader(*t).listxattr(path);
     }
+
+    TreePtr current_version() const { return version(); }
 
 protected:
     virtual TreePtr version() const = 0;
@@ -672,6 +675,12 @@ Result<void> MemBackend::removexattr(std::string_view path, std::string_view nam
 }
 
 }  // namespace
+
+TreePtr version_of(Backend& backend) {
+    auto* queries = dynamic_cast<TreeQueries*>(&backend);
+    return queries ? queries->current_version() : nullptr;
+}
+
 }  // namespace packfs::mem
 
 namespace packfs {

@@ -27,10 +27,11 @@ public:
         auto st = backend_.lstat(root_);
         if (!st) return std::unexpected(st.error().with_path("/"));
         if (st->type != FileType::directory) return fail(ENOTDIR, "build", "/");
-        return SourceNode{"", *st, {0, st->ino}};
+        return source_node("", *st, {0, st->ino});
     }
 
-    Result<std::vector<SourceNode>> list(const std::string& dir) override {
+    Result<std::vector<SourceNode>> list(SourceRef ref) override {
+        const std::string& dir = ref.path;
         std::string path = real(dir);
         auto entries = backend_.readdir(path);
         if (!entries) return std::unexpected(entries.error().with_path(dir));
@@ -40,16 +41,17 @@ public:
             auto st = backend_.lstat(path_join(path, entry.name));
             if (!st) return std::unexpected(st.error().with_path(path_join(dir, entry.name)));
             uint64_t ino = st->ino;
-            nodes.push_back(SourceNode{std::move(entry.name), *st, {0, ino}});
+            nodes.push_back(source_node(std::move(entry.name), *st, {0, ino}));
         }
         return nodes;
     }
 
-    Result<std::string> readlink(const std::string& path) override {
-        return rename_errors(backend_.readlink(real(path)), path);
+    Result<std::string> readlink(SourceRef ref) override {
+        return rename_errors(backend_.readlink(real(ref.path)), ref.path);
     }
 
-    Result<Xattrs> xattrs(const std::string& path) override {
+    Result<Xattrs> xattrs(SourceRef ref) override {
+        const std::string& path = ref.path;
         std::string at = real(path);
         auto names = backend_.listxattr(at);
         if (!names) {
@@ -68,7 +70,8 @@ public:
         return out;
     }
 
-    Result<std::unique_ptr<ContentReader>> open(const std::string& path) override {
+    Result<std::unique_ptr<ContentReader>> open(SourceRef ref) override {
+        const std::string& path = ref.path;
         auto file = backend_.open(real(path), O_RDONLY | O_NOFOLLOW);
         if (!file) return std::unexpected(file.error().with_path(path));
         return std::make_unique<BackendReader>(std::move(*file));
@@ -92,10 +95,15 @@ private:
 
 }  // namespace
 
+// In mem_source.cpp: null when `backend` is not a mem backend.
+Result<std::unique_ptr<TreeSource>> make_mem_source(Backend& backend, const std::string& root);
+
 Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend,
                                                         std::string_view root) {
     auto normal = normalize_path(root, "build");
     if (!normal) return std::unexpected(normal.error());
+    auto direct = make_mem_source(backend, *normal);
+    if (!direct || *direct) return direct;
     return std::make_unique<BackendSource>(backend, std::move(*normal));
 }
 

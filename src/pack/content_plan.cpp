@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <map>
+#include <unordered_map>
 #include <memory>
 
 #include "pack/parallel.hpp"
@@ -22,6 +22,17 @@ constexpr uint64_t kKeepBudget = 512ull << 20;
 constexpr uint64_t kAlignMin = 16 * 1024;
 constexpr uint64_t kPage = 4096;
 
+struct DedupKey {
+    std::array<uint64_t, 2> hash;
+    uint64_t size;
+    friend bool operator==(const DedupKey&, const DedupKey&) = default;
+};
+struct DedupKeyHash {
+    std::size_t operator()(const DedupKey& k) const noexcept {
+        return k.hash[0] ^ (k.hash[1] * 0x9E3779B97F4A7C15ull) ^ k.size;
+    }
+};
+
 struct Hashed {
     std::array<uint64_t, 2> dedup_hash{};
     Sha256Digest sha256{};
@@ -33,9 +44,10 @@ struct Hashed {
 Result<bool> same_bytes(TreeSource& source, const ScannedTree& tree, const PlannedContent& a,
                         const ScannedInode& b_inode, const Hashed& b) {
     if (a.has_kept && b.has_kept) return a.kept == b.kept;
-    auto ra = source.open(tree.inodes[a.source_ino - 1].path);
+    const ScannedInode& a_inode = tree.inodes[a.source_ino - 1];
+    auto ra = source.open({a_inode.path, a_inode.handle});
     if (!ra) return std::unexpected(ra.error());
-    auto rb = source.open(b_inode.path);
+    auto rb = source.open({b_inode.path, b_inode.handle});
     if (!rb) return std::unexpected(rb.error());
     std::vector<std::byte> ba(kSliceBytes), bb(kSliceBytes);
     for (uint64_t at = 0; at < a.size;) {
@@ -52,9 +64,10 @@ Result<bool> same_bytes(TreeSource& source, const ScannedTree& tree, const Plann
 
 }  // namespace
 
-Result<void> read_content(TreeSource& source, const std::string& path, uint64_t size,
+Result<void> read_content(TreeSource& source, SourceRef file, uint64_t size,
                           const std::function<void(std::span<const std::byte>)>& sink) {
-    auto reader = source.open(path);
+    const std::string& path = file.path;
+    auto reader = source.open(file);
     if (!reader) return std::unexpected(reader.error());
     std::vector<std::byte> buffer(static_cast<std::size_t>(std::min<uint64_t>(size, kSliceBytes)) + 1);
     uint64_t at = 0;
@@ -68,6 +81,23 @@ Result<void> read_content(TreeSource& source, const std::string& path, uint64_t 
     }
     if (at != size) return fail(EAGAIN, "build: file changed while it was read", path);
     return {};
+}
+
+Result<std::string> read_whole(TreeSource& source, SourceRef file, uint64_t size) {
+    auto reader = source.open(file);
+    if (!reader) return std::unexpected(reader.error());
+    std::string bytes(size + 1, '\0');  // one byte more: a file that grew is caught
+    auto buffer = std::as_writable_bytes(std::span(bytes));
+    uint64_t at = 0;
+    while (at < buffer.size()) {
+        auto n = (*reader)->read(buffer.subspan(at), at);
+        if (!n) return std::unexpected(n.error().with_path(file.path));
+        if (*n == 0) break;
+        at += *n;
+    }
+    if (at != size) return fail(EAGAIN, "build: file changed while it was read", file.path);
+    bytes.resize(size);
+    return bytes;
 }
 
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
@@ -93,19 +123,27 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         Hashed& h = hashed[i];
         bool keep = size <= options.inline_max || hook ||
                     (size <= kKeepMax && kept_bytes.fetch_add(size) + size <= kKeepBudget);
-        if (keep) h.kept.reserve(size);
-        Sha256 sha;
-        Xxh3_128 xxh;
-        auto r = read_content(source, inode.path, size, [&](std::span<const std::byte> slice) {
-            sha.update(slice);
-            if (!hook) xxh.update(slice);
-            if (keep) h.kept.append(reinterpret_cast<const char*>(slice.data()), slice.size());
-        });
-        if (!r) return r;
-        h.sha256 = sha.finish();
-        h.dedup_hash = hook ? options.dedup_hash_for_tests(std::as_bytes(std::span(h.kept)))
-                            : xxh.finish();
-        h.has_kept = keep;
+        if (keep) {
+            // Small: read whole, hash in one call each.
+            auto bytes = read_whole(source, {inode.path, inode.handle}, size);
+            if (!bytes) return std::unexpected(bytes.error());
+            h.kept = std::move(*bytes);
+            auto view = std::as_bytes(std::span(h.kept));
+            h.sha256 = sha256(view);
+            h.dedup_hash = hook ? options.dedup_hash_for_tests(view) : xxh3_128(view);
+            h.has_kept = true;
+        } else {
+            Sha256 sha;
+            Xxh3_128 xxh;
+            auto r = read_content(source, {inode.path, inode.handle}, size,
+                                  [&](std::span<const std::byte> slice) {
+                                      sha.update(slice);
+                                      xxh.update(slice);
+                                  });
+            if (!r) return r;
+            h.sha256 = sha.finish();
+            h.dedup_hash = xxh.finish();
+        }
         done.fetch_add(1, std::memory_order_relaxed);
         return {};
     };
@@ -115,26 +153,32 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
     if (auto r = parallel_for(files.size(), jobs, hash_one, tick); !r)
         return std::unexpected(r.error());
 
-    // Dedup, in inode order, so the result does not depend on thread timing.
-    std::map<std::pair<std::array<uint64_t, 2>, uint64_t>, std::vector<uint32_t>> candidates;
+    // Dedup, in inode order, so the result does not depend on thread timing. Contents with
+    // the same (hash, size) are chained, newest first.
+    constexpr uint32_t kNone = UINT32_MAX;
+    std::unordered_map<DedupKey, uint32_t, DedupKeyHash> newest;
+    std::vector<uint32_t> older_same;  // per content: the next older one with its key
+    if (options.dedup) newest.reserve(files.size());
     for (std::size_t i = 0; i < files.size(); ++i) {
         ScannedInode& inode = tree.inodes[files[i] - 1];
         Hashed& h = hashed[i];
         uint64_t size = inode.stat.size;
-        std::vector<uint32_t>* same_hash = nullptr;
+        uint32_t* chain = nullptr;
         if (options.dedup) {
-            same_hash = &candidates[{h.dedup_hash, size}];
-            bool matched = false;
-            for (uint32_t candidate : *same_hash) {
+            chain = &newest.try_emplace(DedupKey{h.dedup_hash, size}, kNone).first->second;
+            uint32_t match = kNone;
+            for (uint32_t candidate = *chain; candidate != kNone; candidate = older_same[candidate]) {
                 auto same = same_bytes(source, tree, plan.contents[candidate], inode, h);
                 if (!same) return std::unexpected(same.error());
                 if (*same) {
-                    inode.content = candidate + 1;
-                    matched = true;
+                    match = candidate;
                     break;
                 }
             }
-            if (matched) continue;
+            if (match != kNone) {
+                inode.content = match + 1;
+                continue;
+            }
         }
         auto index = static_cast<uint32_t>(plan.contents.size());
         PlannedContent content;
@@ -148,7 +192,8 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         plan.contents.push_back(std::move(content));
         plan.unique_bytes += size;
         inode.content = index + 1;
-        if (same_hash) same_hash->push_back(index);
+        older_same.push_back(chain ? *chain : kNone);
+        if (chain) *chain = index;
     }
 
     // Lay out the stream: first appearance order, large contents page-aligned in raw packs.

@@ -44,7 +44,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
 
 // Reads one content of `size` bytes from the source path in slices, giving each to `sink`;
 // fails when the file no longer has `size` bytes.
-Result<void> read_content(TreeSource& source, const std::string& path, uint64_t size,
+Result<void> read_content(TreeSource& source, SourceRef file, uint64_t size,
                           const std::function<void(std::span<const std::byte>)>& sink);
 
 }  // namespace packfs::pack

@@ -16,13 +16,24 @@ std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept {
     return {h.low64, h.high64};
 }
 
+namespace {
+
+// Fetched once: EVP_sha256() looks the implementation up again on every init, which costs
+// more than hashing a small file.
+const EVP_MD* sha256_md() {
+    static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return md ? md : EVP_sha256();
+}
+
+}  // namespace
+
 struct Sha256::Context {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     ~Context() { EVP_MD_CTX_free(ctx); }
 };
 
 Sha256::Sha256() : context_(std::make_unique<Context>()) {
-    if (!context_->ctx || EVP_DigestInit_ex(context_->ctx, EVP_sha256(), nullptr) != 1)
+    if (!context_->ctx || EVP_DigestInit_ex(context_->ctx, sha256_md(), nullptr) != 1)
         throw std::bad_alloc();
 }
 Sha256::~Sha256() = default;
@@ -37,15 +48,14 @@ Sha256Digest Sha256::finish() noexcept {
     Sha256Digest out{};
     unsigned int length = 0;
     EVP_DigestFinal_ex(context_->ctx, out.data(), &length);
-    EVP_DigestInit_ex(context_->ctx, EVP_sha256(), nullptr);
+    EVP_DigestInit_ex(context_->ctx, sha256_md(), nullptr);
     return out;
 }
 
 Sha256Digest sha256(std::span<const std::byte> bytes) noexcept {
-    Sha256Digest out{};
-    unsigned int length = 0;
-    EVP_Digest(bytes.data(), bytes.size(), out.data(), &length, EVP_sha256(), nullptr);
-    return out;
+    thread_local Sha256 context;  // reused: creating one per call costs more than small data
+    context.update(bytes);
+    return context.finish();
 }
 
 struct Xxh3_128::State {

@@ -94,10 +94,11 @@ public:
     Result<SourceNode> root() override {
         struct stat st;
         if (::fstat(root_.get(), &st) != 0) return fail(errno, "build", "/");
-        return SourceNode{"", stat_from_host(st), {st.st_dev, st.st_ino}};
+        return source_node("", stat_from_host(st), {st.st_dev, st.st_ino});
     }
 
-    Result<std::vector<SourceNode>> list(const std::string& dir) override {
+    Result<std::vector<SourceNode>> list(SourceRef ref) override {
+        const std::string& dir = ref.path;
         auto fd = open_beneath(dir, O_RDONLY | O_DIRECTORY);
         if (!fd) return std::unexpected(fd.error());
         DIR* stream = ::fdopendir(fd->get());
@@ -114,7 +115,7 @@ public:
                 ::closedir(stream);
                 return fail(err, "lstat", path_join(dir, name));
             }
-            nodes.push_back(SourceNode{std::string(name), stat_from_host(st), {st.st_dev, st.st_ino}});
+            nodes.push_back(source_node(std::string(name), stat_from_host(st), {st.st_dev, st.st_ino}));
             errno = 0;
         }
         int err = errno;
@@ -123,7 +124,8 @@ public:
         return nodes;
     }
 
-    Result<std::string> readlink(const std::string& path) override {
+    Result<std::string> readlink(SourceRef ref) override {
+        const std::string& path = ref.path;
         auto parent = open_beneath(std::string(path_parent(path)), O_RDONLY | O_DIRECTORY);
         if (!parent) return std::unexpected(parent.error());
         std::string name(path_basename(path));
@@ -134,7 +136,8 @@ public:
         return target;
     }
 
-    Result<Xattrs> xattrs(const std::string& path) override {
+    Result<Xattrs> xattrs(SourceRef ref) override {
+        const std::string& path = ref.path;
         // l*xattr on the host path: never follows a final symlink. Intermediate components
         // were checked to be directories by the scan.
         std::string host = host_dir_ + path;
@@ -169,7 +172,8 @@ public:
         return out;
     }
 
-    Result<std::unique_ptr<ContentReader>> open(const std::string& path) override {
+    Result<std::unique_ptr<ContentReader>> open(SourceRef ref) override {
+        const std::string& path = ref.path;
         auto fd = open_beneath(path, O_RDONLY | O_NOATIME);
         if (!fd && fd.error().code() == EPERM)  // O_NOATIME needs ownership or CAP_FOWNER
             fd = open_beneath(path, O_RDONLY);

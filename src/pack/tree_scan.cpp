@@ -23,15 +23,25 @@ Result<void> check_name(std::string_view name, const std::string& dir) {
     return {};
 }
 
-Result<void> read_extras(TreeSource& source, ScannedInode& inode, uint64_t& xattr_count) {
+// The symlink target and xattrs of `inode`, from `node` when the source listed them.
+Result<void> read_extras(TreeSource& source, ScannedInode& inode, SourceNode* node,
+                         uint64_t& xattr_count) {
     if (inode.stat.type == FileType::symlink) {
-        auto target = source.readlink(inode.path);
-        if (!target) return std::unexpected(target.error());
-        inode.target = std::move(*target);
+        if (node && node->has_extras) {
+            inode.target = std::move(node->target);
+        } else {
+            auto target = source.readlink({inode.path, inode.handle});
+            if (!target) return std::unexpected(target.error());
+            inode.target = std::move(*target);
+        }
         if (inode.target.empty() || inode.target.size() > kMaxPathLength)
             return fail(EINVAL, "build: invalid symlink target", inode.path);
     }
-    auto xattrs = source.xattrs(inode.path);
+    Result<Xattrs> xattrs = Xattrs{};
+    if (node && node->has_extras)
+        xattrs = std::move(node->xattrs);
+    else
+        xattrs = source.xattrs({inode.path, inode.handle});
     if (!xattrs) return std::unexpected(xattrs.error());
     std::sort(xattrs->begin(), xattrs->end());
     for (const auto& [name, value] : *xattrs) {
@@ -52,9 +62,10 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
     ScannedInode root_inode;
     root_inode.stat = root->stat;
     root_inode.path = "/";
+    root_inode.handle = root->handle;
     root_inode.names = 1;
     tree.inodes.push_back(std::move(root_inode));
-    if (auto r = read_extras(source, tree.inodes[0], tree.xattr_count); !r)
+    if (auto r = read_extras(source, tree.inodes[0], nullptr, tree.xattr_count); !r)
         return std::unexpected(r.error());
 
     std::map<std::pair<uint64_t, uint64_t>, uint32_t> linked;  // identity -> inode number
@@ -62,16 +73,19 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
     for (std::size_t next = 0; next < directories.size(); ++next) {
         uint32_t dir_ino = directories[next];
         std::string dir_path = tree.inodes[dir_ino - 1].path;
-        auto listed = source.list(dir_path);
+        auto listed = source.list({dir_path, tree.inodes[dir_ino - 1].handle});
         if (!listed) return std::unexpected(listed.error());
-        std::sort(listed->begin(), listed->end(),
-                  [](const SourceNode& a, const SourceNode& b) { return a.name < b.name; });
+        // Sorted through pointers: nodes are big, names are what is compared.
+        std::vector<SourceNode*> order(listed->size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = &(*listed)[i];
+        std::sort(order.begin(), order.end(),
+                  [](const SourceNode* a, const SourceNode* b) { return a->name < b->name; });
         tree.inodes[dir_ino - 1].first_dirent = tree.dirents.size();
         tree.inodes[dir_ino - 1].entry_count = listed->size();
-        for (std::size_t i = 0; i < listed->size(); ++i) {
-            SourceNode& node = (*listed)[i];
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            SourceNode& node = *order[i];
             if (auto r = check_name(node.name, dir_path); !r) return std::unexpected(r.error());
-            if (i > 0 && node.name == (*listed)[i - 1].name)
+            if (i > 0 && node.name == order[i - 1]->name)
                 return fail(EINVAL, "build: duplicate name", path_join(dir_path, node.name));
             bool is_dir = node.stat.type == FileType::directory;
             if (!is_dir && node.stat.nlink > 1) {
@@ -90,8 +104,9 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
             ScannedInode inode;
             inode.stat = node.stat;
             inode.path = path_join(dir_path, node.name);
+            inode.handle = node.handle;
             inode.names = 1;
-            if (auto r = read_extras(source, inode, tree.xattr_count); !r)
+            if (auto r = read_extras(source, inode, &node, tree.xattr_count); !r)
                 return std::unexpected(r.error());
             tree.inodes.push_back(std::move(inode));
             if (is_dir) {

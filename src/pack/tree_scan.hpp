@@ -19,6 +19,7 @@ namespace packfs::pack {
 struct ScannedInode {
     Stat stat;                  // from the source (nlink is recounted below)
     std::string path;           // the first name's virtual path, for reading it
+    uint64_t handle = 0;        // the source's handle on it
     uint32_t names = 0;         // dirents naming it (the pack's nlink for non-directories)
     uint32_t subdirectories = 0;
     uint64_t first_dirent = 0;  // directories: their run of dirents

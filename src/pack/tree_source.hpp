@@ -26,27 +26,51 @@ public:
     virtual Result<std::size_t> read(std::span<std::byte> buf, uint64_t offset) = 0;
 };
 
+using Xattrs = std::vector<std::pair<std::string, std::string>>;
+
 struct SourceNode {
     std::string name;
     Stat stat;  // not following a symlink
     // Identifies the underlying file across names, for hard links ({dev, ino} on a host).
     std::pair<uint64_t, uint64_t> identity;
+    // The source's own handle on the entry, passed back with its path (0 where unused).
+    uint64_t handle = 0;
+    // Filled by a source that has them at hand while listing (saves a call per entry):
+    // the symlink's target and the xattrs. Otherwise the writer asks readlink()/xattrs().
+    bool has_extras = false;
+    std::string target;
+    Xattrs xattrs;
 };
 
-using Xattrs = std::vector<std::pair<std::string, std::string>>;
+inline SourceNode source_node(std::string name, const Stat& stat,
+                              std::pair<uint64_t, uint64_t> identity, uint64_t handle = 0) {
+    SourceNode node;
+    node.name = std::move(name);
+    node.stat = stat;
+    node.identity = identity;
+    node.handle = handle;
+    return node;
+}
+
+// An entry as the writer names it to the source again: its virtual path and its handle.
+struct SourceRef {
+    const std::string& path;
+    uint64_t handle;
+};
 
 class TreeSource {
 public:
     virtual ~TreeSource() = default;
     virtual Result<SourceNode> root() = 0;
     // The entries of a directory, with their lstat, in any order, without "." and "..".
-    virtual Result<std::vector<SourceNode>> list(const std::string& dir) = 0;
-    virtual Result<std::string> readlink(const std::string& path) = 0;
-    virtual Result<Xattrs> xattrs(const std::string& path) = 0;
-    virtual Result<std::unique_ptr<ContentReader>> open(const std::string& path) = 0;
+    virtual Result<std::vector<SourceNode>> list(SourceRef dir) = 0;
+    virtual Result<std::string> readlink(SourceRef link) = 0;
+    virtual Result<Xattrs> xattrs(SourceRef entry) = 0;
+    virtual Result<std::unique_ptr<ContentReader>> open(SourceRef file) = 0;
 };
 
-// The tree under `root` of a Backend.
+// The tree under `root` of a Backend. A mem backend or snapshot is read straight from one
+// version of its tree (a consistent snapshot, no path lookups); any other through its API.
 Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend, std::string_view root);
 
 // The tree under a host directory. Nothing below the root is followed through a symlink,

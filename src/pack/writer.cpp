@@ -1,6 +1,7 @@
 // write_pack: scan the tree, hash and dedup the contents, stream them into the data region,
 // then write the metadata and finally the header, into a temporary file that is renamed into
 // place only when complete and durable.
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -73,14 +74,18 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     if (auto r = check_options(options); !r) return std::unexpected(r.error());
     unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
 
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
     auto tree = scan_tree(source, [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
     if (!tree) return std::unexpected(tree.error());
 
+    auto t1 = Clock::now();
     auto plan = plan_contents(source, *tree, options, jobs, [&](uint64_t done, uint64_t total) {
         report(options, BuildProgress::Phase::hash, done, total);
     });
     if (!plan) return std::unexpected(plan.error());
 
+    auto t2 = Clock::now();
     auto out = OutputFile::create(out_path);
     if (!out) return std::unexpected(out.error());
     if (auto r = out->append_zeros(kDataOffset); !r) return std::unexpected(r.error());
@@ -99,8 +104,9 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
             // Read again; the dedup hash is recomputed so a file changed since it was hashed
             // is caught instead of stored under a stale SHA-256.
             Xxh3_128 check;
-            const std::string& path = tree->inodes[content.source_ino - 1].path;
-            auto r = read_content(source, path, content.size, [&](std::span<const std::byte> s) {
+            const ScannedInode& inode = tree->inodes[content.source_ino - 1];
+            const std::string& path = inode.path;
+            auto r = read_content(source, {path, inode.handle}, content.size, [&](std::span<const std::byte> s) {
                 check.update(s);
                 if (put) put = stream.put(s);
             });
@@ -117,6 +123,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     auto blocks = stream.finish();
     if (!blocks) return std::unexpected(blocks.error());
 
+    auto t3 = Clock::now();
     StreamFacts facts{.codec = codec,
                       .block_size = options.block_size,
                       .inline_max = options.inline_max,
@@ -135,7 +142,13 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     if (auto r = out->write_at(std::as_bytes(std::span(&meta->header, 1)), 0); !r)
         return std::unexpected(r.error());
     if (auto r = out->commit(); !r) return std::unexpected(r.error());
-    return stats_of(*tree, *plan, *meta, stream);
+    PackStats stats = stats_of(*tree, *plan, *meta, stream);
+    auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    stats.scan_seconds = seconds(t1 - t0);
+    stats.hash_seconds = seconds(t2 - t1);
+    stats.data_seconds = seconds(t3 - t2);
+    stats.finish_seconds = seconds(Clock::now() - t3);
+    return stats;
 }
 
 }  // namespace

@@ -173,18 +173,18 @@ public:
     ShuffledSource(std::unique_ptr<TreeSource> inner, uint32_t seed)
         : inner_(std::move(inner)), rng_(seed) {}
     Result<SourceNode> root() override { return inner_->root(); }
-    Result<std::vector<SourceNode>> list(const std::string& dir) override {
+    Result<std::vector<SourceNode>> list(SourceRef dir) override {
         auto nodes = inner_->list(dir);
         if (nodes) std::shuffle(nodes->begin(), nodes->end(), rng_);
         return nodes;
     }
-    Result<std::string> readlink(const std::string& p) override { return inner_->readlink(p); }
-    Result<Xattrs> xattrs(const std::string& p) override {
+    Result<std::string> readlink(SourceRef p) override { return inner_->readlink(p); }
+    Result<Xattrs> xattrs(SourceRef p) override {
         auto x = inner_->xattrs(p);
         if (x) std::shuffle(x->begin(), x->end(), rng_);
         return x;
     }
-    Result<std::unique_ptr<ContentReader>> open(const std::string& p) override {
+    Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
         return inner_->open(p);
     }
 
@@ -362,11 +362,11 @@ TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     public:
         explicit FailingSource(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
         Result<SourceNode> root() override { return s_->root(); }
-        Result<std::vector<SourceNode>> list(const std::string& d) override { return s_->list(d); }
-        Result<std::string> readlink(const std::string& p) override { return s_->readlink(p); }
-        Result<Xattrs> xattrs(const std::string& p) override { return s_->xattrs(p); }
-        Result<std::unique_ptr<ContentReader>> open(const std::string& p) override {
-            return fail(EIO, "open", p);
+        Result<std::vector<SourceNode>> list(SourceRef d) override { return s_->list(d); }
+        Result<std::string> readlink(SourceRef p) override { return s_->readlink(p); }
+        Result<Xattrs> xattrs(SourceRef p) override { return s_->xattrs(p); }
+        Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
+            return fail(EIO, "open", p.path);
         }
         std::unique_ptr<TreeSource> s_;
     };
