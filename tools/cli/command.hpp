@@ -17,5 +17,13 @@ struct Command {
 };
 
 Command add_bench_command(CLI::App& parent);
+Command add_build_command(CLI::App& parent);
+Command add_ls_command(CLI::App& parent);
+Command add_stat_command(CLI::App& parent);
+Command add_cat_command(CLI::App& parent);
+Command add_extract_command(CLI::App& parent);
+Command add_verify_command(CLI::App& parent);
+Command add_info_command(CLI::App& parent);
+Command add_diff_command(CLI::App& parent);
 
 }  // namespace packfs::cli

@@ -9,6 +9,10 @@ int main(int argc, char** argv) {
     CLI::App app{"PackFS: packs, overlays and volumes"};
     app.require_subcommand(1);
     std::vector<packfs::cli::Command> commands{
+        packfs::cli::add_build_command(app),   packfs::cli::add_ls_command(app),
+        packfs::cli::add_stat_command(app),    packfs::cli::add_cat_command(app),
+        packfs::cli::add_extract_command(app), packfs::cli::add_verify_command(app),
+        packfs::cli::add_info_command(app),    packfs::cli::add_diff_command(app),
         packfs::cli::add_bench_command(app),
     };
     try {

@@ -1,0 +1,205 @@
+// Validated access to one pack (format.hpp): the header checked on open, then every record
+// read through one bounds-checked accessor that checks each metadata block against its sum the
+// first time any byte of it is used.
+//
+// Trust protocol. open() checks the header (magic, version, features, checksum, every field
+// and section range against the file) and the sums array; nothing per entry, so opening is
+// O(1) in the number of files. After that, no number from the file is used before it is
+// checked: meta() bounds-checks every (offset, length) against the metadata region and checks
+// the metadata blocks it covers; each record loader checks the record's fields (an inode's
+// type bits, times, ranges into the other sections; a dirent's ino, name range and type) before
+// returning it. A failed block stays failed: every later use answers EUCLEAN again.
+//
+// Concurrency. A PackReader is immutable after open() except for the checked-block bitmaps
+// (atomics: a block may be hashed twice by two racing threads, harmlessly) and the block cache
+// (sharded mutexes). It is safe to share between threads.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pack/block_cache.hpp"
+#include "pack/format.hpp"
+#include "pack/image.hpp"
+#include "packfs/error.hpp"
+#include "packfs/pack.hpp"
+#include "packfs/path.hpp"
+#include "packfs/types.hpp"
+
+namespace packfs::pack {
+
+inline constexpr int kMaxSymlinkFollows = 40;  // as Linux's MAXSYMLINKS and the mem backend
+
+// The operation and virtual path an access is made for, to name them in its errors. `op` must
+// be a string literal (Error keeps it by view).
+struct Ctx {
+    std::string_view op;
+    std::string_view path;
+};
+
+// One inode record whose fields were checked.
+// No default member initialisers: a lookup makes several of these and must not pay for zeroing
+// 80 bytes each time.
+struct InodeView {
+    uint64_t ino;
+    FileType type;
+    Inode rec;
+};
+
+// Where a regular file's bytes are: nowhere (empty), inline in `bytes` (a checked pointer
+// into the metadata), or in the data stream at `offset`.
+struct ContentRef {
+    enum class Where : uint8_t { empty, inline_bytes, stream };
+    Where where = Where::empty;
+    uint64_t size = 0;
+    uint64_t offset = 0;  // stream offset (Where::stream)
+    const std::byte* inline_data = nullptr;
+};
+
+class PackReader {
+public:
+    static Result<std::unique_ptr<PackReader>> open(std::string_view host_path,
+                                                    const PackOpenOptions& options);
+
+    const Header& header() const noexcept { return header_; }
+    const PackImage& image() const noexcept { return *image_; }
+    PackInfo info() const;
+
+    // --- checked access to the metadata ------------------------------------------------
+    // [rel, rel + len) of the metadata region (rel counted from meta_offset), after checking
+    // that it lies inside the region and that every metadata block it touches matches its sum.
+    Result<const std::byte*> meta(uint64_t rel, uint64_t len, const Ctx& ctx) const {
+        if (const std::byte* at = checked(rel, len)) [[likely]]
+            return at;
+        return meta_slow(rel, len, ctx);
+    }
+    // The same without a check: the address when the range is inside the region and each of
+    // its blocks was checked already (the hot path: a bit test per block), else nullptr.
+    const std::byte* checked(uint64_t rel, uint64_t len) const noexcept {
+        if (rel > meta_length_ || len > meta_length_ - rel) [[unlikely]]
+            return nullptr;
+        if (len != 0) {
+            const uint64_t last = (rel + len - 1) / kMetaBlockSize;
+            for (uint64_t b = rel / kMetaBlockSize; b <= last; ++b) {
+                if (!((checked_[b / 64].load(std::memory_order_acquire) >> (b % 64)) & 1))
+                    return nullptr;
+            }
+        }
+        return meta_ + rel;
+    }
+
+    // Inode `ino` (1-based), its fields checked.
+    Result<InodeView> inode(uint64_t ino, const Ctx& ctx) const;
+    // Where the content of a regular file is.
+    Result<ContentRef> content(const InodeView& file, const Ctx& ctx) const;
+    // A symlink's target (inside `bytes`, checked).
+    Result<std::string_view> symlink_target(const InodeView& link, const Ctx& ctx) const;
+
+    // --- names ----------------------------------------------------------------------------
+    // Resolves a normal path from the root, following symlinks in every component but the
+    // last, and in the last when `follow_last` (the mem backend's walk: symlink targets may hold
+    // "." and ".."; relative targets start at the link's directory, absolute ones at the root).
+    Result<InodeView> resolve(std::string_view path, bool follow_last, const Ctx& ctx) const;
+    // The same for an API path: a trailing '/' follows the last link and demands a directory.
+    Result<InodeView> resolve(const NormalPath& path, bool follow_last, const Ctx& ctx) const;
+    // The entries of a directory, in pack order (sorted by name), each one checked.
+    Result<std::vector<DirEntry>> list(const InodeView& dir, const Ctx& ctx) const;
+    // The xattrs of an inode: a value by name (nullopt-like false when absent) and all names.
+    Result<bool> find_xattr(const InodeView& node, std::string_view name, std::string& value,
+                            const Ctx& ctx) const;
+    Result<std::vector<std::string>> xattr_names(const InodeView& node, const Ctx& ctx) const;
+
+    Stat stat_of(const InodeView& node) const noexcept;
+
+    // --- contents -------------------------------------------------------------------------
+    // Copies up to out.size() bytes of `content` from `offset`; 0 at or past its end.
+    Result<std::size_t> read(const ContentRef& content, uint64_t offset, std::span<std::byte> out,
+                             const Ctx& ctx) const;
+    // The bytes [offset, offset + length) of `content` (clipped): a span into the mapping or
+    // the metadata when they are stored there raw, else copied into `scratch`.
+    Result<std::span<const std::byte>> view(const ContentRef& content, uint64_t offset,
+                                            std::size_t length, std::string& scratch,
+                                            const Ctx& ctx) const;
+
+    // Everything: sections, metadata blocks, compressed blocks, contents, image digest
+    // (verify.cpp).
+    VerifyReport verify(const std::function<void(uint64_t, uint64_t)>& progress) const;
+
+private:
+    PackReader() = default;
+    Result<void> validate_header(std::string_view host_path) const;
+    Result<const std::byte*> meta_slow(uint64_t rel, uint64_t len, const Ctx& ctx) const;
+    Result<void> check_block(uint64_t block, const Ctx& ctx) const;
+    bool block_sum_matches(uint64_t block, uint64_t& expected, uint64_t& actual) const noexcept;
+    std::unexpected<Error> out_of_region(uint64_t rel, uint64_t len, const Ctx& ctx) const;
+    std::unexpected<Error> corrupt(const Ctx& ctx, uint64_t rel, uint64_t expected, uint64_t actual,
+                                   std::string_view what) const;
+
+    enum class InodeFault : uint8_t { none, mode, nsec, xattrs, reference };
+    // The field checks of an inode record (sets `type`); one place for the fast and slow paths.
+    InodeFault inode_fault(const Inode& n, FileType& type) const noexcept;
+    // The hot path of inode(): true when the record's block was checked and its fields are fine.
+    bool try_inode(uint64_t ino, InodeView& out) const noexcept;
+    Result<InodeView> inode_slow(uint64_t ino, const Ctx& ctx) const;
+    const char* try_name(const std::byte* at, uint16_t& length) const noexcept;
+
+    // A dirent at index `index`, with its name (checked, inside `bytes`).
+    struct DirentView {
+        Dirent rec;
+        std::string_view name;
+    };
+    Result<DirentView> dirent(const std::byte* at, uint64_t rel, const Ctx& ctx) const;
+    Result<std::string_view> name_at(const std::byte* at, uint64_t rel, const Ctx& ctx) const;
+    // The entry `name` of directory `dir`: its address in the metadata, or nullptr if absent.
+    Result<const std::byte*> find(const InodeView& dir, std::string_view name,
+                                  const Ctx& ctx) const;
+    // The inode a dirent names, checked against the dirent's type.
+    Result<InodeView> child(const Dirent& d, uint64_t rel, const Ctx& ctx) const;
+    Result<std::string_view> bytes(uint64_t offset, uint64_t length, uint64_t field_rel,
+                                   std::string_view what, const Ctx& ctx) const;
+
+    // The data stream.
+    Result<void> read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx) const;
+    struct StoredBlock {
+        uint64_t stored_offset = 0;  // absolute file offset of its stored bytes
+        uint64_t stored_length = 0;
+        uint64_t stream_length = 0;
+    };
+    Result<StoredBlock> stored_block(uint64_t index, const Ctx& ctx) const;
+    // Decompresses block `index` from what is stored (no cache), into `out` (stream_length).
+    Result<void> decompress(uint64_t index, const StoredBlock& where, std::span<std::byte> out,
+                            const Ctx& ctx) const;
+    Result<CachedBlock> cached_block(uint64_t index, const StoredBlock& where,
+                                     const Ctx& ctx) const;
+
+    Header header_{};
+    std::unique_ptr<PackImage> image_;
+    const std::byte* meta_ = nullptr;  // file offset meta_offset
+    uint64_t meta_offset_ = 0;
+    uint64_t meta_length_ = 0;
+    uint64_t inode_count_ = 0;
+    uint64_t inodes_rel_ = 0;
+    uint64_t dirents_rel_ = 0, dirent_count_ = 0;
+    uint64_t contents_rel_ = 0, content_count_ = 0;
+    uint64_t xattrs_rel_ = 0, xattr_count_ = 0;
+    uint64_t blocks_rel_ = 0, block_count_ = 0;
+    uint64_t bytes_rel_ = 0, bytes_length_ = 0;
+    uint64_t stream_size_ = 0;
+    uint64_t data_offset_ = 0, data_length_ = 0;
+    uint32_t block_size_ = 0;
+    uint32_t inline_max_ = 0;
+    Codec codec_ = Codec::none;
+    uint64_t block_sum_count_ = 0;
+    std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // bit b: block b matched its sum
+    std::unique_ptr<std::atomic<uint64_t>[]> failed_;   // bit b: block b did not
+    std::unique_ptr<BlockCache> cache_;
+};
+
+}  // namespace packfs::pack

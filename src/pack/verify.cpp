@@ -1,0 +1,325 @@
+// PackBackend::verify: proves every byte of a pack, or lists what is wrong with it.
+//
+// 1. each section against its checksum; 2. each metadata block against its sum (and records
+// the result in the checked-block bitmaps); 3. each content against its SHA-256, reading the
+// stream in offset order so each compressed block is decompressed once; 4. each compressed
+// block that no content touched; 5. the tree, walked from the root, so every record is checked
+// and each bad content is reported under the virtual path of every file that holds it;
+// 6. the image digest. Nothing here stops at the first problem.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "pack/codec.hpp"
+#include "pack/digest.hpp"
+#include "pack/reader.hpp"
+
+namespace packfs::pack {
+
+namespace {
+
+constexpr uint64_t kChunk = 1 << 20;  // hashing slice, for progress and pread buffers
+
+std::string hex64(uint64_t v) {
+    return fmt::format("{:#018x}", v);
+}
+
+// Progress reporting, at most every 8 MiB of work.
+class Progress {
+public:
+    Progress(const std::function<void(uint64_t, uint64_t)>& callback, uint64_t total)
+        : callback_(callback), total_(total) {}
+    void add(uint64_t bytes) {
+        done_ += bytes;
+        if (callback_ && done_ - reported_ >= (8u << 20)) {
+            reported_ = done_;
+            callback_(std::min(done_, total_), total_);
+        }
+    }
+    void finish() {
+        if (callback_) callback_(total_, total_);
+    }
+    uint64_t done() const noexcept { return done_; }
+
+private:
+    const std::function<void(uint64_t, uint64_t)>& callback_;
+    uint64_t total_;
+    uint64_t done_ = 0;
+    uint64_t reported_ = 0;
+};
+
+}  // namespace
+
+VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& progress) const {
+    VerifyReport report;
+    const Ctx ctx{"verify", {}};
+    auto problem = [&](std::string where, std::string what) {
+        report.problems.push_back(VerifyProblem{std::move(where), std::move(what)});
+    };
+    const char* const section_names[kSectionCount] = {"inodes", "dirents", "contents",
+                                                      "xattrs", "blocks",  "bytes"};
+
+    // The contents, read first (records only) so the progress total is known.
+    struct Item {
+        uint64_t index, offset, size;
+        bool is_inline;
+        Sha256Digest sha;
+    };
+    std::vector<Item> items;
+    std::vector<std::string> bad_content(content_count_);  // why content i is bad ("" if fine)
+    uint64_t content_bytes = 0;
+    items.reserve(content_count_);
+    for (uint64_t i = 0; i < content_count_; ++i) {
+        const uint64_t rel = contents_rel_ + i * sizeof(Content);
+        // Raw read: a record in a failed block is still worth hashing against its data.
+        const Content c = load<Content>(meta_ + rel);
+        Item item{i, c.offset, c.size, c.size <= inline_max_, {}};
+        std::memcpy(item.sha.data(), c.sha256, item.sha.size());
+        const uint64_t limit = item.is_inline ? bytes_length_ : stream_size_;
+        if (c.size == 0 || c.offset > limit || c.size > limit - c.offset) {
+            bad_content[i] = fmt::format("content record {} has a bad range (offset {}, size {})",
+                                         i, c.offset, c.size);
+            continue;
+        }
+        content_bytes += c.size;
+        items.push_back(item);
+    }
+    const uint64_t compressed_total = codec_ == Codec::none ? 0 : data_length_;
+    Progress meter(progress, 3 * meta_length_ + content_bytes + compressed_total);
+
+    // 1. Sections.
+    for (std::size_t s = 0; s < kSectionCount; ++s) {
+        const SectionEntry& e = header_.sections[s];
+        const uint64_t sum = xxh3_64(std::span(meta_ + (e.offset - meta_offset_), e.length));
+        ++report.sections_checked;
+        meter.add(e.length);
+        if (sum != e.checksum)
+            problem(fmt::format("section {}", section_names[s]),
+                    fmt::format("checksum mismatch: expected {}, found {}", hex64(e.checksum),
+                                hex64(sum)));
+    }
+
+    // 2. Metadata blocks.
+    for (uint64_t b = 0; b < block_sum_count_; ++b) {
+        uint64_t expected = 0, actual = 0;
+        const uint64_t bit = uint64_t{1} << (b % 64);
+        ++report.blocks_checked;
+        meter.add(std::min<uint64_t>(kMetaBlockSize, meta_length_ - b * kMetaBlockSize));
+        if (block_sum_matches(b, expected, actual)) {
+            // A block that failed before stays failed (the file changed in place since).
+            if ((failed_[b / 64].load(std::memory_order_acquire) & bit) == 0)
+                checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
+        } else {
+            failed_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
+            problem(
+                fmt::format("metadata block {} (offset {})", b, meta_offset_ + b * kMetaBlockSize),
+                fmt::format("checksum mismatch: expected {}, found {}", hex64(expected),
+                            hex64(actual)));
+        }
+    }
+
+    // 3. Contents, in stream order. A compressed block is loaded once into `block`.
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+        return a.is_inline != b.is_inline ? a.is_inline : a.offset < b.offset;
+    });
+    std::vector<uint8_t> block_state(block_count_, 0);  // 0 unseen, 1 fine, 2 bad
+    std::vector<std::byte> block;
+    uint64_t block_index = UINT64_MAX;
+    auto load_block = [&](uint64_t index) -> bool {
+        if (index == block_index) return true;
+        block_index = UINT64_MAX;
+        if (block_state[index] == 2) return false;
+        auto where = stored_block(index, ctx);
+        Result<void> ok;
+        if (!where) {
+            ok = std::unexpected(where.error());
+        } else {
+            block.resize(where->stream_length);
+            if (where->stored_length == where->stream_length) {
+                if (const std::byte* map = image_->mapping()) {
+                    std::memcpy(block.data(), map + where->stored_offset, block.size());
+                } else if (!image_->read_at(where->stored_offset, block)) {
+                    ok = fail(EIO, "verify");
+                }
+            } else {
+                ok = decompress(index, *where, block, ctx);
+            }
+            meter.add(where->stored_length);
+        }
+        if (block_state[index] == 0) ++report.blocks_checked;
+        if (!ok) {
+            block_state[index] = 2;
+            problem(fmt::format("data block {}", index), ok.error().message());
+            return false;
+        }
+        block_state[index] = 1;
+        block_index = index;
+        return true;
+    };
+    std::vector<std::byte> chunk;
+    Sha256 sha;
+    for (const Item& item : items) {
+        bool readable = true;
+        std::string why;
+        for (uint64_t done = 0; done < item.size && readable;) {
+            const uint64_t n = std::min(kChunk, item.size - done);
+            std::span<const std::byte> part;
+            if (item.is_inline) {
+                auto at = meta(bytes_rel_ + item.offset, item.size, ctx);
+                if (!at) {
+                    readable = false;
+                    why = at.error().message();
+                    break;
+                }
+                part = std::span(*at, item.size);
+            } else if (codec_ == Codec::none) {
+                const uint64_t at = data_offset_ + item.offset + done;
+                if (const std::byte* map = image_->mapping()) {
+                    part = std::span(map + at, n);
+                } else {
+                    chunk.resize(n);
+                    if (!image_->read_at(at, chunk)) {
+                        readable = false;
+                        why = "cannot be read (I/O error or short file)";
+                        break;
+                    }
+                    part = chunk;
+                }
+            } else {
+                const uint64_t pos = item.offset + done;
+                const uint64_t index = pos / block_size_;
+                if (!load_block(index)) {
+                    readable = false;
+                    why = fmt::format("cannot be read: data block {} is bad", index);
+                    break;
+                }
+                const uint64_t in_block = pos % block_size_;
+                part = std::span(block).subspan(in_block,
+                                                std::min<uint64_t>(n, block.size() - in_block));
+            }
+            sha.update(part);
+            done += part.size();
+            meter.add(part.size());
+        }
+        if (!readable) {
+            (void)sha.finish();  // resets it
+            bad_content[item.index] = "content " + why;
+            continue;
+        }
+        const Sha256Digest got = sha.finish();
+        if (got != item.sha) {
+            bad_content[item.index] = fmt::format("content SHA-256 mismatch: expected {}, found {}",
+                                                  to_hex(item.sha), to_hex(got));
+        }
+    }
+
+    // 4. Compressed blocks no content touched (padding, or contents with bad records).
+    for (uint64_t i = 0; i < block_count_; ++i) {
+        if (block_state[i] == 0) (void)load_block(i);
+    }
+
+    // 5. The tree: every record checked, and the paths of the files with bad content.
+    std::vector<std::vector<std::string>> bad_paths(content_count_);
+    uint64_t bad_total = 0;
+    for (const std::string& why : bad_content) bad_total += !why.empty();
+    std::vector<bool> seen_dir(inode_count_ + 1, false);
+    struct Dir {
+        std::string path;
+        InodeView node;
+    };
+    std::vector<Dir> dirs;
+    if (auto root = inode(kRootIno, ctx); !root) {
+        problem("/", root.error().message());
+    } else if (root->type != FileType::directory) {
+        problem("/", "the root inode is not a directory");
+    } else {
+        seen_dir[kRootIno] = true;
+        dirs.push_back(Dir{"/", *root});
+    }
+    while (!dirs.empty()) {
+        Dir dir = std::move(dirs.back());
+        dirs.pop_back();
+        auto entries = list(dir.node, Ctx{"verify", dir.path});
+        if (!entries) {
+            problem(dir.path, entries.error().message());
+            continue;
+        }
+        const std::byte* dirents = meta_ + dirents_rel_ + dir.node.rec.ref * sizeof(Dirent);
+        for (std::size_t i = 0; i < entries->size(); ++i) {
+            const DirEntry& e = (*entries)[i];
+            std::string path = path_join(dir.path, e.name);
+            // list() checked the range; lookups trust the order and the prefixes, so check both.
+            if (i > 0 && (*entries)[i - 1].name >= e.name)
+                problem(path, "directory entries out of order (a lookup may miss them)");
+            const auto prefix =
+                load<uint32_t>(dirents + i * sizeof(Dirent) + offsetof(Dirent, name_prefix));
+            if (prefix != name_prefix(e.name.data(), e.name.size()))
+                problem(path, fmt::format("dirent name prefix {:#x} does not match the name "
+                                          "(a lookup may miss it)",
+                                          prefix));
+            auto node = inode(e.ino, Ctx{"verify", path});
+            if (!node) {
+                problem(path, node.error().message());
+                continue;
+            }
+            switch (node->type) {
+                case FileType::directory:
+                    if (seen_dir[e.ino]) {
+                        problem(path, "directory reached twice (a cycle or a linked directory)");
+                    } else {
+                        seen_dir[e.ino] = true;
+                        dirs.push_back(Dir{std::move(path), *node});
+                    }
+                    break;
+                case FileType::regular:
+                    ++report.files_checked;
+                    if (node->rec.ref != 0) {
+                        const uint64_t c = node->rec.ref - 1;
+                        if (auto ok = content(*node, Ctx{"verify", path}); !ok)
+                            problem(path, ok.error().message());
+                        else if (!bad_content[c].empty())
+                            bad_paths[c].push_back(std::move(path));
+                    }
+                    break;
+                case FileType::symlink:
+                    if (auto t = symlink_target(*node, Ctx{"verify", path}); !t)
+                        problem(path, t.error().message());
+                    break;
+                default:
+                    break;
+            }
+        }
+    }
+    if (bad_total != 0) {
+        for (uint64_t c = 0; c < content_count_; ++c) {
+            if (bad_content[c].empty()) continue;
+            if (bad_paths[c].empty()) problem(fmt::format("content {}", c), bad_content[c]);
+            for (std::string& path : bad_paths[c]) problem(std::move(path), bad_content[c]);
+        }
+    }
+
+    // 6. The image digest: the header (checksum and digest zero), then the metadata region.
+    Header zeroed = header_;
+    zeroed.header_checksum = 0;
+    std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
+    sha.update(std::as_bytes(std::span(&zeroed, 1)));
+    for (uint64_t at = 0; at < meta_length_; at += kChunk) {
+        const uint64_t n = std::min(kChunk, meta_length_ - at);
+        sha.update(std::span(meta_ + at, n));
+        meter.add(n);
+    }
+    const Sha256Digest digest = sha.finish();
+    if (std::memcmp(digest.data(), header_.image_digest, digest.size()) != 0)
+        problem("image digest", fmt::format("mismatch: expected {}, found {}",
+                                            to_hex(std::span<const uint8_t>(header_.image_digest)),
+                                            to_hex(digest)));
+
+    if (image_->damaged())
+        problem("pack file", "changed underneath it (truncated?) while it was read");
+    report.bytes_checked = meter.done();
+    meter.finish();
+    return report;
+}
+
+}  // namespace packfs::pack

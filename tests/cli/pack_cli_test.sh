@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# The pack commands end to end: build a host tree into packs (raw, zstd, lz4:9), read them back
+# with ls, stat, cat, info, extract them and compare the result with the source (bytes, modes,
+# owners, nanosecond mtimes, links, xattrs), verify clean and damaged packs, diff packs, and
+# check the exit codes (0 ok, 1 failed, 2 usage). Every check fails the test when wrong.
+set -euo pipefail
+export LC_ALL=C  # names sort as bytes, as packfs sorts them
+packfs="$1"
+work=$(mktemp -d)
+trap 'chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work"
+failures=0
+check() {  # check "what" command...: the command must succeed
+    local what="$1"
+    shift
+    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; failures=$((failures + 1)); fi
+}
+# The exit code of a command, without tripping set -e.
+code_of() { set +e; "$@" >"$work/last.out" 2>"$work/last.err"; echo $?; set -e; }
+expect_code() {  # expect_code "what" CODE command...
+    local what="$1" want="$2"
+    shift 2
+    local got
+    got=$(code_of "$@")
+    if [ "$got" -eq "$want" ]; then
+        echo "ok: $what (exit $got)"
+    else
+        echo "FAIL: $what: exit $got, expected $want"
+        cat "$work/last.out" "$work/last.err"
+        failures=$((failures + 1))
+    fi
+}
+set_xattr() {  # set_xattr FILE NAME VALUE
+    if command -v setfattr >/dev/null; then
+        setfattr -n "$2" -v "$3" "$1"
+    else
+        python3 -c 'import os, sys; os.setxattr(sys.argv[1], sys.argv[2], sys.argv[3].encode())' \
+            "$1" "$2" "$3"
+    fi
+}
+
+# --- the source tree ----------------------------------------------------------------------
+src="$work/src"
+mkdir -p "$src/docs/deep/er" "$src/ro" "$src/empty_dir"
+printf 'hello, pack\n' > "$src/hello.txt"
+: > "$src/empty"
+head -c 3000000 /dev/urandom > "$src/docs/random.bin"  # over 1 MiB: cat and extract slice it
+python3 -c 'import sys; sys.stdout.write("compressible line\n" * 200000)' > "$src/docs/text.txt"
+cp "$src/docs/text.txt" "$src/docs/deep/er/copy.txt"  # a duplicate: dedup
+printf 'x' > "$src/docs/deep/er/one"
+ln -s ../hello.txt "$src/docs/link"
+ln -s /nonexistent/target "$src/dangling"
+ln "$src/hello.txt" "$src/docs/hard"  # a hard link
+mkfifo "$src/fifo"
+set_xattr "$src/hello.txt" user.color blue
+set_xattr "$src/docs" user.kind "a directory"
+printf 'read only\n' > "$src/ro/file"
+chmod 0444 "$src/ro/file"
+chmod 0555 "$src/ro"  # a read-only directory that extract must still fill
+if [ "$(id -u)" -eq 0 ]; then
+    chown 1234:5678 "$src/docs/deep/er/one"  # before chmod: chown clears setuid
+    mknod "$src/null" c 1 3
+fi
+chmod 4755 "$src/docs/deep/er/one"
+touch -h -d '2001-02-03 04:05:06.123456789' "$src/docs/deep/er/one"
+touch -d '2010-10-10 10:10:10.987654321' "$src/docs/deep"
+
+# --- build ----------------------------------------------------------------------------------
+check "build raw" "$packfs" build "$src" raw.pack
+check "build zstd" "$packfs" build --compress zstd --block-size 64K "$src" zstd.pack
+check "build lz4:9 --json" bash -c "'$packfs' build --json --compress lz4:9 '$src' lz4.pack > build.json"
+check "build --json is JSON with the counts" python3 - <<'PY'
+import json
+b = json.load(open("build.json"))
+s = b["stats"]
+assert b["compression"] == "lz4" and b["level"] == 9, b
+assert s["regular_files"] == 7 and s["hard_links"] == 1 and s["symlinks"] == 2, s
+assert s["unique_bytes"] < s["file_bytes"], s  # the duplicate was stored once
+assert s["data_bytes"] < s["stream_bytes"], s  # the text compressed
+assert len(s["digest"]) == 64, s
+PY
+
+# --- ls, stat, cat ----------------------------------------------------------------------
+for pack in raw.pack zstd.pack lz4.pack; do
+    check "$pack: ls -l -R" bash -c "'$packfs' ls -l -R $pack > ls.txt"
+    check "$pack: ls shows the link target" grep -q ' link -> ../hello.txt$' ls.txt
+    check "$pack: ls shows the mode string" grep -q '^-rwsr-xr-x .* one$' ls.txt
+    check "$pack: ls has a header per directory" grep -q '^/docs/deep/er:$' ls.txt
+    check "$pack: ls shows the fifo" grep -q '^prw-.* fifo$' ls.txt
+    check "$pack: ls names sorted" bash -c "'$packfs' ls $pack /docs | sort -c"
+    check "$pack: cat big file" bash -c "'$packfs' cat $pack /docs/random.bin | cmp - '$src/docs/random.bin'"
+    check "$pack: cat through a symlink" bash -c "'$packfs' cat $pack /docs/link | cmp - '$src/hello.txt'"
+    check "$pack: cat two files" bash -c \
+        "'$packfs' cat $pack /hello.txt /docs/text.txt | cmp - <(cat '$src/hello.txt' '$src/docs/text.txt')"
+    check "$pack: cat empty file" bash -c "[ -z \"\$('$packfs' cat $pack /empty)\" ]"
+done
+check "stat shows type, mode, size and xattrs" bash -c "'$packfs' stat raw.pack /hello.txt > stat.txt"
+check "stat: regular file" grep -q 'regular file' stat.txt
+check "stat: mode" grep -q '(0644/-rw-r--r--)' stat.txt
+check "stat: links" grep -q 'Links: 2' stat.txt
+check "stat: xattr names" grep -q '^Xattrs: user.color$' stat.txt
+check "stat: nanosecond mtime" bash -c "'$packfs' stat raw.pack /docs/deep/er/one | grep -q '^Modify: 2001-02-03 .*\.123456789 '"
+check "stat --json" bash -c "'$packfs' stat --json raw.pack /docs/link | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s[\"type\"] == \"symlink\" and s[\"target\"] == \"../hello.txt\", s
+assert s[\"mode_string\"] == \"lrwxrwxrwx\", s'"
+check "cat | head ends quietly" bash -c "set -o pipefail; '$packfs' cat raw.pack /docs/text.txt 2>err.txt | head -c 10 > /dev/null; [ ! -s err.txt ]"
+
+# --- extract and compare with the source --------------------------------------------------
+compare_trees() {  # compare_trees A B: bytes, types, modes, owners, mtimes, links, xattrs
+    # diff -r cannot compare fifos or devices (it says so); anything else it says is a fail.
+    local said
+    said=$(diff -r --no-dereference "$1" "$2" 2>&1 |
+        grep -v -e ' is a fifo while file ' -e ' is a character special file while file ' || true)
+    [ -z "$said" ] || { echo "$said"; return 1; }
+    python3 - "$1" "$2" <<'PY'
+import os, stat, sys
+a_root, b_root = sys.argv[1], sys.argv[2]
+
+def describe(root):
+    out, inodes = {}, {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [""] + dirnames + filenames:
+            path = os.path.join(dirpath, name) if name else dirpath
+            rel = os.path.relpath(path, root)
+            if rel in out:
+                continue
+            st = os.lstat(path)
+            xattrs = {n: os.getxattr(path, n, follow_symlinks=False)
+                      for n in os.listxattr(path, follow_symlinks=False)}
+            out[rel] = dict(mode=oct(st.st_mode), uid=st.st_uid, gid=st.st_gid,
+                            nlink=st.st_nlink, mtime_ns=st.st_mtime_ns,
+                            size=st.st_size if not stat.S_ISDIR(st.st_mode) else None,
+                            rdev=st.st_rdev, xattrs=xattrs,
+                            target=os.readlink(path) if stat.S_ISLNK(st.st_mode) else None)
+            inodes.setdefault(st.st_ino, []).append(rel)
+    links = sorted(sorted(v) for v in inodes.values() if len(v) > 1)
+    return out, links
+
+a, a_links = describe(a_root)
+b, b_links = describe(b_root)
+bad = [f"{rel}: {a.get(rel)} != {b.get(rel)}" for rel in sorted(set(a) | set(b)) if a.get(rel) != b.get(rel)]
+if a_links != b_links:
+    bad.append(f"hard links {a_links} != {b_links}")
+for line in bad:
+    print("  differs:", line)
+sys.exit(1 if bad else 0)
+PY
+}
+for pack in raw.pack zstd.pack lz4.pack; do
+    out="$work/out-${pack%.pack}"
+    check "$pack: extract" "$packfs" extract "$pack" "$out"
+    check "$pack: extracted tree equals the source" compare_trees "$src" "$out"
+done
+check "extract --json into a new nested dir" bash -c "'$packfs' extract --json raw.pack '$work/new/nested' | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r[\"ok\"] and r[\"hard_links\"] == 1 and r[\"errors\"] == [], r'"
+expect_code "extract into a non-empty directory" 1 "$packfs" extract raw.pack "$work/out-raw"
+check "  and says why" grep -q 'not empty' "$work/last.err"
+
+# --- verify -------------------------------------------------------------------------------
+for pack in raw.pack zstd.pack lz4.pack; do
+    expect_code "$pack: verify" 0 "$packfs" verify "$pack"
+    check "$pack: verify prints OK and the digest" grep -q "^OK $pack [0-9a-f]\{64\}$" "$work/last.out"
+done
+# Damage one byte of random.bin's content in the raw pack's data region (which starts at
+# 4096): find its bytes in the pack, and flip one.
+cp raw.pack bad.pack
+python3 - "$src/docs/random.bin" <<'PY'
+import sys
+needle = open(sys.argv[1], "rb").read()[:4096]
+data = bytearray(open("bad.pack", "rb").read())
+at = data.find(needle, 4096)
+assert at >= 4096, "random.bin's bytes not found in the raw pack"
+data[at + 1000] ^= 0xFF
+open("bad.pack", "wb").write(data)
+PY
+expect_code "verify a damaged pack" 1 "$packfs" verify bad.pack
+check "  names the damaged file" grep -q '/docs/random.bin' "$work/last.out"
+check "verify --json lists the problem" bash -c "'$packfs' verify --json bad.pack | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert not r[\"ok\"] and any(p[\"where\"] == \"/docs/random.bin\" for p in r[\"problems\"]), r'"
+head -c 100 /dev/urandom > junk.pack
+expect_code "verify a file that is not a pack" 1 "$packfs" verify junk.pack
+check "  with the error message" grep -q '^packfs: .*junk.pack' "$work/last.err"
+
+# --- info -----------------------------------------------------------------------------------
+check "info" bash -c "'$packfs' info raw.pack | grep -q 'dedup saved'"
+check "info --json matches what build reported" bash -c "'$packfs' info --json lz4.pack > info.json"
+check "  figures" python3 - <<'PY'
+import json
+info = json.load(open("info.json"))
+built = json.load(open("build.json"))["stats"]
+assert info["compression"] == "lz4" and info["format_version"] >= 1, info
+for key, value in built.items():
+    assert info["stats"][key] == value, (key, info["stats"][key], value)
+PY
+
+# --- diff -----------------------------------------------------------------------------------
+expect_code "diff of packs of one tree" 0 "$packfs" diff raw.pack zstd.pack
+check "  prints nothing" test ! -s "$work/last.out"
+chmod u+w "$src/ro"
+printf 'changed\n' > "$src/hello.txt"
+rm "$src/empty"
+printf 'new\n' > "$src/ro/new"
+"$packfs" build "$src" changed.pack > /dev/null
+expect_code "diff of packs that differ" 1 "$packfs" diff raw.pack changed.pack
+check "  M /hello.txt (content...)" grep -q '^M /hello.txt (content' "$work/last.out"
+check "  - /empty" grep -q '^- /empty$' "$work/last.out"
+check "  + /ro/new" grep -q '^+ /ro/new$' "$work/last.out"
+check "diff --json" bash -c "'$packfs' diff --json raw.pack changed.pack | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert not r[\"identical\"] and {\"change\": \"-\", \"path\": \"/empty\"} in r[\"changes\"], r'"
+
+# --- exit codes -----------------------------------------------------------------------------
+expect_code "unknown option is a usage error" 2 "$packfs" ls --bogus raw.pack
+expect_code "missing argument is a usage error" 2 "$packfs" cat raw.pack
+expect_code "bad --compress value" 2 "$packfs" build --compress brotli "$src" x.pack
+check "  names the bad value" grep -q 'brotli' "$work/last.err"
+expect_code "bad --compress level" 2 "$packfs" build --compress zstd:99 "$src" x.pack
+expect_code "bad --block-size" 2 "$packfs" build --block-size 3000 "$src" x.pack
+expect_code "missing SOURCE" 1 "$packfs" ls "$work/nope.pack"
+check "  names it" grep -q 'nope.pack: No such file or directory' "$work/last.err"
+expect_code "missing SRC of build" 1 "$packfs" build "$work/nosrc" x.pack
+expect_code "a directory as SOURCE" 1 "$packfs" ls "$src"
+check "  says directories are not supported yet" grep -q 'SOURCE is a directory' "$work/last.err"
+expect_code "bad PATH" 1 "$packfs" stat raw.pack /no/such
+check "  names it" grep -q '/no/such: No such file or directory' "$work/last.err"
+expect_code "cat of a directory" 1 "$packfs" cat raw.pack /docs
+check "--json errors are JSON" bash -c "'$packfs' ls --json raw.pack /nope | python3 -c '
+import json, sys
+e = json.load(sys.stdin)[\"error\"]
+assert e[\"code\"] == \"ENOENT\" and e[\"path\"] == \"/nope\", e'"
+
+if [ "$failures" -ne 0 ]; then
+    echo "pack cli: $failures check(s) failed"
+    exit 1
+fi
+echo "pack cli ok"

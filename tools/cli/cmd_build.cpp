@@ -1,0 +1,231 @@
+// `packfs build SRC OUT.pack`: packs a host directory (write_pack_from_host) and reports what
+// it wrote: counts, sizes, dedup savings, compression ratio, digest, time and throughput.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "command.hpp"
+#include "format.hpp"
+#include "pack_report.hpp"
+#include "packfs/pack.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+
+namespace packfs::cli {
+
+namespace {
+
+struct CompressionSpec {
+    Compression codec = Compression::none;
+    int level = 0;
+};
+
+// "none", "zstd", "lz4", "zstd:19", "lz4:9"; the error says what is accepted.
+std::optional<CompressionSpec> parse_compression(std::string_view text, std::string& why) {
+    const std::size_t colon = text.find(':');
+    const std::string_view name = text.substr(0, colon);
+    CompressionSpec spec;
+    int max_level = 0;
+    if (name == "none") {
+        spec.codec = Compression::none;
+    } else if (name == "zstd") {
+        spec.codec = Compression::zstd;
+        max_level = 22;
+    } else if (name == "lz4") {
+        spec.codec = Compression::lz4;
+        max_level = 12;  // LZ4 HC's highest
+    } else {
+        why =
+            fmt::format("unknown codec '{}': expected zstd, lz4 or none, optionally :LEVEL", name);
+        return std::nullopt;
+    }
+    if (colon == std::string_view::npos) return spec;
+    const std::string_view level = text.substr(colon + 1);
+    auto parsed = parse_size(level);
+    if (max_level == 0 || !parsed || level.find_first_not_of("0123456789") != level.npos ||
+        *parsed < 1 || *parsed > static_cast<uint64_t>(max_level)) {
+        why = max_level == 0
+                  ? std::string("'none' takes no level")
+                  : fmt::format("level '{}' of {}: expected 1 to {}", level, name, max_level);
+        return std::nullopt;
+    }
+    spec.level = static_cast<int>(*parsed);
+    return spec;
+}
+
+const CLI::Validator kCompressionValidator(
+    [](std::string& value) {
+        std::string why;
+        return parse_compression(value, why) ? std::string() : why;
+    },
+    "zstd|lz4|none[:LEVEL]");
+
+// --block-size: a power of two from 4 KiB to 16 MiB, as the format requires.
+std::optional<uint32_t> parse_block_size(std::string_view text) {
+    auto size = parse_size(text);
+    if (!size || *size < 4096 || *size > (16u << 20) || (*size & (*size - 1)) != 0) {
+        return std::nullopt;
+    }
+    return static_cast<uint32_t>(*size);
+}
+
+const CLI::Validator kBlockSizeValidator(
+    [](std::string& value) {
+        return parse_block_size(value)
+                   ? std::string()
+                   : fmt::format("block size '{}': expected a power of two from 4K to 16M", value);
+    },
+    "SIZE");
+
+// --inline-max: the format keeps inline contents up to 4 KiB.
+constexpr uint64_t kMaxInline = 4096;
+
+const CLI::Validator kInlineMaxValidator(
+    [](std::string& value) {
+        auto size = parse_size(value);
+        return size && *size <= kMaxInline
+                   ? std::string()
+                   : fmt::format("inline limit '{}': expected 0 to 4096 bytes (or 4K)", value);
+    },
+    "SIZE");
+
+struct BuildArgs {
+    std::string source, out;
+    std::string compress = "none";
+    std::string block_size = "128K";
+    std::string inline_max = "64";
+    unsigned jobs = 0;
+    bool no_dedup = false;
+    bool json = false;
+};
+
+// Whether `out` would land inside `source`: the pack would then pack itself (or its temp).
+bool inside(const std::string& out, const std::string& source) {
+    std::error_code ec;
+    const auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(out, ec), ec);
+    const auto root = std::filesystem::canonical(source, ec);
+    if (ec) return false;
+    auto [root_end, ignored] = std::mismatch(root.begin(), root.end(), dir.begin(), dir.end());
+    return root_end == root.end();
+}
+
+std::string progress_text(const BuildProgress& p) {
+    switch (p.phase) {
+        case BuildProgress::Phase::scan:
+            return fmt::format("scanning: {} entries", p.done);
+        case BuildProgress::Phase::hash:
+            return fmt::format("hashing: {}/{} files", p.done, p.total);
+        case BuildProgress::Phase::write:
+            return fmt::format(
+                "writing: {} / {} ({:.0f}%)", human_size(p.done), human_size(p.total),
+                p.total ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)
+                        : 100.0);
+        case BuildProgress::Phase::finish:
+            return "finishing";
+    }
+    return {};
+}
+
+int run_build(const BuildArgs& args) {
+    const Output out(args.json);
+    std::string why;
+    const CompressionSpec compression = *parse_compression(args.compress, why);
+    PackWriteOptions options;
+    options.compression = compression.codec;
+    options.level = compression.level;
+    options.block_size = *parse_block_size(args.block_size);
+    options.inline_max = static_cast<uint32_t>(*parse_size(args.inline_max));
+    options.jobs = args.jobs;
+    options.dedup = !args.no_dedup;
+
+    struct stat st {};
+    if (::stat(args.source.c_str(), &st) != 0) return out.fail(Error(errno, "build", args.source));
+    if (!S_ISDIR(st.st_mode)) return out.fail(Error(ENOTDIR, "build", args.source));
+    if (inside(args.out, args.source)) {
+        return out.usage(fmt::format("build: {} is inside {}: the pack would contain itself",
+                                     args.out, args.source));
+    }
+
+    ProgressLine progress;
+    if (progress.enabled()) {
+        options.progress = [&progress](const BuildProgress& p) {
+            progress.update([&] { return progress_text(p); });
+        };
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto stats = write_pack_from_host(args.source, args.out, options);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.clear();
+    if (!stats) {
+        Failure failure = Failure::from(stats.error());
+        // The library names entries of the tree as "/sub/file" and the output by its host
+        // path (op "build"): put the tree's paths under SRC, where the user can find them.
+        if (failure.op != "build" && failure.path.starts_with('/')) {
+            failure.path = args.source + (failure.path == "/" ? "" : failure.path);
+        }
+        return out.fail(failure);
+    }
+    const double mb_per_s =
+        seconds > 0 ? static_cast<double>(stats->file_bytes) / 1e6 / seconds : 0;
+    if (out.json()) {
+        Output::emit(Json{{"pack", args.out},
+                          {"source", args.source},
+                          {"compression", compression_name(compression.codec)},
+                          {"level", compression.level},
+                          {"block_size", options.block_size},
+                          {"inline_max", options.inline_max},
+                          {"dedup", options.dedup},
+                          {"elapsed_s", seconds},
+                          {"mb_per_s", mb_per_s},
+                          {"phases_s",
+                           {{"scan", stats->scan_seconds},
+                            {"hash", stats->hash_seconds},
+                            {"data", stats->data_seconds},
+                            {"finish", stats->finish_seconds}}},
+                          {"stats", pack_stats_json(*stats)}});
+        return kExitOk;
+    }
+    std::string codec = compression_name(compression.codec);
+    if (compression.codec != Compression::none) {
+        codec += compression.level ? fmt::format(":{}", compression.level) : " (default level)";
+        codec += fmt::format(", {} blocks", human_size(options.block_size));
+    }
+    fmt::print("built {} from {} in {:.2f} s ({:.1f} MB/s), compression {}{}\n", args.out,
+               args.source, seconds, mb_per_s, codec, options.dedup ? "" : ", no dedup");
+    fmt::print("{}", pack_stats_text(*stats));
+    fmt::print("  time      scan {:.2f} s, hash {:.2f} s, data {:.2f} s, finish {:.2f} s\n",
+               stats->scan_seconds, stats->hash_seconds, stats->data_seconds,
+               stats->finish_seconds);
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_build_command(CLI::App& parent) {
+    auto args = std::make_shared<BuildArgs>();
+    CLI::App* sub = parent.add_subcommand("build", "Pack a host directory into a pack file");
+    sub->add_option("SRC", args->source, "Host directory to pack")->required();
+    sub->add_option("OUT", args->out, "Pack file to write (replaced atomically)")->required();
+    sub->add_option("--compress", args->compress,
+                    "Block compression: zstd or lz4, optionally with a level (zstd:19, lz4:9); "
+                    "default none")
+        ->check(kCompressionValidator);
+    sub->add_option("--block-size", args->block_size,
+                    "Compression block size, a power of two from 4K to 16M (default 128K)")
+        ->check(kBlockSizeValidator);
+    sub->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per core)");
+    sub->add_option("--inline-max", args->inline_max,
+                    "Files up to this size are stored in the metadata (default 64)")
+        ->check(kInlineMaxValidator);
+    sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
+    sub->add_flag("--json", args->json, "Print the figures as one JSON object");
+    return {sub, [args](const std::string&) { return run_build(*args); }};
+}
+
+}  // namespace packfs::cli

@@ -1,0 +1,48 @@
+// Reading a file's bytes in bounded slices, never the whole file at once: straight from a
+// pack's mapping where the bytes are stored raw (PackBackend::read_view, zero copy), through
+// open() + pread for any other backend. cat, extract, diff and info all read this way.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "packfs/backend.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs::cli {
+
+inline constexpr std::size_t kSliceBytes = 1 << 20;
+
+class ContentReader {
+public:
+    // The file at `path`, following a final symlink as cat(1) does. A directory is EISDIR; a
+    // special file is what the backend's open() says (ENOTSUP).
+    static Result<ContentReader> open(Backend& fs, std::string_view path);
+
+    // Up to `max` bytes at `offset`, empty at the end of the file. The span stays valid until
+    // the next read.
+    Result<std::span<const std::byte>> read(uint64_t offset, std::size_t max = kSliceBytes);
+
+    // Hands every slice, in order, to `sink`; stops at the first error of either.
+    Result<void> for_each_slice(
+        const std::function<Result<void>(std::span<const std::byte>)>& sink);
+
+private:
+    ContentReader(std::string path, PackBackend* pack, FileHandle file)
+        : path_(std::move(path)), pack_(pack), file_(std::move(file)) {}
+
+    std::string path_;
+    PackBackend* pack_;  // set: read through read_view
+    FileHandle file_;    // else: pread into buffer_
+    std::string scratch_;
+    std::vector<std::byte> buffer_;
+};
+
+// Whether two files hold the same bytes, compared slice by slice (callers that know both
+// sizes compare them first, for free).
+Result<bool> same_content(Backend& a, std::string_view path_a, Backend& b, std::string_view path_b);
+
+}  // namespace packfs::cli

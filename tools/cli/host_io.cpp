@@ -1,0 +1,19 @@
+#include "host_io.hpp"
+
+#include <cerrno>
+
+namespace packfs::cli {
+
+int write_all(int fd, std::span<const std::byte> data) noexcept {
+    while (!data.empty()) {
+        const ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        data = data.subspan(static_cast<std::size_t>(n));
+    }
+    return 0;
+}
+
+}  // namespace packfs::cli

@@ -1,0 +1,31 @@
+// The one place a command turns a SOURCE argument into a Backend. Today a SOURCE is a pack
+// file; a volume directory and a host directory come later and are recognised here, so no
+// command changes when they do.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "packfs/backend.hpp"
+#include "packfs/pack.hpp"
+#include "report.hpp"
+
+namespace packfs::cli {
+
+// What a SOURCE argument names, decided from the host file it points at.
+enum class SourceKind { pack, directory };
+
+Result<SourceKind> source_kind(std::string_view spec);
+
+// Opens SOURCE read-only: a regular file is opened as a pack.
+Result<std::shared_ptr<Backend>> open_source(std::string_view spec);
+
+// For the commands that take a PACK only (verify, info).
+Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec);
+
+// The failure to show for an error of open_source/open_pack_file: the error itself, with a
+// sentence instead of strerror where the code alone would mislead (a directory given as
+// SOURCE, a file that is not a pack).
+Failure source_failure(const Error& error);
+
+}  // namespace packfs::cli
