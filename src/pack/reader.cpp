@@ -355,7 +355,10 @@ Result<void> PackReader::validate_header(std::string_view path) const {
         return header_corrupt(path, at(offsetof(Header, inode_count)),
                               inodes.length / sizeof(Inode), h.inode_count,
                               "inode count (against the inodes section)");
-    const uint64_t block_count = (h.stream_size + h.block_size - 1) / h.block_size;
+    // ceil(stream_size / block_size) without overflow: near 2^64 the rounded-up sum wrapped to a
+    // small count that a short blocks section then matched.
+    const uint64_t block_count =
+        h.stream_size / h.block_size + (h.stream_size % h.block_size != 0 ? 1 : 0);
     const uint64_t blocks_length = compressed ? 8 * (block_count + 1) : 0;
     const SectionEntry& blocks = h.sections[static_cast<std::size_t>(Section::blocks)];
     if (blocks.length != blocks_length)

@@ -37,19 +37,21 @@ Result<void> read_extras(TreeSource& source, ScannedInode& inode, SourceNode* no
         if (inode.target.empty() || inode.target.size() > kMaxPathLength)
             return fail(EINVAL, "build: invalid symlink target", inode.path);
     }
-    Result<Xattrs> xattrs = Xattrs{};
-    if (node && node->has_extras)
+    Xattrs xattrs;
+    if (node && node->has_extras) {
         xattrs = std::move(node->xattrs);
-    else
-        xattrs = source.xattrs({inode.path, inode.handle});
-    if (!xattrs) return std::unexpected(xattrs.error());
-    std::sort(xattrs->begin(), xattrs->end());
-    for (const auto& [name, value] : *xattrs) {
+    } else {
+        auto listed = source.xattrs({inode.path, inode.handle});
+        if (!listed) return std::unexpected(listed.error());
+        xattrs = std::move(*listed);
+    }
+    std::sort(xattrs.begin(), xattrs.end());
+    for (const auto& [name, value] : xattrs) {
         if (name.empty() || name.size() > kMaxXattrName || value.size() > kMaxXattrValue)
             return fail(E2BIG, "build: xattr over the Linux limits", inode.path);
     }
-    xattr_count += xattrs->size();
-    inode.xattrs = std::move(*xattrs);
+    xattr_count += xattrs.size();
+    inode.xattrs = std::move(xattrs);
     return {};
 }
 

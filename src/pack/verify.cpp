@@ -129,6 +129,10 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     auto load_block = [&](uint64_t index) -> bool {
         if (index == block_index) return true;
         block_index = UINT64_MAX;
+        if (index >= block_count_) {  // contents were checked against the stream; be sure anyway
+            problem(fmt::format("data block {}", index), "past the blocks section");
+            return false;
+        }
         if (block_state[index] == 2) return false;
         auto where = stored_block(index, ctx);
         Result<void> ok;
@@ -219,6 +223,67 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
         if (block_state[i] == 0) (void)load_block(i);
     }
 
+    // 4b. Bytes that belong to nothing are zero (format.hpp): the header page after the header,
+    // the gap before the metadata, and the bytes of a raw stream outside every content.
+    std::vector<std::byte> zeros_buffer;
+    auto check_zero = [&](uint64_t offset, uint64_t length, std::string_view what) {
+        for (uint64_t done = 0; done < length;) {
+            const uint64_t n = std::min(kChunk, length - done);
+            const std::byte* at = nullptr;
+            if (const std::byte* map = image_->mapping()) {
+                at = map + offset + done;
+            } else {
+                zeros_buffer.resize(n);
+                if (!image_->read_at(offset + done, zeros_buffer)) {
+                    problem(std::string(what), "cannot be read (I/O error or short file)");
+                    return;
+                }
+                at = zeros_buffer.data();
+            }
+            for (uint64_t i = 0; i < n; ++i) {
+                if (at[i] != std::byte{0}) {
+                    problem(std::string(what),
+                            fmt::format("byte at offset {} is {:#04x}; padding must be zero",
+                                        offset + done + i, static_cast<unsigned>(at[i])));
+                    return;
+                }
+            }
+            done += n;
+        }
+    };
+    check_zero(kHeaderSize, data_offset_ - kHeaderSize, "header page");
+    check_zero(data_offset_ + data_length_, meta_offset_ - data_offset_ - data_length_,
+               "gap before the metadata");
+    if (codec_ == Codec::none) {
+        uint64_t covered = 0;  // items: the inline ones first, then by stream offset
+        for (const Item& item : items) {
+            if (item.is_inline) continue;
+            if (item.offset > covered)
+                check_zero(data_offset_ + covered, item.offset - covered, "stream padding");
+            covered = std::max(covered, item.offset + item.size);
+        }
+        if (stream_size_ > covered)
+            check_zero(data_offset_ + covered, stream_size_ - covered, "stream padding");
+    }
+
+    // Every xattr record of an inode: name and value inside `bytes`, lengths in range.
+    auto check_xattrs = [&](const std::string& path, const InodeView& node) {
+        if (node.rec.xattr_count == 0) return;
+        const Ctx at{"verify", path};
+        auto names = xattr_names(node, at);
+        if (!names) {
+            problem(path, names.error().message());
+            return;
+        }
+        std::string value;
+        for (const std::string& name : *names) {
+            if (auto found = find_xattr(node, name, value, at); !found) {
+                problem(path, found.error().message());
+                return;
+            }
+        }
+    };
+
     // 5. The tree: every record checked, and the paths of the files with bad content.
     std::vector<std::vector<std::string>> bad_paths(content_count_);
     uint64_t bad_total = 0;
@@ -235,6 +300,7 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
         problem("/", "the root inode is not a directory");
     } else {
         seen_dir[kRootIno] = true;
+        check_xattrs("/", *root);
         dirs.push_back(Dir{"/", *root});
     }
     while (!dirs.empty()) {
@@ -263,6 +329,7 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
                 problem(path, node.error().message());
                 continue;
             }
+            check_xattrs(path, *node);
             switch (node->type) {
                 case FileType::directory:
                     if (seen_dir[e.ino]) {
