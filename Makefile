@@ -4,8 +4,12 @@ BUILD      ?= build
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 BENCH_ARGS ?=
+# `make fuzz`: seconds per libFuzzer target, the clang that builds them, and their build dir.
+FUZZ_SECONDS ?= 60
+FUZZ_CXX     ?= clang++-19
+FUZZ_BUILD   ?= build-fuzz
 
-.PHONY: all deps configure build bench test test-asan test-tsan clean
+.PHONY: all deps configure build bench test test-asan test-tsan fuzz clean
 
 all: build
 
@@ -24,10 +28,12 @@ build: configure
 bench: build
 	./$(BUILD)/tools/cli/packfs bench $(BENCH_ARGS)
 
-# Every test: the release build's suite, then the same suite under ASan+UBSan and TSan.
+# Every test: the release build's suite, then the same suite under ASan+UBSan and TSan, then
+# each fuzz target for 30 s.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan test-tsan
+	$(MAKE) fuzz FUZZ_SECONDS=30
 
 test-asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPACKFS_SANITIZE=address,undefined -DPACKFS_BUILD_TOOLS=OFF $(CMAKE_ARGS)
@@ -39,5 +45,12 @@ test-tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && PACKFS_SANITIZER_RUN=1 ctest --output-on-failure -j $(JOBS) -L tsan
 
+# The libFuzzer targets in fuzz/ (pack reader, path normaliser): a separate clang build of the
+# library and the targets only (fuzz/CMakeLists.txt), each run FUZZ_SECONDS by fuzz/run.sh.
+fuzz: deps
+	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	./fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan $(FUZZ_BUILD)

@@ -48,6 +48,8 @@ Result<std::string> normalize_path(std::string_view path, std::string_view op) {
         out += name;
     }
     if (out.empty()) out.push_back('/');
+    // A relative path gains a leading '/': 4095 bytes in can be 4096 out.
+    if (out.size() > kMaxPathLength) return fail(ENAMETOOLONG, op, path.substr(0, 64));
     return out;
 }
 

@@ -1,0 +1,172 @@
+// Writes the seed corpus: fuzz_make_corpus <dir> fills <dir>/pack and <dir>/path.
+//
+// pack/: a few small valid packs, each prefixed with fuzz_pack_reader's mode byte (3: fix the
+// checksums and the file size, so mutations reach the parser):
+//   mini_raw, mini_zstd, mini_lz4   the conformance fixture tree's shapes (every file type,
+//                                   hard links, symlinks incl. loops, xattrs with binary
+//                                   values, a 255-byte name, inline and stream contents,
+//                                   duplicates, a compressible file) with small contents
+//                                   (the real fixture holds 400 KB of random bytes)
+//   tiny_raw, tiny_zstd             one file, one directory, one symlink, one xattr
+//   empty                           the root alone
+//   mini_raw_nofix                  mini_raw with mode 0 (checksums as they are)
+// path/: a few paths for fuzz_path.
+//
+// The packs hold the build's timestamps (the mem backend sets ctime), so regenerating gives
+// different bytes; the checked-in corpus is one such run.
+#include <sys/sysmacros.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "packfs/mem.hpp"
+#include "packfs/pack.hpp"
+
+namespace {
+
+using namespace packfs;
+namespace fs = std::filesystem;
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "fuzz_make_corpus: %s\n", what.c_str());
+    std::exit(1);
+}
+
+template <class T>
+T must(Result<T> r, const char* what) {
+    if (!r) die(std::string(what) + ": " + r.error().message());
+    if constexpr (!std::is_void_v<T>) return std::move(*r);
+}
+
+// Random-looking bytes (incompressible), as the fixture's pattern_bytes.
+std::string pattern(std::size_t size, uint64_t seed) {
+    std::string out(size, '\0');
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ (seed * 0xBF58476D1CE4E5B9ull);
+    for (std::size_t i = 0; i < size; ++i) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out[i] = static_cast<char>((x * 0x2545F4914F6CDD1Dull) >> 56);
+    }
+    return out;
+}
+
+void mini_tree(Backend& b) {
+    must(b.mkdir("/empty", 0755), "mkdir");
+    must(b.mkdir("/docs", 0755), "mkdir");
+    must(write_file(b, "/docs/readme.txt", "PackFS fixture tree\nsecond line\n"), "write");
+    must(write_file(b, "/docs/empty.txt", ""), "write");
+    must(b.mkdir("/docs/nested", 0755), "mkdir");
+    must(b.mkdir("/docs/nested/deep", 0700), "mkdir");
+    must(write_file(b, "/docs/nested/deep/leaf.txt", "leaf\n"), "write");
+    must(b.mkdir("/data", 0755), "mkdir");
+    for (std::size_t size : {1, 64, 65, 4095, 4097, 9000})
+        must(write_file(b, "/data/" + std::to_string(size) + ".bin", pattern(size, size)), "write");
+    const std::string dup = pattern(3000, 77);
+    must(write_file(b, "/data/dup_a.bin", dup), "write");
+    must(write_file(b, "/data/dup_b.bin", dup), "write");
+    std::string text;
+    for (int i = 0; text.size() < 12000; ++i) text += "line " + std::to_string(i) + " of text\n";
+    must(write_file(b, "/data/text.txt", text), "write");
+    must(write_file(b, "/exec.sh", "#!/bin/sh\necho hi\n", 0755), "write");
+    must(b.mkdir("/hard", 0755), "mkdir");
+    must(write_file(b, "/hard/a", "shared\n"), "write");
+    must(b.link("/hard/a", "/hard/b"), "link");
+    must(b.mkdir("/links", 0755), "mkdir");
+    must(b.symlink("../docs/readme.txt", "/links/rel"), "symlink");
+    must(b.symlink("/docs/readme.txt", "/links/abs"), "symlink");
+    must(b.symlink("/docs/nested", "/links/dir"), "symlink");
+    must(b.symlink("/nowhere", "/links/dangling"), "symlink");
+    must(b.symlink("loop_b", "/links/loop_a"), "symlink");
+    must(b.symlink("loop_a", "/links/loop_b"), "symlink");
+    must(b.mkdir("/wide", 0755), "mkdir");
+    for (int i = 0; i < 12; ++i) {
+        const std::string name = "entry_" + std::to_string(i);
+        must(write_file(b, "/wide/" + name, name), "write");
+    }
+    must(b.mkdir("/names", 0755), "mkdir");
+    for (const std::string& name : {std::string(255, 'L'), std::string("sp ace"),
+                                    std::string("\xc3\xbcn\xc3\xaf"), std::string("...")})
+        must(write_file(b, "/names/" + name, name), "write");
+    must(b.mkdir("/special", 0755), "mkdir");
+    must(b.mknod("/special/fifo", FileType::fifo, 0644), "mknod");
+    must(b.mknod("/special/sock", FileType::socket, 0755), "mknod");
+    must(b.mknod("/special/null", FileType::char_device, 0666, makedev(1, 3)), "mknod");
+    must(b.mknod("/special/blk", FileType::block_device, 0660, makedev(7, 0)), "mknod");
+    must(write_file(b, "/xattr.txt", "has xattrs"), "write");
+    must(b.setxattr("/xattr.txt", "user.text", "value"), "setxattr");
+    must(b.setxattr("/xattr.txt", "user.empty", ""), "setxattr");
+    std::string binary;
+    for (int i = 0; i < 256; ++i) binary.push_back(static_cast<char>(i));
+    must(b.setxattr("/xattr.txt", "user.bin", binary), "setxattr");
+    must(b.utimens("/docs/readme.txt", TimeUpdate::at({1000000000, 1}),
+                   TimeUpdate::at({1234567890, 123456789})),
+         "utimens");
+}
+
+void tiny_tree(Backend& b) {
+    must(b.mkdir("/d", 0755), "mkdir");
+    must(write_file(b, "/d/f", std::string(100, 'x') + "tail"), "write");
+    must(b.symlink("d/f", "/l"), "symlink");
+    must(b.setxattr("/d/f", "user.k", "v"), "setxattr");
+}
+
+void write_seed(const fs::path& dir, const std::string& name, Backend& tree, Compression c,
+                uint8_t mode) {
+    PackWriteOptions o;
+    o.compression = c;
+    o.block_size = 4096;
+    o.jobs = 1;
+    const fs::path tmp = dir / (name + ".pack.tmp");
+    must(write_pack(tree, tmp.string(), o), "write_pack");
+    std::ifstream in(tmp, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    fs::remove(tmp);
+    std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+    out.put(static_cast<char>(mode));
+    out << ss.str();
+    std::printf("%s: %zu bytes\n", (dir / name).c_str(), ss.str().size() + 1);
+}
+
+void write_path(const fs::path& dir, const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) die("usage: fuzz_make_corpus <dir>");
+    const fs::path root = argv[1];
+    fs::create_directories(root / "pack");
+    fs::create_directories(root / "path");
+
+    auto mini = make_mem_backend();
+    mini_tree(*mini);
+    auto tiny = make_mem_backend();
+    tiny_tree(*tiny);
+    auto empty = make_mem_backend();
+    write_seed(root / "pack", "mini_raw", *mini, Compression::none, 3);
+    write_seed(root / "pack", "mini_zstd", *mini, Compression::zstd, 3);
+    write_seed(root / "pack", "mini_lz4", *mini, Compression::lz4, 3);
+    write_seed(root / "pack", "mini_raw_nofix", *mini, Compression::none, 0);
+    write_seed(root / "pack", "tiny_raw", *tiny, Compression::none, 3);
+    write_seed(root / "pack", "tiny_zstd", *tiny, Compression::zstd, 3);
+    write_seed(root / "pack", "empty", *empty, Compression::none, 3);
+
+    const fs::path p = root / "path";
+    write_path(p, "root", "/");
+    write_path(p, "relative", "a/b/../c/./d");
+    write_path(p, "slashes", "//x///y/./z/");
+    write_path(p, "dotdot", "/../../a/..");
+    write_path(p, "trailing_dot", "/a/b/.");
+    write_path(p, "nul", std::string("/a\0b", 4));
+    write_path(p, "long_name", "/" + std::string(255, 'n') + "/" + std::string(256, 'm'));
+    std::string deep;
+    while (deep.size() < 4080) deep += "/abcdefgh";
+    write_path(p, "long_path", deep);
+    return 0;
+}
