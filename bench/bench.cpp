@@ -16,6 +16,7 @@
 #include "bench/categories.hpp"
 #include "bench/harness.hpp"
 #include "bench/machine.hpp"
+#include "bench/pack_categories.hpp"
 #include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/temp_dir.hpp"
@@ -41,6 +42,13 @@ Sizes quick_sizes() {
     s.resolves = 20'000;
     s.scaling_mib = 4;
     s.big_dir = 100'000;
+    s.pack_files = 2'000;
+    s.pack_opens = 50;
+    s.dedup_files = 4;
+    s.dedup_copies = 1;
+    s.pack_big = 100'000;
+    s.dedup_large_files = 16;
+    s.dedup_large_copies = 4;
     return s;
 }
 
@@ -83,9 +91,19 @@ void list_categories(const std::vector<Group>& groups) {
     for (const Group& g : groups) {
         if (g.section != section) {
             section = g.section;
-            if (!section.empty()) {
+            bool has_plain = false;
+            for (const Group& h : groups) {
+                if (h.section != section) continue;
+                for (const Arm& a : h.arms) {
+                    for (const Measure& m : measures_of(a)) has_plain = has_plain || !m.plain.empty();
+                }
+            }
+            if (!section.empty() && has_plain) {
                 fmt::print("section \"{}\"{}: --filter \"{}\" runs it all; a plain category name such as\n"
                            "\"stat\" does not select it, \"stat files @\" or \"dir: stat\" does:\n",
+                           section, g.opt_in ? " (not in the default run)" : "", section);
+            } else if (!section.empty()) {
+                fmt::print("section \"{}\"{}: --filter \"{}\" runs it all, a category's name its group:\n",
                            section, g.opt_in ? " (not in the default run)" : "", section);
             }
         }
@@ -120,6 +138,9 @@ void list_categories(const std::vector<Group>& groups) {
     }
 }
 
+// The pack figures' backend: not an adapter (a pack is read-only, built by its groups).
+constexpr std::string_view kPackBackend = "pack";
+
 }  // namespace
 
 int run(const Options& options) {
@@ -131,11 +152,13 @@ int run(const Options& options) {
         }
     }
     for (const std::string& name : options.backends) {
+        if (name == kPackBackend) continue;
         const bool known = std::any_of(backend_adapters().begin(), backend_adapters().end(),
                                        [&](const BackendAdapter& a) { return a.name == name; });
         if (!known) {
             std::string all;
             for (const BackendAdapter& a : backend_adapters()) all += fmt::format(" {}", a.name);
+            all += fmt::format(" {}", kPackBackend);
             fmt::print(stderr, "packfs bench: unknown backend '{}' (known:{})\n", name, all);
             return 2;
         }
@@ -168,6 +191,13 @@ int run(const Options& options) {
     }
 
     std::vector<Group> groups = make_groups(sizes, adapters, session->path());
+    const bool packs = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
+                                                             kPackBackend) != options.backends.end();
+    if (packs) {
+        const bool with_raw = std::any_of(adapters.begin(), adapters.end(),
+                                          [](const BackendAdapter* a) { return a->role == AdapterRole::baseline; });
+        for (Group& g : pack_groups(sizes, with_raw, session->path())) groups.push_back(std::move(g));
+    }
     if (options.list) {
         list_categories(groups);
         return 0;
@@ -225,6 +255,7 @@ int run(const Options& options) {
     print_vfs_overhead(stdout, *figures);
     print_order(stdout, *figures);
     print_targets(stdout, *figures);
+    print_pack_targets(stdout, *figures);
     fmt::print("\nload:     {} at end; wall time {:.1f} s\n", load_average(), wall);
     std::fflush(stdout);
     if (!options.json_path.empty()) {

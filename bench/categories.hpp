@@ -38,6 +38,21 @@ struct Sizes {
     std::size_t big_dir = 1'000'000;
     int big_dir_runs = 3;
     bool big_dir_default = false;  // part of the default run (else only when a filter names it)
+    // Packs (issue 4, pack_categories.hpp). Compaction of pack_files (N) and 4N files of
+    // file_bytes, random reads of N; a walk of the host tree pack_tree (skipped when it is
+    // not a directory); a build of dedup_files files of dedup_mib MiB plus dedup_copies
+    // copies of some of them. Opt-in ("large pack"): open and walk of a pack of pack_big
+    // entries, and the dedup build at dedup_large_files + dedup_large_copies files.
+    std::size_t pack_files = 20'000;
+    std::size_t pack_opens = 200;  // open_pack calls per run
+    std::string pack_tree = "/usr/include";
+    std::size_t dedup_files = 16;
+    std::size_t dedup_copies = 4;
+    std::size_t dedup_mib = 16;
+    std::size_t pack_big = 1'000'000;
+    std::size_t dedup_large_files = 64;
+    std::size_t dedup_large_copies = 16;
+    int pack_big_runs = 5;  // at most, in the opt-in section
 };
 
 // The names of the extra sections, as --filter and the report use them.

@@ -115,6 +115,7 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
                 const Summary& sum = sums[i][m];
                 Figure f;
                 f.group = g;
+                f.measure = m;
                 f.category = measure.category;
                 f.backend = arm.backend;
                 f.section = group.section;

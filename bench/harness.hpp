@@ -82,6 +82,7 @@ struct OrderSplit {
 
 struct Figure {
     std::size_t group = 0;  // index of the Group it came from: rows of one comparison
+    std::size_t measure = 0;  // index of its measure in its arm (multi-measure arms)
     std::string category;
     std::string backend;
     std::string section;  // the group's section; empty for the main table

@@ -107,7 +107,7 @@ void print_table(std::FILE* out, std::span<const Figure> figures) {
         if (!f.speedup || f.baseline_name == "raw") continue;
         const Figure* base = nullptr;
         for (const Figure& b : figures) {
-            if (b.group == f.group && b.is_baseline) base = &b;
+            if (b.group == f.group && b.is_baseline && b.measure == f.measure) base = &b;
         }
         if (first) fmt::print(out, "\n");
         first = false;
