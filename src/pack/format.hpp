@@ -74,7 +74,7 @@ struct Header {
     uint64_t data_length;        // bytes of the data region as stored (compressed or not)
     uint64_t stream_size;        // bytes of the uncompressed stream (== data_length if raw)
     uint64_t meta_offset;        // start of the metadata region (8-aligned, >= data end)
-    uint64_t meta_length;        // bytes; == end of the last section - meta_offset
+    uint64_t meta_length;        // bytes: to the last section's end, rounded up to 8
     uint64_t sums_offset;        // == meta_offset + meta_length
     uint64_t sums_length;        // 8 * ceil(meta_length / kMetaBlockSize)
     uint64_t sums_checksum;      // XXH3-64 of the sums array

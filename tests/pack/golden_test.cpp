@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/files.hpp"
 #include "pack/digest.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
@@ -26,6 +27,7 @@ namespace packfs {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::slurp;
 
 struct Golden {
     const char* file;
@@ -42,12 +44,6 @@ constexpr const char* kExpected = "v1.expected";
 
 fs::path golden_dir() { return fs::path(PACKFS_SOURCE_DIR) / "tests" / "pack" / "golden"; }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 std::string hex_sha256(std::string_view bytes) {
     return pack::to_hex(pack::sha256(std::as_bytes(std::span(bytes.data(), bytes.size()))));

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "conformance/conformance_suite.hpp"
+#include "support/files.hpp"
 #include "pack/codec.hpp"
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
@@ -46,27 +47,14 @@ namespace packfs::pack {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::slurp;
+using test_support::TempDir;
 
 bool sanitizer_run() {
     const char* v = std::getenv("PACKFS_SANITIZER_RUN");
     return v != nullptr && *v != '\0' && std::string_view(v) != "0";
 }
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        char tmpl[] = "/tmp/packfs-hostile-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 void spit(const fs::path& p, std::string_view bytes) {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "conformance/conformance_suite.hpp"
+#include "support/files.hpp"
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
 #include "packfs/mem.hpp"
@@ -31,28 +32,14 @@ namespace packfs::pack {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::slurp;
+using test_support::TempDir;
 using conformance::Capabilities;
 using conformance::describe;
 using conformance::FailsWith;
 using conformance::FailsWithOneOf;
 using conformance::IsOk;
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        const char* base = std::getenv("TMPDIR");
-        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/packfs-reader-XXXXXX";
-        path = ::mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 void spit(const fs::path& p, const std::string& data) {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "conformance/conformance_suite.hpp"
+#include "support/files.hpp"
 #include "pack/codec.hpp"
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
@@ -27,22 +28,9 @@ namespace packfs::pack {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::slurp;
+using test_support::TempDir;
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        char tmpl[] = "/tmp/packfs-writer-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 std::span<const std::byte> bytes_of(const std::string& s, uint64_t offset, uint64_t length) {
     EXPECT_LE(offset + length, s.size());
