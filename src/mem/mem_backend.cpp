@@ -8,6 +8,7 @@
 #include "mem/mem_state.hpp"
 #include "mem/tree_reader.hpp"
 #include "mem/mem_version.hpp"
+#include "core/refuse_mutations.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/path.hpp"
 
@@ -198,7 +199,7 @@ protected:
     virtual uint64_t capacity() const = 0;
 };
 
-class SnapshotBackend final : public TreeQueries {
+class SnapshotBackend final : public RefuseMutations<TreeQueries> {
 public:
     SnapshotBackend(TreePtr tree, uint64_t capacity) : tree_(std::move(tree)), capacity_(capacity) {}
 
@@ -218,41 +219,9 @@ public:
         if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open", path);
         return std::make_unique<SnapshotFile>(tree_, r->inode);
     }
-    Result<void> truncate(std::string_view p, uint64_t) override { return fail(EROFS, "truncate", p); }
-    Result<void> mkdir(std::string_view p, uint32_t) override { return fail(EROFS, "mkdir", p); }
-    Result<void> rmdir(std::string_view p) override { return fail(EROFS, "rmdir", p); }
-    Result<void> unlink(std::string_view p) override { return fail(EROFS, "unlink", p); }
-    Result<void> rename(std::string_view p, std::string_view, RenameFlags) override {
-        return fail(EROFS, "rename", p);
-    }
-    Result<void> symlink(std::string_view, std::string_view p) override {
-        return fail(EROFS, "symlink", p);
-    }
-    Result<void> link(std::string_view, std::string_view p) override {
-        return fail(EROFS, "link", p);
-    }
-    Result<void> mknod(std::string_view p, FileType, uint32_t, uint64_t) override {
-        return fail(EROFS, "mknod", p);
-    }
-    Result<void> chmod(std::string_view p, uint32_t) override { return fail(EROFS, "chmod", p); }
-    Result<void> chown(std::string_view p, uint32_t, uint32_t, Follow) override {
-        return fail(EROFS, "chown", p);
-    }
-    Result<void> utimens(std::string_view p, TimeUpdate, TimeUpdate, Follow) override {
-        return fail(EROFS, "utimens", p);
-    }
-    Result<void> setxattr(std::string_view p, std::string_view, std::string_view,
-                          XattrMode) override {
-        return fail(EROFS, "setxattr", p);
-    }
-    Result<void> removexattr(std::string_view p, std::string_view) override {
-        return fail(EROFS, "removexattr", p);
-    }
     Result<std::shared_ptr<Backend>> snapshot() override {
         return std::make_shared<SnapshotBackend>(tree_, capacity_);
     }
-    bool read_only() const noexcept override { return true; }
-
 protected:
     TreePtr version() const override { return tree_; }
     uint64_t capacity() const override { return capacity_; }

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "mem/tree_reader.hpp"  // check_xattr_name: the namespace rules, shared by every backend
+#include "core/refuse_mutations.hpp"
 #include "pack/reader.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -60,7 +61,7 @@ private:
     ContentRef content_;
 };
 
-class PackBackendImpl final : public PackBackend,
+class PackBackendImpl final : public RefuseMutations<PackBackend>,
                               public std::enable_shared_from_this<PackBackendImpl> {
 public:
     explicit PackBackendImpl(std::unique_ptr<PackReader> reader)
@@ -141,38 +142,6 @@ public:
         return unless_damaged(*reader_, std::move(out), ctx);
     }
 
-    Result<void> truncate(std::string_view p, uint64_t) override {
-        return fail(EROFS, "truncate", p);
-    }
-    Result<void> mkdir(std::string_view p, uint32_t) override { return fail(EROFS, "mkdir", p); }
-    Result<void> rmdir(std::string_view p) override { return fail(EROFS, "rmdir", p); }
-    Result<void> unlink(std::string_view p) override { return fail(EROFS, "unlink", p); }
-    Result<void> rename(std::string_view p, std::string_view, RenameFlags) override {
-        return fail(EROFS, "rename", p);
-    }
-    Result<void> symlink(std::string_view, std::string_view p) override {
-        return fail(EROFS, "symlink", p);
-    }
-    Result<void> link(std::string_view, std::string_view p) override {
-        return fail(EROFS, "link", p);
-    }
-    Result<void> mknod(std::string_view p, FileType, uint32_t, uint64_t) override {
-        return fail(EROFS, "mknod", p);
-    }
-    Result<void> chmod(std::string_view p, uint32_t) override { return fail(EROFS, "chmod", p); }
-    Result<void> chown(std::string_view p, uint32_t, uint32_t, Follow) override {
-        return fail(EROFS, "chown", p);
-    }
-    Result<void> utimens(std::string_view p, TimeUpdate, TimeUpdate, Follow) override {
-        return fail(EROFS, "utimens", p);
-    }
-    Result<void> setxattr(std::string_view p, std::string_view, std::string_view,
-                          XattrMode) override {
-        return fail(EROFS, "setxattr", p);
-    }
-    Result<void> removexattr(std::string_view p, std::string_view) override {
-        return fail(EROFS, "removexattr", p);
-    }
 
     Result<std::string> getxattr(std::string_view path, std::string_view name) override {
         const Ctx ctx{"getxattr", path};
@@ -206,8 +175,6 @@ public:
     Result<std::shared_ptr<Backend>> snapshot() override {
         return std::shared_ptr<Backend>(shared_from_this());  // a pack never changes
     }
-    bool read_only() const noexcept override { return true; }
-
     const PackInfo& info() const noexcept override { return info_; }
 
     Result<std::span<const std::byte>> read_view(std::string_view path, uint64_t offset,
