@@ -52,6 +52,16 @@ ln -s ../hello.txt "$src/docs/link"
 ln -s /nonexistent/target "$src/dangling"
 ln "$src/hello.txt" "$src/docs/hard"  # a hard link
 mkfifo "$src/fifo"
+# Names and sizes at the edges: a 255-byte name, a name that is not UTF-8, a 40-level path,
+# files either side of the 64-byte inline limit, the 4 KiB page and the 64 KiB block.
+long_name=$(printf 'n%.0s' $(seq 255))
+printf 'long\n' > "$src/$long_name"
+printf 'latin-1\n' > "$src/caf"$'\xe9'
+deep="$src/deep"
+for i in $(seq 40); do deep="$deep/d$i"; done
+mkdir -p "$deep"
+printf 'bottom\n' > "$deep/leaf"
+for n in 63 64 65 4095 4096 4097 65535 65536 65537; do head -c "$n" /dev/urandom > "$src/edge_$n"; done
 set_xattr "$src/hello.txt" user.color blue
 set_xattr "$src/docs" user.kind "a directory"
 printf 'read only\n' > "$src/ro/file"
@@ -74,7 +84,7 @@ import json
 b = json.load(open("build.json"))
 s = b["stats"]
 assert b["compression"] == "lz4" and b["level"] == 9, b
-assert s["regular_files"] == 7 and s["hard_links"] == 1 and s["symlinks"] == 2, s
+assert s["regular_files"] == 19 and s["hard_links"] == 1 and s["symlinks"] == 2, s  # 7 + 2 odd names + the deep leaf + 9 edge sizes
 assert s["unique_bytes"] < s["file_bytes"], s  # the duplicate was stored once
 assert s["data_bytes"] < s["stream_bytes"], s  # the text compressed
 assert len(s["digest"]) == 64, s
