@@ -14,36 +14,13 @@
 #include <cerrno>
 #include <string>
 
+#include "core/fd.hpp"
 #include "pack/tree_source.hpp"
 #include "packfs/path.hpp"
 
 namespace packfs::pack {
 
 namespace {
-
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) noexcept : fd_(fd) {}
-    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
-    ~Fd() { reset(); }
-    int get() const noexcept { return fd_; }
-    int release() noexcept { return std::exchange(fd_, -1); }
-    void reset() noexcept {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_ = -1;
-};
 
 Stat stat_from_host(const struct stat& st) {
     Stat out;

@@ -16,31 +16,7 @@ namespace {
 
 // The file type of a dirent's type byte (S_IFMT >> 12), false when it names none.
 inline bool type_of_nibble(uint32_t nibble, FileType& out) noexcept {
-    switch (nibble) {
-        case S_IFREG >> 12:
-            out = FileType::regular;
-            return true;
-        case S_IFDIR >> 12:
-            out = FileType::directory;
-            return true;
-        case S_IFLNK >> 12:
-            out = FileType::symlink;
-            return true;
-        case S_IFIFO >> 12:
-            out = FileType::fifo;
-            return true;
-        case S_IFCHR >> 12:
-            out = FileType::char_device;
-            return true;
-        case S_IFBLK >> 12:
-            out = FileType::block_device;
-            return true;
-        case S_IFSOCK >> 12:
-            out = FileType::socket;
-            return true;
-        default:
-            return false;
-    }
+    return nibble <= 0xF && file_type_from_mode_bits(nibble << 12, out);
 }
 
 // A name a directory may hold: no '/' or NUL, not "." or "..".
