@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/timing.hpp"
 #include "bench/vfs_categories.hpp"
 
 namespace packfs::bench {
@@ -34,24 +35,6 @@ constexpr uint64_t kRemoveSeed = 3;
 // The scaling section's runs: it is a ratio of two medians of the same backend, and at 5
 // runs it would add a minute and a half to the default run.
 constexpr int kScalingRuns = 3;
-
-class Stopwatch {
-public:
-    double seconds() const {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
-
-private:
-    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
-std::vector<std::size_t> shuffled(std::size_t n, uint64_t seed) {
-    std::vector<std::size_t> order(n);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::mt19937_64 rng(seed);
-    std::shuffle(order.begin(), order.end(), rng);
-    return order;
-}
 
 // Pseudo-random bytes: contents that no backend can compress or share by accident.
 std::vector<std::byte> pattern(std::size_t size, uint64_t seed) {

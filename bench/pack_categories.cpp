@@ -23,6 +23,7 @@
 #include "bench/backend_target.hpp"
 #include "bench/raw_target.hpp"
 #include "bench/report.hpp"
+#include "bench/timing.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 
@@ -33,24 +34,6 @@ constexpr std::size_t kMiB = 1024 * 1024;
 constexpr std::size_t kSmallReadBuffer = 4096;  // as the "read files" category
 constexpr uint64_t kCreateSeed = 1;             // the seeds of categories.cpp
 constexpr uint64_t kAccessSeed = 2;
-
-class Stopwatch {
-public:
-    double seconds() const {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
-
-private:
-    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
-std::vector<std::size_t> shuffled(std::size_t n, uint64_t seed) {
-    std::vector<std::size_t> order(n);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::mt19937_64 rng(seed);
-    std::shuffle(order.begin(), order.end(), rng);
-    return order;
-}
 
 // Pseudo-random bytes (splitmix64): incompressible, and fast enough to fill a GiB.
 void fill_random(std::span<std::byte> out, uint64_t seed) {

@@ -1,0 +1,33 @@
+// What every category times with and in what order it visits its files.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace packfs::bench {
+
+class Stopwatch {
+public:
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// 0 .. n-1 in an order fixed by `seed`, so every run and backend visits files alike.
+inline std::vector<std::size_t> shuffled(std::size_t n, uint64_t seed) {
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937_64 rng(seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    return order;
+}
+
+}  // namespace packfs::bench
