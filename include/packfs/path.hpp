@@ -31,6 +31,11 @@ bool has_trailing_slash(std::string_view path) noexcept;
 std::string_view path_basename(std::string_view normal_path) noexcept;
 std::string_view path_parent(std::string_view normal_path) noexcept;
 
+// Checks the target a symlink would hold, before anything about where it goes: ENOENT when
+// empty, ENAMETOOLONG over 4095 bytes, EINVAL with a NUL byte (as symlink(2) does, so every
+// backend, read-only or not, answers these first). The error names `link_path`.
+Result<void> check_symlink_target(std::string_view target, std::string_view link_path);
+
 // Joins a normal directory path and one component.
 std::string path_join(std::string_view dir, std::string_view name);
 

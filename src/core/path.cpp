@@ -53,6 +53,13 @@ Result<std::string> normalize_path(std::string_view path, std::string_view op) {
     return out;
 }
 
+Result<void> check_symlink_target(std::string_view target, std::string_view link_path) {
+    if (target.empty()) return fail(ENOENT, "symlink", link_path);
+    if (target.size() > kMaxPathLength) return fail(ENAMETOOLONG, "symlink", link_path);
+    if (std::memchr(target.data(), '\0', target.size())) return fail(EINVAL, "symlink", link_path);
+    return {};
+}
+
 bool has_trailing_slash(std::string_view path) noexcept {
     // "/" alone names the root; "a/", "a/." and "a/.." all demand a directory.
     if (path.size() > 1 && path.back() == '/') {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "packfs/backend.hpp"
+#include "packfs/path.hpp"
 
 namespace packfs {
 
@@ -22,7 +23,8 @@ public:
     Result<void> rename(std::string_view p, std::string_view, RenameFlags) override {
         return fail(EROFS, "rename", p);
     }
-    Result<void> symlink(std::string_view, std::string_view p) override {
+    Result<void> symlink(std::string_view target, std::string_view p) override {
+        if (auto ok = check_symlink_target(target, p); !ok) return ok;
         return fail(EROFS, "symlink", p);
     }
     Result<void> link(std::string_view, std::string_view p) override { return fail(EROFS, "link", p); }

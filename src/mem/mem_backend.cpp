@@ -330,9 +330,7 @@ Result<void> MemBackend::mknod(std::string_view path, FileType type, uint32_t mo
 }
 
 Result<void> MemBackend::symlink(std::string_view target, std::string_view link_path) {
-    if (target.empty()) return fail(ENOENT, "symlink", link_path);
-    if (target.size() > kMaxPathLength) return fail(ENAMETOOLONG, "symlink", link_path);
-    if (std::memchr(target.data(), '\0', target.size())) return fail(EINVAL, "symlink", link_path);
+    if (auto ok = check_symlink_target(target, link_path); !ok) return ok;
     return create_entry("symlink", link_path, FileType::symlink, 0777,
                         [&](Inode& inode, uint64_t) {
                             inode.target = std::string(target);

@@ -218,6 +218,9 @@ public:
         return create(path, "mkdir", [&](Backend& b, std::string_view p) { return b.mkdir(p, mode); });
     }
     Result<void> symlink(std::string_view target, std::string_view link_path) override {
+        // The target is judged first, as symlink(2) does: a union where a read-only member
+        // holds the name would otherwise answer EEXIST for an empty target.
+        if (auto ok = check_symlink_target(target, link_path); !ok) return ok;
         return create(link_path, "symlink",
                       [&](Backend& b, std::string_view p) { return b.symlink(target, p); });
     }
