@@ -1,0 +1,235 @@
+// The dir backend: modes, owners, times and extended attributes. The ones that follow a
+// final symlink act in the parent when the name is not a link, and otherwise on an O_PATH fd
+// of the target that the resolver opened under the containment; the kernel is never asked
+// to follow a final link from the parent.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "dir/dir_backend.hpp"
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452  // Linux 6.6; the same number on every architecture
+#endif
+
+namespace packfs::dir {
+namespace {
+
+int result_of(long rc) noexcept { return rc == 0 ? 0 : errno; }
+
+// chmod of an O_PATH fd: fchmodat2 with AT_EMPTY_PATH, or through /proc before Linux 6.6.
+int chmod_fd(int fd, uint32_t mode) noexcept {
+    if (::syscall(SYS_fchmodat2, fd, "", mode & 07777, AT_EMPTY_PATH) == 0) return 0;
+    if (errno != ENOSYS && errno != EINVAL) return errno;
+    return result_of(::chmod(proc_fd_path(fd).c_str(), mode & 07777));
+}
+
+timespec to_timespec(const TimeUpdate& u) noexcept {
+    switch (u.kind) {
+        case TimeUpdate::Kind::omit: return timespec{0, UTIME_OMIT};
+        case TimeUpdate::Kind::now: return timespec{0, UTIME_NOW};
+        case TimeUpdate::Kind::set: break;
+    }
+    return timespec{static_cast<time_t>(u.time.sec), static_cast<long>(u.time.nsec)};
+}
+
+int xattr_flags(XattrMode mode) noexcept {
+    switch (mode) {
+        case XattrMode::create: return XATTR_CREATE;
+        case XattrMode::replace: return XATTR_REPLACE;
+        case XattrMode::any: break;
+    }
+    return 0;
+}
+
+}  // namespace
+
+Result<void> DirBackend::chmod(std::string_view path, uint32_t mode) {
+    auto t = locate(path, "chmod");
+    if (!t) return std::unexpected(t.error());
+    if (t->root) {
+        if (int e = chmod_fd(root_.get(), mode)) return fail(e, "chmod", t->path);
+        return {};
+    }
+    if (!t->trailing_slash) {
+        // fchmodat2 with AT_SYMLINK_NOFOLLOW changes a non-link in one call and refuses a
+        // link (EOPNOTSUPP: Linux has no link modes), which is the cue to follow it.
+        int e = in_parent(*t, [&](int dir) {
+            if (::syscall(SYS_fchmodat2, dir, t->name.c_str(), mode & 07777, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+            if (errno != ENOSYS) return errno;
+            // Before Linux 6.6: look at what the name is through an O_PATH fd of it.
+            Fd fd(::openat(dir, t->name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+            if (!fd) return errno;
+            Stat st;
+            if (int err = stat_at(fd.get(), "", AT_EMPTY_PATH, st)) return err;
+            if (st.type == FileType::symlink) return EOPNOTSUPP;
+            return chmod_fd(fd.get(), mode);
+        });
+        if (e == 0) return {};
+        if (e != EOPNOTSUPP) return fail(e, "chmod", t->path);
+    }
+    auto fd = open_object(*t, O_PATH);
+    if (!fd) return fail(fd.error(), "chmod", t->path);
+    if (int e = chmod_fd(fd->get(), mode)) return fail(e, "chmod", t->path);
+    return {};
+}
+
+Result<void> DirBackend::chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) {
+    auto t = locate(path, "chown");
+    if (!t) return std::unexpected(t.error());
+    auto on_fd = [&](int fd) -> Result<void> {
+        if (::fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0) return fail(errno, "chown", t->path);
+        return {};
+    };
+    if (t->root) return on_fd(root_.get());
+    bool through_link = t->trailing_slash;
+    if (!through_link) {
+        int e = in_parent(*t, [&](int dir) {
+            if (follow == Follow::yes) {
+                Stat st;
+                if (int err = stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st)) return err;
+                if (st.type == FileType::symlink) {
+                    through_link = true;
+                    return 0;
+                }
+            }
+            // Not a link (or the link itself was asked for): a name swapped for a link since
+            // the look gets the link changed, never what it points to.
+            return result_of(::fchownat(dir, t->name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW));
+        });
+        if (e) return fail(e, "chown", t->path);
+        if (!through_link) return {};
+    }
+    auto fd = open_object(*t, O_PATH);
+    if (!fd) return fail(fd.error(), "chown", t->path);
+    return on_fd(fd->get());
+}
+
+Result<void> DirBackend::utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
+                                 Follow follow) {
+    auto t = locate(path, "utimens");
+    if (!t) return std::unexpected(t.error());
+    const timespec times[2] = {to_timespec(atime), to_timespec(mtime)};
+    auto on_fd = [&](int fd) -> Result<void> {
+        if (::utimensat(fd, "", times, AT_EMPTY_PATH) != 0) return fail(errno, "utimens", t->path);
+        return {};
+    };
+    if (t->root) return on_fd(root_.get());
+    bool through_link = t->trailing_slash;
+    if (!through_link) {
+        int e = in_parent(*t, [&](int dir) {
+            if (follow == Follow::yes) {
+                Stat st;
+                if (int err = stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st)) return err;
+                if (st.type == FileType::symlink) {
+                    through_link = true;
+                    return 0;
+                }
+            }
+            return result_of(::utimensat(dir, t->name.c_str(), times, AT_SYMLINK_NOFOLLOW));
+        });
+        if (e) return fail(e, "utimens", t->path);
+        if (!through_link) return {};
+    }
+    auto fd = open_object(*t, O_PATH);
+    if (!fd) return fail(fd.error(), "utimens", t->path);
+    return on_fd(fd->get());
+}
+
+// --- extended attributes ---------------------------------------------------------------
+// Never through a final link (the contract's l*xattr semantics): the l* calls on
+// "/proc/self/fd/<parent>/<name>", where only the parent's magic link is followed. A
+// trailing slash follows, as it does for the kernel: the call then runs on the target's fd.
+
+template <class Call>
+auto DirBackend::with_xattr_path(const Located& t, Call&& call) -> int {
+    if (t.root) return call(proc_fd_path(root_.get()), true);
+    if (t.trailing_slash) {
+        auto fd = open_object(t, O_PATH);
+        if (!fd) return fd.error();
+        return call(proc_fd_path(fd->get()), true);
+    }
+    return in_parent(t, [&](int dir) { return call(proc_fd_path(dir, t.name), false); });
+}
+
+Result<std::string> DirBackend::getxattr(std::string_view path, std::string_view name) {
+    auto t = locate(path, "getxattr");
+    if (!t) return std::unexpected(t.error());
+    const std::string key(name);
+    std::string value;
+    int e = with_xattr_path(*t, [&](const std::string& p, bool follow) {
+        auto get = follow ? ::getxattr : ::lgetxattr;
+        for (;;) {
+            ssize_t size = get(p.c_str(), key.c_str(), nullptr, 0);
+            if (size < 0) return errno;
+            value.resize(static_cast<std::size_t>(size));
+            ssize_t n = get(p.c_str(), key.c_str(), value.data(), value.size());
+            if (n < 0 && errno == ERANGE) continue;  // grew in between
+            if (n < 0) return errno;
+            value.resize(static_cast<std::size_t>(n));
+            return 0;
+        }
+    });
+    if (e) return fail(e, "getxattr", t->path);
+    return value;
+}
+
+Result<void> DirBackend::setxattr(std::string_view path, std::string_view name,
+                                  std::string_view value, XattrMode mode) {
+    auto t = locate(path, "setxattr");
+    if (!t) return std::unexpected(t.error());
+    const std::string key(name);
+    int e = with_xattr_path(*t, [&](const std::string& p, bool follow) {
+        auto set = follow ? ::setxattr : ::lsetxattr;
+        return result_of(set(p.c_str(), key.c_str(), value.data(), value.size(), xattr_flags(mode)));
+    });
+    if (e) return fail(e, "setxattr", t->path);
+    return {};
+}
+
+Result<std::vector<std::string>> DirBackend::listxattr(std::string_view path) {
+    auto t = locate(path, "listxattr");
+    if (!t) return std::unexpected(t.error());
+    std::string buf;
+    int e = with_xattr_path(*t, [&](const std::string& p, bool follow) {
+        auto list = follow ? ::listxattr : ::llistxattr;
+        for (;;) {
+            ssize_t size = list(p.c_str(), nullptr, 0);
+            if (size < 0) return errno;
+            buf.resize(static_cast<std::size_t>(size));
+            ssize_t n = list(p.c_str(), buf.data(), buf.size());
+            if (n < 0 && errno == ERANGE) continue;
+            if (n < 0) return errno;
+            buf.resize(static_cast<std::size_t>(n));
+            return 0;
+        }
+    });
+    if (e) return fail(e, "listxattr", t->path);
+    std::vector<std::string> names;
+    for (std::size_t start = 0; start < buf.size();) {
+        std::size_t end = buf.find('\0', start);
+        if (end == std::string::npos) end = buf.size();
+        names.emplace_back(buf.substr(start, end - start));
+        start = end + 1;
+    }
+    return names;
+}
+
+Result<void> DirBackend::removexattr(std::string_view path, std::string_view name) {
+    auto t = locate(path, "removexattr");
+    if (!t) return std::unexpected(t.error());
+    const std::string key(name);
+    int e = with_xattr_path(*t, [&](const std::string& p, bool follow) {
+        auto remove = follow ? ::removexattr : ::lremovexattr;
+        return result_of(remove(p.c_str(), key.c_str()));
+    });
+    if (e) return fail(e, "removexattr", t->path);
+    return {};
+}
+
+}  // namespace packfs::dir

@@ -1,0 +1,395 @@
+// The dir backend: lookups, listing, open and truncate; and how a backend is made.
+#include "dir/dir_backend.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "core/host_stat.hpp"
+#include "core/refuse_mutations.hpp"
+#include "packfs/path.hpp"
+
+namespace packfs::dir {
+namespace {
+
+constexpr unsigned kStatxMask = STATX_BASIC_STATS;
+
+bool is_special(FileType type) noexcept {
+    return type != FileType::regular && type != FileType::directory &&
+           type != FileType::symlink;
+}
+
+}  // namespace
+
+std::string proc_fd_path(int fd, std::string_view name) {
+    if (name.empty()) return fmt::format("/proc/self/fd/{}", fd);
+    return fmt::format("/proc/self/fd/{}/{}", fd, name);
+}
+
+DirBackend::DirBackend(Fd root, PathResolver resolver, const DirOptions& options)
+    : root_(std::move(root)),
+      resolver_(resolver),
+      cache_(root_.get(), options.cache_dirs ? options.cache_capacity : 0) {}
+
+Result<Located> DirBackend::locate(std::string_view path, std::string_view op) {
+    auto normal = normalize_path(path, op);
+    if (!normal) return std::unexpected(normal.error());
+    Located t;
+    t.path = std::move(*normal);
+    t.root = t.path == "/";
+    t.trailing_slash = !t.root && has_trailing_slash(path);
+    t.parent_length = path_parent(t.path).size();
+    t.name = t.root ? std::string(".") : std::string(path_basename(t.path));
+    return t;
+}
+
+std::expected<ParentDir, int> DirBackend::parent_of(const Located& t) {
+    const std::string_view parent = t.parent();
+    if (parent == "/") return ParentDir(root_.get());
+    auto cached = cache_.lookup(parent);
+    if (cached.node) return ParentDir(std::move(cached.node));
+    if (cached.error != 0) return std::unexpected(cached.error);
+    // Not cacheable (a symlink on the way) or no cache: resolve under the containment.
+    auto fd = resolver_.open(root_.get(), parent.substr(1), O_PATH | O_DIRECTORY);
+    if (!fd) return std::unexpected(fd.error());
+    return ParentDir(std::move(*fd));
+}
+
+bool DirBackend::is_removed(int dir_fd) noexcept {
+    struct statx st;
+    return ::statx(dir_fd, "", AT_EMPTY_PATH, STATX_NLINK, &st) == 0 && st.stx_nlink == 0;
+}
+
+int DirBackend::stat_at(int dir, const char* name, int flags, Stat& out) noexcept {
+    struct statx st;
+    if (::statx(dir, name, flags | AT_STATX_SYNC_AS_STAT, kStatxMask, &st) != 0) return errno;
+    out = stat_from_statx(st);
+    return 0;
+}
+
+std::expected<Fd, int> DirBackend::open_object(const Located& t, int flags, uint32_t mode) const {
+    if (t.trailing_slash) flags |= O_DIRECTORY;
+    return resolver_.open(root_.get(), t.relative(), flags, mode);
+}
+
+std::expected<Fd, int> DirBackend::open_followed(const Located& t, int flags,
+                                                 uint32_t mode) const {
+    auto object = open_object(t, O_PATH | (flags & O_DIRECTORY));
+    if (!object) {
+        // A dangling link with O_CREAT creates its target, under the containment.
+        if (object.error() == ENOENT && (flags & O_CREAT)) return open_object(t, flags, mode);
+        return object;
+    }
+    if ((flags & O_CREAT) && (flags & O_EXCL)) return std::unexpected(EEXIST);
+    Stat st;
+    if (int e = stat_at(object->get(), "", AT_EMPTY_PATH, st)) return std::unexpected(e);
+    if (is_special(st.type)) return std::unexpected(ENOTSUP);
+    if (st.type == FileType::directory && (flags & O_CREAT)) return std::unexpected(EISDIR);
+    const int reopen = flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW);
+    int fd = ::open(proc_fd_path(object->get()).c_str(), reopen | O_CLOEXEC);
+    if (fd < 0) return std::unexpected(errno);
+    return Fd(fd);
+}
+
+// --- metadata and names ---------------------------------------------------------------
+
+Result<Stat> DirBackend::stat(std::string_view path) {
+    auto t = locate(path, "stat");
+    if (!t) return std::unexpected(t.error());
+    Stat st;
+    if (t->root) {
+        if (int e = stat_at(root_.get(), "", AT_EMPTY_PATH, st)) return fail(e, "stat", t->path);
+        return st;
+    }
+    if (!t->trailing_slash) {
+        // One statx in the parent; only a symlink needs the walk that follows it.
+        int e = in_parent(*t, [&](int dir) {
+            return stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st);
+        });
+        if (e) return fail(e, "stat", t->path);
+        if (st.type != FileType::symlink) return st;
+    }
+    auto fd = open_object(*t, O_PATH);
+    if (!fd) return fail(fd.error(), "stat", t->path);
+    if (int e = stat_at(fd->get(), "", AT_EMPTY_PATH, st)) return fail(e, "stat", t->path);
+    return st;
+}
+
+Result<Stat> DirBackend::lstat(std::string_view path) {
+    auto t = locate(path, "lstat");
+    if (!t) return std::unexpected(t.error());
+    // "link/" names what the link points to, as POSIX says: that is stat's walk.
+    if (t->root || t->trailing_slash) return stat(t->path + (t->root ? "" : "/"));
+    Stat st;
+    int e = in_parent(*t, [&](int dir) {
+        return stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st);
+    });
+    if (e) return fail(e, "lstat", t->path);
+    return st;
+}
+
+Result<std::string> DirBackend::readlink(std::string_view path) {
+    auto t = locate(path, "readlink");
+    if (!t) return std::unexpected(t.error());
+    if (t->root) return fail(EINVAL, "readlink", t->path);
+    if (t->trailing_slash) {
+        // "link/" is the directory it leads to, which is not a link.
+        auto fd = open_object(*t, O_PATH);
+        return fail(fd ? EINVAL : fd.error(), "readlink", t->path);
+    }
+    std::string target(kMaxPathLength + 1, '\0');
+    ssize_t n = 0;
+    int e = in_parent(*t, [&](int dir) {
+        n = ::readlinkat(dir, t->name.c_str(), target.data(), target.size());
+        return n < 0 ? errno : 0;
+    });
+    if (e) return fail(e, "readlink", t->path);
+    target.resize(static_cast<std::size_t>(n));
+    return target;
+}
+
+Result<std::vector<DirEntry>> DirBackend::readdir(std::string_view path) {
+    auto t = locate(path, "readdir");
+    if (!t) return std::unexpected(t.error());
+    constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    Fd dir;
+    if (t->root) {
+        dir = Fd(::openat(root_.get(), ".", kFlags));
+        if (!dir) return fail(errno, "readdir", t->path);
+    } else {
+        bool through_link = false;
+        int e = in_parent(*t, [&](int parent) {
+            dir = Fd(::openat(parent, t->name.c_str(), kFlags | O_NOFOLLOW));
+            if (dir) return 0;
+            const int open_error = errno;
+            // O_DIRECTORY|O_NOFOLLOW says ENOTDIR for a symlink too: look which it is.
+            Stat st;
+            if (open_error == ENOTDIR && stat_at(parent, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st) == 0 &&
+                st.type == FileType::symlink) {
+                through_link = true;
+                return 0;
+            }
+            return open_error;
+        });
+        if (e) return fail(e, "readdir", t->path);
+        if (through_link) {
+            auto fd = open_object(*t, kFlags);
+            if (!fd) return fail(fd.error(), "readdir", t->path);
+            dir = std::move(*fd);
+        }
+    }
+    std::vector<DirEntry> out;
+    alignas(8) char buf[32768];
+    for (;;) {
+        ssize_t n = ::getdents64(dir.get(), buf, sizeof buf);
+        if (n < 0) return fail(errno, "readdir", t->path);
+        if (n == 0) break;
+        for (ssize_t at = 0; at < n;) {
+            const auto* d = reinterpret_cast<const dirent64*>(buf + at);
+            at += d->d_reclen;
+            std::string_view name = d->d_name;
+            if (name == "." || name == "..") continue;
+            DirEntry entry{std::string(name), d->d_ino, FileType::regular};
+            if (!file_type_from_dirent(d->d_type, entry.type)) {
+                Stat st;  // a filesystem without d_type: one statx for this entry
+                if (stat_at(dir.get(), d->d_name, AT_SYMLINK_NOFOLLOW, st) == 0) entry.type = st.type;
+            }
+            out.push_back(std::move(entry));
+        }
+    }
+    return out;
+}
+
+Result<StatFs> DirBackend::statfs(std::string_view path) {
+    auto t = locate(path, "statfs");
+    if (!t) return std::unexpected(t.error());
+    Fd object;
+    if (!t->root) {
+        auto fd = open_object(*t, O_PATH);
+        if (!fd) return fail(fd.error(), "statfs", t->path);
+        object = std::move(*fd);
+    }
+    struct statvfs sv;
+    if (::fstatvfs(t->root ? root_.get() : object.get(), &sv) != 0)
+        return fail(errno, "statfs", t->path);
+    StatFs out;
+    out.block_size = sv.f_frsize;
+    out.blocks = sv.f_blocks;
+    out.blocks_free = sv.f_bavail;
+    out.files = sv.f_files;
+    out.files_free = sv.f_favail;
+    out.name_max = static_cast<uint32_t>(sv.f_namemax);
+    return out;
+}
+
+// --- files ----------------------------------------------------------------------------
+
+Result<FileHandle> DirBackend::open(std::string_view path, int flags, uint32_t mode) {
+    auto t = locate(path, "open");
+    if (!t) return std::unexpected(t.error());
+    constexpr int kAllowed = O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NOFOLLOW |
+                             O_DIRECTORY;
+    flags &= kAllowed;
+    if (t->trailing_slash) flags |= O_DIRECTORY;
+    const bool create = flags & O_CREAT;
+    const bool exclusive = create && (flags & O_EXCL);
+    if (t->root) {
+        if (exclusive) return fail(EEXIST, "open", t->path);
+        if (create) return fail(EISDIR, "open", t->path);
+        int fd = ::openat(root_.get(), ".", flags | O_CLOEXEC);
+        if (fd < 0) return fail(errno, "open", t->path);
+        return make_dir_file(Fd(fd));
+    }
+    // O_NONBLOCK: a name swapped for a fifo between the look and the open must not hang us;
+    // on a regular file or a directory it changes nothing.
+    const int kflags = flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    const std::string name = t->name;
+    Fd fd;
+    if (exclusive) {
+        // O_CREAT|O_EXCL never follows and only ever makes a regular file: one openat.
+        if (t->trailing_slash) return fail(EISDIR, "open", t->path);
+        int e = in_parent(*t, [&](int dir) {
+            fd = Fd(::openat(dir, name.c_str(), kflags, mode & 07777));
+            return fd ? 0 : errno;
+        });
+        if (e) return fail(e, "open", t->path);
+        return make_dir_file(std::move(fd));
+    }
+    // Look first: a special file is never opened (a device's open can act), a symlink is
+    // followed by the resolver, never by the kernel from the parent.
+    Stat st;
+    bool follow = false;
+    int e = in_parent(*t, [&](int dir) {
+        int err = stat_at(dir, name.c_str(), AT_SYMLINK_NOFOLLOW, st);
+        if (err == ENOENT && create && !t->trailing_slash) {
+            fd = Fd(::openat(dir, name.c_str(), kflags, mode & 07777));
+            return fd ? 0 : errno;
+        }
+        if (err != 0) return err;
+        if (st.type == FileType::symlink) {
+            if (flags & O_NOFOLLOW) return ELOOP;
+            follow = true;
+            return 0;
+        }
+        if (t->trailing_slash && st.type != FileType::directory) return ENOTDIR;
+        if (is_special(st.type)) return ENOTSUP;
+        fd = Fd(::openat(dir, name.c_str(), kflags & ~O_CREAT, 0));
+        return fd ? 0 : errno;
+    });
+    if (e == ENOENT && create && t->trailing_slash) e = EISDIR;
+    if (e) return fail(e, "open", t->path);
+    if (follow) {
+        auto target = open_followed(*t, flags | O_NONBLOCK, mode);
+        if (!target) return fail(target.error(), "open", t->path);
+        fd = std::move(*target);
+    }
+    return make_dir_file(std::move(fd));
+}
+
+Result<void> DirBackend::truncate(std::string_view path, uint64_t size) {
+    auto t = locate(path, "truncate");
+    if (!t) return std::unexpected(t.error());
+    if (t->root) return fail(EISDIR, "truncate", t->path);
+    Fd fd;
+    Stat st;
+    bool follow = t->trailing_slash;
+    if (!follow) {
+        int e = in_parent(*t, [&](int dir) {
+            int err = stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st);
+            if (err != 0) return err;
+            if (st.type == FileType::symlink) {
+                follow = true;
+                return 0;
+            }
+            if (st.type == FileType::directory) return EISDIR;
+            if (st.type != FileType::regular) return EINVAL;
+            fd = Fd(::openat(dir, t->name.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+            return fd ? 0 : errno;
+        });
+        if (e) return fail(e, "truncate", t->path);
+    }
+    if (follow) {
+        auto target = open_followed(*t, O_WRONLY | O_NONBLOCK, 0);
+        if (!target) {
+            const int e = target.error() == ENOTSUP ? EINVAL : target.error();
+            return fail(e, "truncate", t->path);
+        }
+        fd = std::move(*target);
+    }
+    if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) return fail(errno, "truncate", t->path);
+    return {};
+}
+
+Result<std::shared_ptr<Backend>> DirBackend::snapshot() {
+    // A host directory keeps no versions: a frozen copy would be a copy.
+    return fail(ENOTSUP, "snapshot");
+}
+
+// --- the read-only variant and the factory -----------------------------------------------
+
+namespace {
+
+class ReadOnlyDirBackend final : public RefuseMutations<DirBackend> {
+public:
+    using RefuseMutations<DirBackend>::RefuseMutations;
+
+    // What exists answers first, as on a read-only mount: EEXIST for O_EXCL on a name that is
+    // there, ENOENT without O_CREAT on one that is not, EROFS for anything that would write.
+    Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override {
+        const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+        const bool create = flags & O_CREAT;
+        if (!writes && !create) return DirBackend::open(path, flags, mode);
+        auto st = lstat(path);
+        if (!st) {
+            if (st.error().code() == ENOENT && create) return fail(EROFS, "open", path);
+            return std::unexpected(st.error());
+        }
+        if (create && (flags & O_EXCL)) return fail(EEXIST, "open", path);
+        if (writes) return fail(EROFS, "open", path);
+        return DirBackend::open(path, flags & ~O_CREAT, mode);
+    }
+};
+
+}  // namespace
+}  // namespace packfs::dir
+
+namespace packfs {
+
+using dir::DirBackend;
+
+Result<std::shared_ptr<Backend>> open_dir_backend(const std::string& host_dir,
+                                                  const DirOptions& options) {
+    Fd root(::open(host_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root) return fail(errno, "open_dir_backend", host_dir);
+    auto resolver = dir::PathResolver::make(options.containment, options.resolver);
+    if (!resolver) return fail(resolver.error(), "open_dir_backend", host_dir);
+    if (options.read_only)
+        return std::make_shared<dir::ReadOnlyDirBackend>(std::move(root), *resolver, options);
+    return std::make_shared<DirBackend>(std::move(root), *resolver, options);
+}
+
+const char* containment_name(Containment c) noexcept {
+    switch (c) {
+        case Containment::beneath: return "beneath";
+        case Containment::in_root: return "in_root";
+        case Containment::no_symlinks: return "no_symlinks";
+    }
+    return "?";
+}
+
+const char* resolver_name(Resolver r) noexcept {
+    switch (r) {
+        case Resolver::automatic: return "automatic";
+        case Resolver::openat2: return "openat2";
+        case Resolver::walk: return "walk";
+    }
+    return "?";
+}
+
+}  // namespace packfs
