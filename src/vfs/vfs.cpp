@@ -524,9 +524,10 @@ Result<void> VfsImpl::two_paths(std::string_view from, std::string_view to, std:
     const Member* m = *found;
     if (!m) {
         // No member has the source: the first writable one answers, so the error is the one
-        // its own checks give first (a destination under a file is ENOTDIR, not ENOENT).
+        // its own checks give first (a destination under a file is ENOTDIR, not ENOENT). With
+        // none writable the first answers, as a read-only filesystem does: EROFS.
         m = first_writable(*s.members);
-        if (!m) return fail(ENOENT, op, from);
+        if (!m) m = &s.members->front();
         return renamed(call(*m->backend, s.inner(), d.inner()), from);
     }
     if (s.members->size() > 1) {
