@@ -4,6 +4,7 @@
 
 #include "bench/backend_target.hpp"
 #include "bench/raw_target.hpp"
+#include "packfs/dir.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/vfs.hpp"
 
@@ -27,9 +28,20 @@ Result<std::unique_ptr<Target>> make_vfs(const std::string&) {
     return make_backend_target(std::move(vfs));
 }
 
+// The dir backend over a fresh host directory beside raw's, default options (containment
+// beneath, openat2, directory cache on): the difference to "raw" is what containment costs.
+Result<std::unique_ptr<Target>> make_dir(const std::string& scratch) {
+    auto dir = TempDir::create(scratch, "dir-");
+    if (!dir) return std::unexpected(dir.error());
+    auto fs = open_dir_backend(dir->path());
+    if (!fs) return std::unexpected(fs.error());
+    return make_backend_target(std::move(*fs), std::move(*dir));
+}
+
 const std::array kAdapters{
     BackendAdapter{"mem", AdapterRole::subject, true, make_mem},
     BackendAdapter{"vfs", AdapterRole::subject, true, make_vfs},
+    BackendAdapter{"dir", AdapterRole::subject, false, make_dir},
     BackendAdapter{"raw", AdapterRole::baseline, false,
                    [](const std::string& scratch) { return make_raw_target(scratch, false); }},
     BackendAdapter{"raw+fsync", AdapterRole::durable, false,

@@ -9,27 +9,7 @@ packfs="$1"
 work=$(mktemp -d)
 trap 'chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work"
-failures=0
-check() {  # check "what" command...: the command must succeed
-    local what="$1"
-    shift
-    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; failures=$((failures + 1)); fi
-}
-# The exit code of a command, without tripping set -e.
-code_of() { set +e; "$@" >"$work/last.out" 2>"$work/last.err"; echo $?; set -e; }
-expect_code() {  # expect_code "what" CODE command...
-    local what="$1" want="$2"
-    shift 2
-    local got
-    got=$(code_of "$@")
-    if [ "$got" -eq "$want" ]; then
-        echo "ok: $what (exit $got)"
-    else
-        echo "FAIL: $what: exit $got, expected $want"
-        cat "$work/last.out" "$work/last.err"
-        failures=$((failures + 1))
-    fi
-}
+source "$(dirname "$0")/common.sh"
 set_xattr() {  # set_xattr FILE NAME VALUE
     if command -v setfattr >/dev/null; then
         setfattr -n "$2" -v "$3" "$1"
@@ -236,8 +216,9 @@ expect_code "bad --block-size" 2 "$packfs" build --block-size 3000 "$src" x.pack
 expect_code "missing SOURCE" 1 "$packfs" ls "$work/nope.pack"
 check "  names it" grep -q 'nope.pack: No such file or directory' "$work/last.err"
 expect_code "missing SRC of build" 1 "$packfs" build "$work/nosrc" x.pack
-expect_code "a directory as SOURCE" 1 "$packfs" ls "$src"
-check "  says directories are not supported yet" grep -q 'SOURCE is a directory' "$work/last.err"
+expect_code "a directory as SOURCE is served (tests/cli/dir_cli_test.sh)" 0 "$packfs" ls "$src"
+expect_code "a fifo as SOURCE" 1 "$packfs" ls "$src/fifo"
+check "  says what a SOURCE must be" grep -q 'neither a pack file nor a directory' "$work/last.err"
 expect_code "bad PATH" 1 "$packfs" stat raw.pack /no/such
 check "  names it" grep -q '/no/such: No such file or directory' "$work/last.err"
 expect_code "cat of a directory" 1 "$packfs" cat raw.pack /docs

@@ -16,7 +16,7 @@ Command add_bench_command(CLI::App& parent) {
     sub->add_option("--filter", options->filters,
                     "Run only categories whose name contains SUBSTR (repeatable)")
         ->type_name("SUBSTR");
-    sub->add_option("--backends", options->backends, "Run only these backends (mem, vfs, raw, raw+fsync, pack)")
+    sub->add_option("--backends", options->backends, "Run only these backends (mem, vfs, dir, raw, raw+fsync, pack)")
         ->delimiter(',')
         ->type_name("LIST");
     sub->add_option("--json", options->json_path, "Also write the figures to FILE as JSON")

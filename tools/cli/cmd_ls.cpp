@@ -140,7 +140,7 @@ Command add_ls_command(CLI::App& parent) {
     sub->add_flag("-l", args->long_format, "Long format: mode, links, owner, size, mtime");
     sub->add_flag("-R", args->recursive, "List subdirectories recursively");
     sub->add_flag("--json", args->json, "Print the listing as one JSON object");
-    sub->add_option("SOURCE", args->source, "Pack file")->required();
+    sub->add_option("SOURCE", args->source, "Pack file or directory")->required();
     sub->add_option("PATH", args->path, "Path inside SOURCE (default /)");
     return {sub, [args](const std::string&) {
                 const Output out(args->json);

@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "packfs/dir.hpp"
+
 namespace packfs::cli {
 
 namespace {
@@ -34,9 +36,16 @@ Result<std::shared_ptr<Backend>> open_source(std::string_view spec) {
             if (!pack) return std::unexpected(pack.error());
             return std::shared_ptr<Backend>(std::move(*pack));
         }
-        case SourceKind::directory:
-            // Later: a volume directory (it holds a manifest), else a host directory.
-            return fail(EISDIR, kSourceKind, spec);
+        case SourceKind::directory: {
+            // A host directory, read-only and contained: no path given on the command line
+            // and no symlink inside can reach outside it (later: a volume directory, which
+            // holds a manifest, is recognised here first).
+            DirOptions options;
+            options.read_only = true;
+            auto dir = open_dir_backend(std::string(spec), options);
+            if (!dir) return std::unexpected(dir.error());
+            return std::move(*dir);
+        }
     }
     return fail(EINVAL, kSourceKind, spec);
 }
@@ -52,9 +61,7 @@ Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec) {
 Failure source_failure(const Error& error) {
     Failure out = Failure::from(error);
     if (error.op() != kSourceKind) return out;
-    if (error.code() == EISDIR) {
-        out.message = "SOURCE is a directory; host directories are not supported yet";
-    } else if (error.code() == EINVAL) {
+    if (error.code() == EINVAL) {
         out.message = "SOURCE is neither a pack file nor a directory";
     }
     return out;

@@ -1,6 +1,6 @@
-// The one place a command turns a SOURCE argument into a Backend. Today a SOURCE is a pack
-// file; a volume directory and a host directory come later and are recognised here, so no
-// command changes when they do.
+// The one place a command turns a SOURCE argument into a Backend. A SOURCE is a pack file or
+// a host directory (served by the dir backend, read-only, contained beneath it); a volume
+// directory comes later and is recognised here, so no command changes when it does.
 #pragma once
 
 #include <memory>
@@ -17,15 +17,16 @@ enum class SourceKind { pack, directory };
 
 Result<SourceKind> source_kind(std::string_view spec);
 
-// Opens SOURCE read-only: a regular file is opened as a pack.
+// Opens SOURCE read-only: a regular file as a pack, a directory with the dir backend (default
+// containment: a ".." or a symlink pointing out is EXDEV, a magic link ELOOP).
 Result<std::shared_ptr<Backend>> open_source(std::string_view spec);
 
 // For the commands that take a PACK only (verify, info).
 Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec);
 
 // The failure to show for an error of open_source/open_pack_file: the error itself, with a
-// sentence instead of strerror where the code alone would mislead (a directory given as
-// SOURCE, a file that is not a pack).
+// sentence instead of strerror where the code alone would mislead (a SOURCE that is neither
+// a file nor a directory, a file that is not a pack).
 Failure source_failure(const Error& error);
 
 }  // namespace packfs::cli
