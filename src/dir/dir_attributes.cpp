@@ -37,6 +37,24 @@ timespec to_timespec(const TimeUpdate& u) noexcept {
     return timespec{static_cast<time_t>(u.time.sec), static_cast<long>(u.time.nsec)};
 }
 
+// A variable-size answer (an xattr value, a name list): one call into 4 KiB, which holds
+// nearly every value; only a longer one costs the call that asks its size, and a value that
+// grew in between is asked again.
+template <class Call>
+int read_sized(std::string& out, Call&& call) {
+    out.resize(4096);
+    ssize_t n = call(out.data(), out.size());
+    while (n < 0 && errno == ERANGE) {
+        ssize_t size = call(nullptr, 0);
+        if (size < 0) return errno;
+        out.resize(static_cast<std::size_t>(size));
+        n = call(out.data(), out.size());
+    }
+    if (n < 0) return errno;
+    out.resize(static_cast<std::size_t>(n));
+    return 0;
+}
+
 int xattr_flags(XattrMode mode) noexcept {
     switch (mode) {
         case XattrMode::create: return XATTR_CREATE;
@@ -164,16 +182,9 @@ Result<std::string> DirBackend::getxattr(std::string_view path, std::string_view
     std::string value;
     int e = with_xattr_path(*t, [&](const std::string& p, bool follow) {
         auto get = follow ? ::getxattr : ::lgetxattr;
-        for (;;) {
-            ssize_t size = get(p.c_str(), key.c_str(), nullptr, 0);
-            if (size < 0) return errno;
-            value.resize(static_cast<std::size_t>(size));
-            ssize_t n = get(p.c_str(), key.c_str(), value.data(), value.size());
-            if (n < 0 && errno == ERANGE) continue;  // grew in between
-            if (n < 0) return errno;
-            value.resize(static_cast<std::size_t>(n));
-            return 0;
-        }
+        return read_sized(value, [&](char* buf, std::size_t size) {
+            return get(p.c_str(), key.c_str(), buf, size);
+        });
     });
     if (e) return fail(e, "getxattr", t->path);
     return value;
@@ -198,16 +209,9 @@ Result<std::vector<std::string>> DirBackend::listxattr(std::string_view path) {
     std::string buf;
     int e = with_xattr_path(*t, [&](const std::string& p, bool follow) {
         auto list = follow ? ::listxattr : ::llistxattr;
-        for (;;) {
-            ssize_t size = list(p.c_str(), nullptr, 0);
-            if (size < 0) return errno;
-            buf.resize(static_cast<std::size_t>(size));
-            ssize_t n = list(p.c_str(), buf.data(), buf.size());
-            if (n < 0 && errno == ERANGE) continue;
-            if (n < 0) return errno;
-            buf.resize(static_cast<std::size_t>(n));
-            return 0;
-        }
+        return read_sized(buf, [&](char* out, std::size_t size) {
+            return list(p.c_str(), out, size);
+        });
     });
     if (e) return fail(e, "listxattr", t->path);
     std::vector<std::string> names;
