@@ -132,6 +132,14 @@ Result<void> DirBackend::utimens(std::string_view path, TimeUpdate atime, TimeUp
                                  Follow follow) {
     auto t = locate(path, "utimens");
     if (!t) return std::unexpected(t.error());
+    if (atime.kind == TimeUpdate::Kind::omit && mtime.kind == TimeUpdate::Kind::omit) {
+        // utimensat(2) returns 0 for two UTIME_OMITs without looking the path up; the
+        // contract looks: a missing path is ENOENT whatever the times say.
+        auto st = follow == Follow::yes ? stat(t->path + (t->trailing_slash ? "/" : ""))
+                                        : lstat(t->path + (t->trailing_slash ? "/" : ""));
+        if (!st) return fail(st.error().code(), "utimens", t->path);
+        return {};
+    }
     const timespec times[2] = {to_timespec(atime), to_timespec(mtime)};
     auto on_fd = [&](int fd) -> Result<void> {
         if (::utimensat(fd, "", times, AT_EMPTY_PATH) != 0) return fail(errno, "utimens", t->path);

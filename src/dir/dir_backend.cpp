@@ -33,7 +33,8 @@ std::string proc_fd_path(int fd, std::string_view name) {
 }
 
 DirBackend::DirBackend(Fd root, PathResolver resolver, const DirOptions& options)
-    : root_(std::move(root)),
+    : read_only_(options.read_only),
+      root_(std::move(root)),
       resolver_(resolver),
       cache_(root_.get(), options.cache_dirs ? options.cache_capacity : 0) {}
 
@@ -83,14 +84,15 @@ std::expected<Fd, int> DirBackend::open_followed(const Located& t, int flags,
     auto object = open_object(t, O_PATH | (flags & O_DIRECTORY));
     if (!object) {
         // A dangling link with O_CREAT creates its target, under the containment.
-        if (object.error() == ENOENT && (flags & O_CREAT)) return open_object(t, flags, mode);
+        if (object.error() == ENOENT && (flags & O_CREAT)) {
+            if (read_only_) return std::unexpected(EROFS);
+            return open_object(t, flags, mode);
+        }
         return object;
     }
-    if ((flags & O_CREAT) && (flags & O_EXCL)) return std::unexpected(EEXIST);
     Stat st;
     if (int e = stat_at(object->get(), "", AT_EMPTY_PATH, st)) return std::unexpected(e);
-    if (is_special(st.type)) return std::unexpected(ENOTSUP);
-    if (st.type == FileType::directory && (flags & O_CREAT)) return std::unexpected(EISDIR);
+    if (int e = judge_open(st, flags)) return std::unexpected(e);
     const int reopen = flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW);
     int fd = ::open(proc_fd_path(object->get()).c_str(), reopen | O_CLOEXEC);
     if (fd < 0) return std::unexpected(errno);
@@ -241,8 +243,10 @@ Result<FileHandle> DirBackend::open(std::string_view path, int flags, uint32_t m
     const bool exclusive = create && (flags & O_EXCL);
     if (t->root) {
         if (exclusive) return fail(EEXIST, "open", t->path);
-        if (create) return fail(EISDIR, "open", t->path);
-        int fd = ::openat(root_.get(), ".", flags | O_CLOEXEC);
+        Stat st;
+        if (int e = stat_at(root_.get(), "", AT_EMPTY_PATH, st)) return fail(e, "open", t->path);
+        if (int e = judge_open(st, flags)) return fail(e, "open", t->path);
+        int fd = ::openat(root_.get(), ".", (flags & ~O_NOFOLLOW) | O_CLOEXEC);
         if (fd < 0) return fail(errno, "open", t->path);
         return make_dir_file(Fd(fd));
     }
@@ -251,9 +255,13 @@ Result<FileHandle> DirBackend::open(std::string_view path, int flags, uint32_t m
     const int kflags = flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
     const std::string name = t->name;
     Fd fd;
-    if (exclusive) {
+    if (create && t->trailing_slash) {
+        // "x/" with O_CREAT is EISDIR whatever x is, once the parent resolved (as Linux).
+        int e = in_parent(*t, [](int) { return 0; });
+        return fail(e ? e : EISDIR, "open", t->path);
+    }
+    if (exclusive && !read_only_) {
         // O_CREAT|O_EXCL never follows and only ever makes a regular file: one openat.
-        if (t->trailing_slash) return fail(EISDIR, "open", t->path);
         int e = in_parent(*t, [&](int dir) {
             fd = Fd(::openat(dir, name.c_str(), kflags, mode & 07777));
             return fd ? 0 : errno;
@@ -267,22 +275,27 @@ Result<FileHandle> DirBackend::open(std::string_view path, int flags, uint32_t m
     bool follow = false;
     int e = in_parent(*t, [&](int dir) {
         int err = stat_at(dir, name.c_str(), AT_SYMLINK_NOFOLLOW, st);
-        if (err == ENOENT && create && !t->trailing_slash) {
+        if (err == ENOENT && create) {
+            if (read_only_) return EROFS;
             fd = Fd(::openat(dir, name.c_str(), kflags, mode & 07777));
             return fd ? 0 : errno;
         }
         if (err != 0) return err;
-        if (st.type == FileType::symlink) {
-            if (flags & O_NOFOLLOW) return ELOOP;
+        if (exclusive) return EEXIST;
+        if (st.type == FileType::symlink && !t->trailing_slash) {
+            // Linux checks O_DIRECTORY before refusing the link itself.
+            if (flags & O_NOFOLLOW) return (flags & O_DIRECTORY) ? ENOTDIR : ELOOP;
             follow = true;
             return 0;
         }
-        if (t->trailing_slash && st.type != FileType::directory) return ENOTDIR;
-        if (is_special(st.type)) return ENOTSUP;
+        if (st.type == FileType::symlink) {  // "link/" follows, even under O_NOFOLLOW
+            follow = true;
+            return 0;
+        }
+        if (int judged = judge_open(st, flags)) return judged;
         fd = Fd(::openat(dir, name.c_str(), kflags & ~O_CREAT, 0));
         return fd ? 0 : errno;
     });
-    if (e == ENOENT && create && t->trailing_slash) e = EISDIR;
     if (e) return fail(e, "open", t->path);
     if (follow) {
         auto target = open_followed(*t, flags | O_NONBLOCK, mode);
@@ -290,6 +303,19 @@ Result<FileHandle> DirBackend::open(std::string_view path, int flags, uint32_t m
         fd = std::move(*target);
     }
     return make_dir_file(std::move(fd));
+}
+
+int DirBackend::judge_open(const Stat& st, int flags) const noexcept {
+    // Linux's order (fs/namei.c do_open, may_open); then the contract's ENOTSUP for special
+    // files, then a read-only backend's EROFS for what would write.
+    const bool dir = st.type == FileType::directory;
+    const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+    if ((flags & O_CREAT) && dir) return EISDIR;
+    if ((flags & O_DIRECTORY) && !dir) return ENOTDIR;
+    if (dir && writes) return EISDIR;
+    if (is_special(st.type)) return ENOTSUP;
+    if (read_only_ && writes) return EROFS;
+    return 0;
 }
 
 Result<void> DirBackend::truncate(std::string_view path, uint64_t size) {
@@ -339,21 +365,8 @@ class ReadOnlyDirBackend final : public RefuseMutations<DirBackend> {
 public:
     using RefuseMutations<DirBackend>::RefuseMutations;
 
-    // What exists answers first, as on a read-only mount: EEXIST for O_EXCL on a name that is
-    // there, ENOENT without O_CREAT on one that is not, EROFS for anything that would write.
-    Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override {
-        const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-        const bool create = flags & O_CREAT;
-        if (!writes && !create) return DirBackend::open(path, flags, mode);
-        auto st = lstat(path);
-        if (!st) {
-            if (st.error().code() == ENOENT && create) return fail(EROFS, "open", path);
-            return std::unexpected(st.error());
-        }
-        if (create && (flags & O_EXCL)) return fail(EEXIST, "open", path);
-        if (writes) return fail(EROFS, "open", path);
-        return DirBackend::open(path, flags & ~O_CREAT, mode);
-    }
+    // open() is DirBackend's own: it answers what exists first, as a read-only mount does,
+    // and EROFS only where it would write (judge_open).
 };
 
 }  // namespace

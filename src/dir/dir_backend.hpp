@@ -150,10 +150,15 @@ protected:
     template <class Call>
     int with_xattr_path(const Located& t, Call&& call);
 
+    // What open() answers for an existing object of `st`'s type with `flags`, before opening
+    // it: 0 to go ahead, or the errno Linux gives first (then ENOTSUP, EROFS).
+    int judge_open(const Stat& st, int flags) const noexcept;
+
     static bool is_removed(int dir_fd) noexcept;
     // lstat of `name` in `dir` into `out`; 0 or errno.
     static int stat_at(int dir, const char* name, int flags, Stat& out) noexcept;
 
+    const bool read_only_;  // open() answers EROFS for writes (mutations: RefuseMutations)
     Fd root_;
     PathResolver resolver_;
     DirCache cache_;

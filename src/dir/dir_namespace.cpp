@@ -93,11 +93,21 @@ Result<void> DirBackend::link(std::string_view existing, std::string_view new_pa
     if (!a) return std::unexpected(a.error());
     auto b = locate(new_path, "link");
     if (!b) return std::unexpected(b.error());
-    if (a->root) return fail(EPERM, "link", a->path);  // a directory cannot be linked
-    if (a->trailing_slash) {
-        // "x/" follows x to a directory (EPERM: no hard links to directories) or fails.
-        auto object = open_object(*a, O_PATH);
-        return fail(object ? EPERM : object.error(), "link", a->path);
+    // Linux's order: the existing path is looked up first (a trailing '/' follows it), then
+    // the new name (its parent, then EEXIST), and only then is a directory refused (EPERM).
+    if (a->root || a->trailing_slash) {
+        if (!a->root) {
+            auto object = open_object(*a, O_PATH);
+            if (!object) return fail(object.error(), "link", a->path);
+        }
+        if (b->root) return fail(EEXIST, "link", b->path);
+        Stat st;
+        int e = in_parent(*b, [&](int dir) {
+            return stat_at(dir, b->name.c_str(), AT_SYMLINK_NOFOLLOW, st);
+        });
+        if (e == 0) return fail(EEXIST, "link", b->path);
+        if (e != ENOENT) return fail(e, "link", b->path);
+        return fail(EPERM, "link", a->path);
     }
     if (b->root) return fail(EEXIST, "link", b->path);
     const std::string to_name = b->name_as_written();
@@ -105,6 +115,10 @@ Result<void> DirBackend::link(std::string_view existing, std::string_view new_pa
     auto e = in_parents(*a, *b, [&](int from_dir, int to_dir) {
         return result_of(::linkat(from_dir, a->name.c_str(), to_dir, to_name.c_str(), 0));
     });
+    if (e.code && e.at == &*b) {
+        // The new path's parent failed; a missing existing path is reported first.
+        if (auto st = lstat(a->path); !st) return fail(st.error().code(), "link", a->path);
+    }
     if (e.code) return fail(e.code, "link", e.at->path);
     return {};
 }

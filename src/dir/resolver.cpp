@@ -47,6 +47,27 @@ void push_components(std::vector<std::string>& pending, std::string_view path) {
     }
 }
 
+bool all_digits(std::string_view s) noexcept {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// The few procfs links that are ordinary symlinks, as openat2 follows them under
+// RESOLVE_NO_MAGICLINKS: /proc/self ("1234"), /proc/thread-self ("1234/task/1234") and the
+// compatibility links such as /proc/mounts ("self/mounts"). Every other procfs link (fd/N,
+// cwd, root, exe, ns/*, map_files/*) jumps to an object, not to its text: magic.
+bool is_plain_proc_link(std::string_view target) noexcept {
+    if (all_digits(target)) return true;
+    if (auto slash = target.find("/task/"); slash != std::string_view::npos) {
+        return all_digits(target.substr(0, slash)) && all_digits(target.substr(slash + 6));
+    }
+    constexpr std::string_view self = "self/";
+    if (target.starts_with(self)) {
+        std::string_view rest = target.substr(self.size());
+        return !rest.empty() && rest.find('/') == std::string_view::npos;
+    }
+    return false;
+}
+
 }  // namespace
 
 bool kernel_has_openat2() noexcept {
@@ -146,14 +167,16 @@ Opened PathResolver::open_walk(int root, std::string_view rel, int flags, uint32
             return std::unexpected(errno);
         if (S_ISLNK(st.st_mode)) {
             if (containment_ == Containment::no_symlinks) return std::unexpected(ELOOP);
-            struct statfs fs;
-            if (::fstatfs(fd.get(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC)
-                return std::unexpected(ELOOP);  // a magic link: its text is not where it goes
             if (++links > kMaxSymlinks) return std::unexpected(ELOOP);
             std::string target(kMaxPathLength + 1, '\0');
             ssize_t n = ::readlinkat(fd.get(), "", target.data(), target.size());
             if (n < 0) return std::unexpected(errno);
             target.resize(static_cast<std::size_t>(n));
+            struct statfs fs;
+            if (::fstatfs(fd.get(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC &&
+                !is_plain_proc_link(target)) {
+                return std::unexpected(ELOOP);  // a magic link: its text is not where it goes
+            }
             if (target.empty()) return std::unexpected(ENOENT);
             if (target.front() == '/') {
                 if (containment_ != Containment::in_root) return std::unexpected(EXDEV);
