@@ -101,12 +101,13 @@ Result<void> DirBackend::link(std::string_view existing, std::string_view new_pa
             if (!object) return fail(object.error(), "link", a->path);
         }
         if (b->root) return fail(EEXIST, "link", b->path);
+        auto dir = parent_of(*b);
+        if (!dir) return fail(dir.error(), "link", b->path);
         Stat st;
-        int e = in_parent(*b, [&](int dir) {
-            return stat_at(dir, b->name.c_str(), AT_SYMLINK_NOFOLLOW, st);
-        });
+        const int e = stat_at(dir->get(), b->name.c_str(), AT_SYMLINK_NOFOLLOW, st);
         if (e == 0) return fail(EEXIST, "link", b->path);
-        if (e != ENOENT) return fail(e, "link", b->path);
+        // A new name that is missing, written "x/", can never be made by link: ENOENT.
+        if (e != ENOENT || b->trailing_slash) return fail(e, "link", b->path);
         return fail(EPERM, "link", a->path);
     }
     if (b->root) return fail(EEXIST, "link", b->path);

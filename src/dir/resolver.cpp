@@ -18,8 +18,8 @@ namespace packfs::dir {
 namespace {
 
 constexpr int kMaxSymlinks = 40;  // the kernel's MAXSYMLINKS
-// openat2 answers EAGAIN when a rename or mount raced with a BENEATH/IN_ROOT walk; the walk
-// is simply retried, but not forever under a rename storm.
+// openat2 answers EAGAIN when a rename or mount raced with a BENEATH/IN_ROOT walk; it is
+// retried this many times, then the same path is resolved by the walk instead.
 constexpr int kMaxRaceRetries = 1000;
 
 uint64_t resolve_flags(Containment c) noexcept {
@@ -109,8 +109,11 @@ Opened PathResolver::open_openat2(int root, std::string_view rel, int flags,
     for (int attempt = 0;; ++attempt) {
         long fd = sys_openat2(root, path.c_str(), &how);
         if (fd >= 0) return Fd(static_cast<int>(fd));
-        if ((errno == EAGAIN && attempt < kMaxRaceRetries) || errno == EINTR) continue;
-        return std::unexpected(errno);
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) return std::unexpected(errno);
+        // A rename storm elsewhere on the host can fail every retry (the kernel restarts a
+        // walk with ".." whenever any rename happened): the walk has no such limit.
+        if (attempt == kMaxRaceRetries) return open_walk(root, rel, flags, mode);
     }
 }
 

@@ -23,6 +23,26 @@ std::string describe(const Error& e) {
     return fmt::format("{} ({})", errno_name(e.code()), e.message());
 }
 
+int follow_errno(const Capabilities& caps, Via via) {
+    switch (caps.symlinks) {
+        case SymlinkFollow::in_root: return 0;
+        case SymlinkFollow::beneath: return via == Via::absolute ? EXDEV : 0;
+        case SymlinkFollow::none: return ELOOP;
+    }
+    return 0;
+}
+
+::testing::AssertionResult ReadsThrough(Backend& fs, const Capabilities& caps,
+                                        std::string_view path, Via via, std::string_view want) {
+    auto content = read_file(fs, path);
+    auto followed = Follows(content, caps, via);
+    if (!followed) return followed << " reading " << path;
+    if (!content || *content == want) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "reading " << path << ": sizes " << content->size() << " vs " << want.size()
+           << ", first difference at byte " << first_difference(*content, want);
+}
+
 std::string pattern_bytes(std::size_t size, uint32_t seed) {
     std::string out(size, '\0');
     uint64_t x = 0x9E3779B97F4A7C15ull ^ (uint64_t{seed} * 0xBF58476D1CE4E5B9ull);

@@ -42,6 +42,19 @@
 
 namespace packfs::conformance {
 
+// How a backend follows the symlinks it meets while resolving a path (the dir backend's
+// Containment, dir.hpp). What acts on a symlink itself (lstat, readlink, unlink, rename, link,
+// O_NOFOLLOW, O_EXCL, Follow::no, the xattr calls) is the same in every mode.
+enum class SymlinkFollow : uint8_t {
+    // As in a virtual tree: an absolute target starts at "/" and ".." stops at "/" (chroot).
+    in_root,
+    // Only what stays beneath "/": a relative target is followed, an absolute one, or one
+    // whose ".." climbs above "/", is EXDEV.
+    beneath,
+    // Following any symlink, on the way or at the end, is ELOOP.
+    none,
+};
+
 struct Capabilities {
     // Fifos and sockets can be created with mknod, and are listed with their types.
     bool special_files = true;
@@ -64,6 +77,8 @@ struct Capabilities {
     bool lexical_dotdot = true;
     // A directory's nlink is 2 + its number of subdirectories (ext4, tmpfs; not btrfs).
     bool dir_nlink = true;
+    // What following a symlink does: see SymlinkFollow, and Follows() below.
+    SymlinkFollow symlinks = SymlinkFollow::in_root;
 };
 
 struct BackendFactory {
@@ -108,12 +123,43 @@ template <class T>
            << "expected " << want << ", got " << (r ? std::string("success") : describe(r.error()));
 }
 
+// --- following symlinks ----------------------------------------------------------------
+
+// The symlinks a path goes through: all relative and staying beneath "/", or at least one
+// that only SymlinkFollow::in_root resolves (an absolute target, or ".." climbing above "/").
+enum class Via : uint8_t { relative, absolute };
+
+// The errno a path through symlinks `via` fails with under caps.symlinks, where in_root would
+// follow them; 0 where the backend follows them too.
+int follow_errno(const Capabilities& caps, Via via);
+inline bool follows_via(const Capabilities& caps, Via via) { return follow_errno(caps, via) == 0; }
+
+// `r` came from resolving a path through symlinks `via`. Where the backend follows them it
+// must succeed, or fail with `in_root_code` when that is given (ENOENT for a dangling link);
+// elsewhere it must fail with follow_errno().
+template <class T>
+::testing::AssertionResult Follows(const Result<T>& r, const Capabilities& caps, Via via,
+                                   int in_root_code = 0) {
+    int code = follow_errno(caps, via);
+    if (code == 0) code = in_root_code;
+    return code == 0 ? IsOk(r) : FailsWith(r, code);
+}
+
+// read_file(path) through symlinks `via`: `want` where the backend follows them, else the
+// mode's errno.
+::testing::AssertionResult ReadsThrough(Backend& fs, const Capabilities& caps,
+                                        std::string_view path, Via via, std::string_view want);
+
 #define PACKFS_EXPECT_OK(expr) EXPECT_TRUE(::packfs::conformance::IsOk((expr))) << #expr
 #define PACKFS_ASSERT_OK(expr) ASSERT_TRUE(::packfs::conformance::IsOk((expr))) << #expr
 #define PACKFS_EXPECT_ERRNO(expr, code) \
     EXPECT_TRUE(::packfs::conformance::FailsWith((expr), (code))) << #expr
 #define PACKFS_ASSERT_ERRNO(expr, code) \
     ASSERT_TRUE(::packfs::conformance::FailsWith((expr), (code))) << #expr
+#define PACKFS_EXPECT_FOLLOWS(expr, caps, via) \
+    EXPECT_TRUE(::packfs::conformance::Follows((expr), (caps), (via))) << #expr
+#define PACKFS_EXPECT_FOLLOWS_ERRNO(expr, caps, via, in_root_code) \
+    EXPECT_TRUE(::packfs::conformance::Follows((expr), (caps), (via), (in_root_code))) << #expr
 
 // --- helpers ---------------------------------------------------------------------------
 

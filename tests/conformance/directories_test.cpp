@@ -132,10 +132,15 @@ TEST_P(Directories, ListingFollowsCreateUnlinkAndRename) {
 TEST_P(Directories, ReaddirFollowsSymlinkToDirectory) {
     PACKFS_ASSERT_OK(fs().mkdir("/d"));
     PACKFS_ASSERT_OK(write_file(fs(), "/d/x", ""));
-    PACKFS_ASSERT_OK(fs().symlink("/d", "/l"));
-    auto names = sorted_names(fs(), "/l");
-    PACKFS_ASSERT_OK(names);
-    EXPECT_EQ(*names, std::vector<std::string>{"x"});
+    PACKFS_ASSERT_OK(fs().symlink("/d", "/abs"));
+    PACKFS_ASSERT_OK(fs().symlink("d", "/rel"));
+    for (auto [link, via] : {std::pair{"/abs", Via::absolute}, std::pair{"/rel", Via::relative}}) {
+        auto names = sorted_names(fs(), link);
+        PACKFS_EXPECT_FOLLOWS(names, caps(), via) << " " << link;
+        if (names) {
+            EXPECT_EQ(*names, std::vector<std::string>{"x"}) << link;
+        }
+    }
 }
 
 TEST_P(Directories, ReaddirOfFileIsNotDir) {

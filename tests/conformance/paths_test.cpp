@@ -248,11 +248,14 @@ TEST_P(Paths, TrailingSlashOnDirectoryIsAccepted) {
 
 TEST_P(Paths, TrailingSlashFollowsSymlinkToDirectory) {
     PACKFS_ASSERT_OK(fs().mkdir("/d"));
-    PACKFS_ASSERT_OK(fs().symlink("/d", "/l"));
-    auto st = fs().lstat("/l/");
-    PACKFS_EXPECT_OK(st);
-    if (st) {
-        EXPECT_EQ(st->type, FileType::directory);
+    PACKFS_ASSERT_OK(fs().symlink("/d", "/abs"));
+    PACKFS_ASSERT_OK(fs().symlink("d", "/rel"));
+    for (auto [link, via] : {std::pair{"/abs/", Via::absolute}, std::pair{"/rel/", Via::relative}}) {
+        auto st = fs().lstat(link);
+        PACKFS_EXPECT_FOLLOWS(st, caps(), via) << " " << link;
+        if (st) {
+            EXPECT_EQ(st->type, FileType::directory) << link;
+        }
     }
 }
 
