@@ -1,5 +1,6 @@
 // The conformance suite against the dir backend (dir.hpp), in every containment mode, with
-// both resolvers, with the directory fd cache off, and read-only. Each backend gets a fresh
+// both resolvers, with the directory fd cache off, read-only, and mounted at "/" of a Vfs
+// (DESIGN §7: mountable through the Vfs). Each backend gets a fresh
 // temporary directory, removed with everything in it when the backend goes.
 //
 // The suite's expectations are the virtual tree's (chroot semantics, Containment::in_root);
@@ -14,6 +15,7 @@
 
 #include "conformance/conformance_suite.hpp"
 #include "packfs/dir.hpp"
+#include "packfs/vfs.hpp"
 
 namespace {
 
@@ -94,6 +96,21 @@ BackendFactory dir_factory(std::string name, DirOptions options) {
     return {std::move(name), [options] { return make_dir(options); }, caps};
 }
 
+// The dir backend (beneath, the default) mounted at "/" of a Vfs: what the dir backend
+// passes, the Vfs over it passes.
+BackendFactory vfs_over_dir_factory() {
+    Capabilities caps = host_caps();
+    caps.symlinks = SymlinkFollow::beneath;
+    return {"vfs_over_dir",
+            []() -> std::shared_ptr<packfs::Backend> {
+                auto dir = make_dir({});
+                auto vfs = packfs::Vfs::create();
+                if (!dir || !vfs || !vfs->mount("/", dir)) return nullptr;
+                return vfs;
+            },
+            caps};
+}
+
 }  // namespace
 
 PACKFS_INSTANTIATE_CONFORMANCE(
@@ -105,4 +122,5 @@ PACKFS_INSTANTIATE_CONFORMANCE(
     dir_factory("no_symlinks_walk",
                 {.containment = Containment::no_symlinks, .resolver = Resolver::walk}),
     dir_factory("in_root_uncached", {.containment = Containment::in_root, .cache_dirs = false}),
-    dir_factory("in_root_read_only", {.containment = Containment::in_root, .read_only = true}));
+    dir_factory("in_root_read_only", {.containment = Containment::in_root, .read_only = true}),
+    vfs_over_dir_factory());
