@@ -39,6 +39,17 @@ Stat stat_from_statx(const struct statx& st) noexcept {
     return out;
 }
 
+StatFs statfs_from_host(const struct statvfs& sv) noexcept {
+    StatFs out;
+    out.block_size = sv.f_frsize;
+    out.blocks = sv.f_blocks;
+    out.blocks_free = sv.f_bavail;
+    out.files = sv.f_files;
+    out.files_free = sv.f_favail;
+    out.name_max = static_cast<uint32_t>(sv.f_namemax);
+    return out;
+}
+
 bool file_type_from_dirent(unsigned char d_type, FileType& out) noexcept {
     switch (d_type) {
         case DT_REG: out = FileType::regular; return true;

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "packfs/types.hpp"
 
@@ -12,6 +13,7 @@ namespace packfs {
 
 Stat stat_from_host(const struct stat& st) noexcept;
 Stat stat_from_statx(const struct statx& st) noexcept;
+StatFs statfs_from_host(const struct statvfs& sv) noexcept;
 // The DT_* type of a dirent; false for DT_UNKNOWN (the caller must stat).
 bool file_type_from_dirent(unsigned char d_type, FileType& out) noexcept;
 

@@ -97,35 +97,47 @@ Result<void> DirBackend::chmod(std::string_view path, uint32_t mode) {
     return {};
 }
 
+// chown and utimens: `at(dir, name)` acts on the name itself in its parent (AT_SYMLINK_NOFOLLOW),
+// `on_fd(fd)` on an O_PATH fd (AT_EMPTY_PATH). A link that must be followed is followed by the
+// resolver, under the containment; a name swapped for a link after the look gets the link
+// changed, never what it points to.
+template <class At, class OnFd>
+Result<void> DirBackend::on_final(const Located& t, Follow follow, std::string_view op, At&& at,
+                                  OnFd&& on_fd) {
+    int e = 0;
+    if (t.root) {
+        e = on_fd(root_.get());
+    } else {
+        bool through_link = t.trailing_slash;
+        if (!through_link) {
+            e = in_parent(t, [&](int dir) {
+                if (follow == Follow::yes) {
+                    Stat st;
+                    if (int err = stat_at(dir, t.name.c_str(), AT_SYMLINK_NOFOLLOW, st)) return err;
+                    through_link = st.type == FileType::symlink;
+                    if (through_link) return 0;
+                }
+                return at(dir, t.name.c_str());
+            });
+        }
+        if (e == 0 && through_link) {
+            auto fd = open_object(t, O_PATH);
+            e = fd ? on_fd(fd->get()) : fd.error();
+        }
+    }
+    if (e) return fail(e, op, t.path);
+    return {};
+}
+
 Result<void> DirBackend::chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) {
     auto t = locate(path, "chown");
     if (!t) return std::unexpected(t.error());
-    auto on_fd = [&](int fd) -> Result<void> {
-        if (::fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0) return fail(errno, "chown", t->path);
-        return {};
-    };
-    if (t->root) return on_fd(root_.get());
-    bool through_link = t->trailing_slash;
-    if (!through_link) {
-        int e = in_parent(*t, [&](int dir) {
-            if (follow == Follow::yes) {
-                Stat st;
-                if (int err = stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st)) return err;
-                if (st.type == FileType::symlink) {
-                    through_link = true;
-                    return 0;
-                }
-            }
-            // Not a link (or the link itself was asked for): a name swapped for a link since
-            // the look gets the link changed, never what it points to.
-            return result_of(::fchownat(dir, t->name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW));
-        });
-        if (e) return fail(e, "chown", t->path);
-        if (!through_link) return {};
-    }
-    auto fd = open_object(*t, O_PATH);
-    if (!fd) return fail(fd.error(), "chown", t->path);
-    return on_fd(fd->get());
+    return on_final(
+        *t, follow, "chown",
+        [&](int dir, const char* name) {
+            return result_of(::fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW));
+        },
+        [&](int fd) { return result_of(::fchownat(fd, "", uid, gid, AT_EMPTY_PATH)); });
 }
 
 Result<void> DirBackend::utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
@@ -135,36 +147,18 @@ Result<void> DirBackend::utimens(std::string_view path, TimeUpdate atime, TimeUp
     if (atime.kind == TimeUpdate::Kind::omit && mtime.kind == TimeUpdate::Kind::omit) {
         // utimensat(2) returns 0 for two UTIME_OMITs without looking the path up; the
         // contract looks: a missing path is ENOENT whatever the times say.
-        auto st = follow == Follow::yes ? stat(t->path + (t->trailing_slash ? "/" : ""))
-                                        : lstat(t->path + (t->trailing_slash ? "/" : ""));
+        const std::string as_written = t->path + (t->trailing_slash ? "/" : "");
+        auto st = follow == Follow::yes ? stat(as_written) : lstat(as_written);
         if (!st) return fail(st.error().code(), "utimens", t->path);
         return {};
     }
     const timespec times[2] = {to_timespec(atime), to_timespec(mtime)};
-    auto on_fd = [&](int fd) -> Result<void> {
-        if (::utimensat(fd, "", times, AT_EMPTY_PATH) != 0) return fail(errno, "utimens", t->path);
-        return {};
-    };
-    if (t->root) return on_fd(root_.get());
-    bool through_link = t->trailing_slash;
-    if (!through_link) {
-        int e = in_parent(*t, [&](int dir) {
-            if (follow == Follow::yes) {
-                Stat st;
-                if (int err = stat_at(dir, t->name.c_str(), AT_SYMLINK_NOFOLLOW, st)) return err;
-                if (st.type == FileType::symlink) {
-                    through_link = true;
-                    return 0;
-                }
-            }
-            return result_of(::utimensat(dir, t->name.c_str(), times, AT_SYMLINK_NOFOLLOW));
-        });
-        if (e) return fail(e, "utimens", t->path);
-        if (!through_link) return {};
-    }
-    auto fd = open_object(*t, O_PATH);
-    if (!fd) return fail(fd.error(), "utimens", t->path);
-    return on_fd(fd->get());
+    return on_final(
+        *t, follow, "utimens",
+        [&](int dir, const char* name) {
+            return result_of(::utimensat(dir, name, times, AT_SYMLINK_NOFOLLOW));
+        },
+        [&](int fd) { return result_of(::utimensat(fd, "", times, AT_EMPTY_PATH)); });
 }
 
 // --- extended attributes ---------------------------------------------------------------

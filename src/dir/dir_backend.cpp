@@ -220,14 +220,7 @@ Result<StatFs> DirBackend::statfs(std::string_view path) {
     struct statvfs sv;
     if (::fstatvfs(t->root ? root_.get() : object.get(), &sv) != 0)
         return fail(errno, "statfs", t->path);
-    StatFs out;
-    out.block_size = sv.f_frsize;
-    out.blocks = sv.f_blocks;
-    out.blocks_free = sv.f_bavail;
-    out.files = sv.f_files;
-    out.files_free = sv.f_favail;
-    out.name_max = static_cast<uint32_t>(sv.f_namemax);
-    return out;
+    return statfs_from_host(sv);
 }
 
 // --- files ----------------------------------------------------------------------------

@@ -150,6 +150,11 @@ protected:
     template <class Call>
     int with_xattr_path(const Located& t, Call&& call);
 
+    // chown and utimens on the final object of `t` (see dir_attributes.cpp).
+    template <class At, class OnFd>
+    Result<void> on_final(const Located& t, Follow follow, std::string_view op, At&& at,
+                          OnFd&& on_fd);
+
     // What open() answers for an existing object of `st`'s type with `flags`, before opening
     // it: 0 to go ahead, or the errno Linux gives first (then ENOTSUP, EROFS).
     int judge_open(const Stat& st, int flags) const noexcept;

@@ -15,29 +15,13 @@
 #include <string>
 
 #include "core/fd.hpp"
+#include "core/host_stat.hpp"
 #include "pack/tree_source.hpp"
 #include "packfs/path.hpp"
 
 namespace packfs::pack {
 
 namespace {
-
-Stat stat_from_host(const struct stat& st) {
-    Stat out;
-    out.ino = st.st_ino;
-    file_type_from_mode_bits(st.st_mode, out.type);
-    out.mode = st.st_mode & 07777;
-    out.uid = st.st_uid;
-    out.gid = st.st_gid;
-    out.nlink = st.st_nlink;
-    out.size = static_cast<uint64_t>(st.st_size);
-    out.rdev = st.st_rdev;
-    out.blocks = static_cast<uint64_t>(st.st_blocks);
-    out.atime = {st.st_atim.tv_sec, st.st_atim.tv_nsec};
-    out.mtime = {st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
-    out.ctime = {st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
-    return out;
-}
 
 // "" for the root, else the path without its leading '/', for *at calls on the root fd.
 const char* relative(const std::string& path) { return path.size() <= 1 ? "." : path.c_str() + 1; }

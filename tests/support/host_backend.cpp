@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "core/fd.hpp"
+#include "core/host_stat.hpp"
 #include "packfs/path.hpp"
 
 namespace packfs::testing {
@@ -35,23 +36,6 @@ std::unexpected<Error> errno_error(std::string_view op, std::string_view path) {
 std::string proc_path(int fd, std::string_view name = {}) {
     if (name.empty()) return fmt::format("/proc/self/fd/{}", fd);
     return fmt::format("/proc/self/fd/{}/{}", fd, name);
-}
-
-Stat to_stat(const struct stat& st) {
-    Stat out;
-    out.ino = st.st_ino;
-    file_type_from_mode_bits(st.st_mode, out.type);
-    out.mode = st.st_mode & 07777;
-    out.uid = st.st_uid;
-    out.gid = st.st_gid;
-    out.nlink = st.st_nlink;
-    out.size = static_cast<uint64_t>(st.st_size);
-    out.rdev = st.st_rdev;
-    out.blocks = static_cast<uint64_t>(st.st_blocks);
-    out.atime = Time{st.st_atim.tv_sec, st.st_atim.tv_nsec};
-    out.mtime = Time{st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
-    out.ctime = Time{st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
-    return out;
 }
 
 // A normalised virtual path split for the *at syscalls.
@@ -113,7 +97,7 @@ public:
     Result<Stat> fstat() override {
         struct stat st{};
         if (::fstat(fd_.get(), &st) != 0) return errno_error("fstat", {});
-        return to_stat(st);
+        return stat_from_host(st);
     }
 
 private:
@@ -131,7 +115,7 @@ public:
         if (!fd) return std::unexpected(fd.error());
         struct stat st{};
         if (::fstat(fd->get(), &st) != 0) return errno_error("stat", t->path);
-        return to_stat(st);
+        return stat_from_host(st);
     }
 
     Result<Stat> lstat(std::string_view path) override {
@@ -144,7 +128,7 @@ public:
         struct stat st{};
         if (::fstatat(dir->get(), t->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
             return errno_error("lstat", t->path);
-        return to_stat(st);
+        return stat_from_host(st);
     }
 
     Result<std::vector<DirEntry>> readdir(std::string_view path) override {
@@ -194,14 +178,7 @@ public:
         if (!fd) return std::unexpected(fd.error());
         struct statvfs sv{};
         if (::fstatvfs(fd->get(), &sv) != 0) return errno_error("statfs", t->path);
-        StatFs out;
-        out.block_size = sv.f_frsize;
-        out.blocks = sv.f_blocks;
-        out.blocks_free = sv.f_bavail;
-        out.files = sv.f_files;
-        out.files_free = sv.f_favail;
-        out.name_max = static_cast<uint32_t>(sv.f_namemax);
-        return out;
+        return statfs_from_host(sv);
     }
 
     Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override {
