@@ -15,7 +15,8 @@ for s in /usr/lib/llvm-19/bin/llvm-symbolizer "$(command -v llvm-symbolizer || t
   if [ -x "$s" ]; then export ASAN_SYMBOLIZER_PATH="$s" UBSAN_SYMBOLIZER_PATH="$s"; break; fi
 done
 # target:corpus:extra flags
-for spec in "fuzz_pack_reader:pack:-timeout=30" "fuzz_path:path:-max_len=4200"; do
+for spec in "fuzz_pack_reader:pack:-timeout=30" "fuzz_path:path:-max_len=4200" \
+            "fuzz_dir_resolver:dir:-max_len=2048"; do
   IFS=: read -r target corpus flags <<<"$spec"
   work="$build/corpus/$corpus"
   mkdir -p "$work" "$build/artifacts"
