@@ -36,13 +36,17 @@ long sys_openat2(int dir, const char* path, open_how* how) {
 }
 
 // The components of `path` pushed in reverse, so pending.back() is the next one to walk.
+// "." is kept, and a trailing '/' becomes a final ".", because each says the component before
+// it must be a directory ("file/." and "file/" are ENOTDIR); only empty names ("//") go.
 void push_components(std::vector<std::string>& pending, std::string_view path) {
+    if (path.size() > 1 && path.back() == '/' && path.find_first_not_of('/') != std::string_view::npos)
+        pending.emplace_back(".");
     std::size_t end = path.size();
     while (end > 0) {
         std::size_t start = path.rfind('/', end - 1);
         start = start == std::string_view::npos ? 0 : start + 1;
         std::string_view name = path.substr(start, end - start);
-        if (!name.empty() && name != ".") pending.emplace_back(name);
+        if (!name.empty()) pending.emplace_back(name);
         end = start == 0 ? 0 : start - 1;
     }
 }
@@ -141,6 +145,9 @@ Opened PathResolver::open_walk(int root, std::string_view rel, int flags, uint32
         std::string name = std::move(pending.back());
         pending.pop_back();
         const bool last = pending.empty();
+        // "." names the directory we are in: nothing to walk (the name before it, not being
+        // last, was already required to be a directory). Last, it is what gets opened.
+        if (name == "." && !last) continue;
         if (name == "..") {
             if (stack.empty()) {
                 if (containment_ != Containment::in_root) return std::unexpected(EXDEV);
@@ -185,8 +192,6 @@ Opened PathResolver::open_walk(int root, std::string_view rel, int flags, uint32
                 if (containment_ != Containment::in_root) return std::unexpected(EXDEV);
                 stack.clear();
             }
-            // A target ending in '/' must name a directory: "." after it demands one.
-            if (target.back() == '/') pending.emplace_back(".");
             push_components(pending, target);
             if (pending.empty()) pending.emplace_back(".");  // "/" alone: the root
             continue;
