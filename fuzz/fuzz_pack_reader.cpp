@@ -16,7 +16,7 @@
 // The file goes into a memfd (no disk I/O) opened through /proc/self/fd, with each PackAccess
 // mode. When it opens: a walk of the tree bounded in depth and entries (a hostile pack may
 // hold cycles), every query on every entry, reads of every regular file (bounded), then
-// verify(). The only expectation is the reader's contract: errors are values, nothing crashes,
+// verify(); and through the PackReader itself, the inode-number members and lookup(). The only expectation is the reader's contract: errors are values, nothing crashes,
 // hangs or trips ASan/UBSan; and an EUCLEAN error says what was wrong.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "pack/reader.hpp"
 #include "pack_fixup.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -132,6 +133,33 @@ void exercise(PackBackend& b) {
     }
 }
 
+// The reader's inode-number and lookup members, which the overlay uses and PackBackend does
+// not: the largest number, and each root entry found by lookup() and again by its number.
+void exercise_numbers(const packfs::pack::PackReader& r) {
+    using namespace packfs::pack;
+    const Ctx ctx{"fuzz", "/"};
+    auto max = r.max_inode_number(ctx);
+    check_error(max);
+    for (uint64_t n : {uint64_t{0}, uint64_t{1}, max ? *max : 2, max ? *max + 1 : 3, ~uint64_t{0}})
+        check_error(r.by_inode_number(n, ctx));
+    auto root = r.inode(kRootIno, ctx);
+    check_error(root);
+    if (!root || root->type != FileType::directory) return;
+    auto entries = r.list(*root, ctx);
+    check_error(entries);
+    if (!entries) return;
+    std::size_t budget = 64;
+    for (const DirEntry& e : *entries) {
+        if (budget-- == 0) break;
+        check_error(r.lookup(*root, e.name, ctx));  // may miss in unsorted dirents, never crash
+        auto by_number = r.by_inode_number(e.ino, ctx);
+        check_error(by_number);
+        if (by_number && by_number->has_value() && r.inode_number(**by_number) != e.ino)
+            die("by_inode_number gave an inode with another number");
+    }
+    check_error(r.lookup(*root, "..", ctx));
+}
+
 int memfd() {
     static const int fd = [] {
         const int f = ::memfd_create("fuzz-pack", MFD_CLOEXEC);
@@ -163,6 +191,7 @@ constexpr Field kDirentFields[] = {{0, 4}, {4, 4}, {8, 2}, {10, 1}, {11, 1}, {12
 constexpr Field kContentFields[] = {{0, 8}, {8, 8}, {16, 8}};
 constexpr Field kXattrFields[] = {{0, 4}, {4, 4}, {8, 4}, {12, 2}, {14, 2}};
 constexpr Field kBlockFields[] = {{0, 8}};
+constexpr Field kOrderFields[] = {{0, 4}};
 constexpr Field kByteFields[] = {{0, 1}};
 
 uint64_t get_field(const uint8_t* at, unsigned width) {
@@ -206,8 +235,7 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(uint8_t* data, std::size_t size,
     if (rng() % 4 == 0) {  // a header field (or a section entry's offset or length)
         Field f = kHeaderFields[rng() % std::size(kHeaderFields)];
         if (rng() % 2 == 0) {
-            f = Field{static_cast<uint16_t>(offsetof(Header, sections) +
-                                            (rng() % kSectionCount) * sizeof(SectionEntry) +
+            f = Field{static_cast<uint16_t>(section_entry_offset(rng() % kSectionCount) +
                                             (rng() % 2) * 8),
                       8};
         }
@@ -218,9 +246,8 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(uint8_t* data, std::size_t size,
     }
     // A record field: the section and record through the header's own numbers.
     const std::size_t s = rng() % kSectionCount;
-    const SectionEntry& e = h.sections[s];
-    static constexpr uint64_t kSizes[kSectionCount] = {80, 16, 48, 16, 8, 1};
-    const uint64_t record = kSizes[s];
+    const SectionEntry& e = section(h, s);
+    const uint64_t record = kSectionRecordSizes[s];
     if (e.offset > file_size || e.length > file_size - e.offset || e.length < record)
         return LLVMFuzzerMutate(data, size, max_size);
     const uint64_t index = rng() % (e.length / record);
@@ -240,7 +267,11 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(uint8_t* data, std::size_t size,
             f = kXattrFields[rng() % std::size(kXattrFields)];
             break;
         case Section::blocks:
-            f = kBlockFields[0];
+        case Section::inode_numbers:
+            f = kBlockFields[0];  // one u64
+            break;
+        case Section::inode_order:
+            f = kOrderFields[0];
             break;
         default:
             f = kByteFields[0];
@@ -271,6 +302,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         auto pack = open_pack(path, options);
         check_error(pack);
         if (pack) exercise(**pack);
+        auto reader = packfs::pack::PackReader::open(path, options);
+        check_error(reader);
+        if (reader) exercise_numbers(**reader);
     }
     return 0;
 }

@@ -10,6 +10,8 @@
 //   tiny_raw, tiny_zstd             one file, one directory, one symlink, one xattr
 //   empty                           the root alone
 //   mini_raw_nofix                  mini_raw with mode 0 (checksums as they are)
+//   mini_kept, tiny_kept_zstd       keeping the mem tree's inode numbers (the inode-numbers
+//                                   feature: inode_numbers and inode_order sections)
 // path/: a few paths for fuzz_path.
 //
 // The packs hold the build's timestamps (the mem backend sets ctime), so regenerating gives
@@ -115,9 +117,10 @@ void tiny_tree(Backend& b) {
 }
 
 void write_seed(const fs::path& dir, const std::string& name, Backend& tree, Compression c,
-                uint8_t mode) {
+                uint8_t mode, bool keep_inode_numbers = false) {
     PackWriteOptions o;
     o.compression = c;
+    o.keep_inode_numbers = keep_inode_numbers;
     o.block_size = 4096;
     o.jobs = 1;
     const fs::path tmp = dir / (name + ".pack.tmp");
@@ -156,6 +159,8 @@ int main(int argc, char** argv) {
     write_seed(root / "pack", "tiny_raw", *tiny, Compression::none, 3);
     write_seed(root / "pack", "tiny_zstd", *tiny, Compression::zstd, 3);
     write_seed(root / "pack", "empty", *empty, Compression::none, 3);
+    write_seed(root / "pack", "mini_kept", *mini, Compression::none, 3, true);
+    write_seed(root / "pack", "tiny_kept_zstd", *tiny, Compression::zstd, 3, true);
 
     const fs::path p = root / "path";
     write_path(p, "root", "/");

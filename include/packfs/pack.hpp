@@ -35,6 +35,11 @@ struct PackWriteOptions {
     unsigned jobs = 0;                  // worker threads for hashing and compression; 0 = cores
     uint32_t inline_max = 64;           // contents up to this size are stored in the metadata
     bool dedup = true;                  // store exact-duplicate contents once
+    // Store each inode's st_ino from the source (a hard link's shared one) and report it
+    // instead of the record position, as a volume's compaction needs (docs/FORMAT.md, the
+    // inode-numbers feature). The build fails with EINVAL, naming the path, when an st_ino is 0
+    // or two different inodes of the source report the same one.
+    bool keep_inode_numbers = false;
     std::function<void(const BuildProgress&)> progress;
     // Test hook: replaces the XXH3-128 dedup hash (e.g. a constant, to force collisions).
     std::function<std::array<uint64_t, 2>(std::span<const std::byte>)> dedup_hash_for_tests;
@@ -88,6 +93,7 @@ struct PackInfo {
     Compression compression = Compression::none;
     uint32_t block_size = 0, inline_max = 0;
     bool has_xattrs = false;
+    bool keeps_inode_numbers = false;  // st_ino is the source's, stored (not the position)
     std::string digest;  // hex SHA-256
 };
 

@@ -77,7 +77,28 @@ Chunk::~Chunk() {
     }
 }
 
-std::size_t FileContent::read(uint64_t size, uint64_t offset, std::span<std::byte> out) const {
+FileContent FileContent::backed_by(std::shared_ptr<const LowerContent> lower, uint64_t size) {
+    FileContent content;
+    content.backing_ = std::move(lower);
+    content.backing_size_ = size;
+    return content;
+}
+
+Result<void> FileContent::read_backing(uint64_t pos, uint64_t end, std::byte* dst) const {
+    const uint64_t stop = std::min(end, std::max(pos, backing_size_));
+    uint64_t at = pos;
+    while (at < stop) {
+        auto n = backing_->read(at, std::span<std::byte>(dst + (at - pos), stop - at));
+        if (!n) return std::unexpected(n.error());
+        if (*n == 0) break;  // a lower shorter than it said: the rest reads as zeros
+        at += *n;
+    }
+    std::memset(dst + (at - pos), 0, end - at);
+    return {};
+}
+
+Result<std::size_t> FileContent::read(uint64_t size, uint64_t offset,
+                                      std::span<std::byte> out) const {
     if (offset >= size || out.empty()) return 0;
     std::size_t total = static_cast<std::size_t>(std::min<uint64_t>(out.size(), size - offset));
     std::byte* dst = out.data();
@@ -99,6 +120,13 @@ std::size_t FileContent::read(uint64_t size, uint64_t offset, std::span<std::byt
             } else {
                 zero(dst, 0, to - from);
             }
+        } else if (backing_ && pos < backing_size_) {
+            // A run of chunks the file never changed: one read from the lower for all of it.
+            uint64_t run_end = it != chunks_.end() ? std::min(end, it.key() * kChunkSize) : end;
+            if (auto ok = read_backing(pos, run_end, dst); !ok) return std::unexpected(ok.error());
+            dst += run_end - pos;
+            pos = run_end;
+            continue;
         } else {
             zero(dst, 0, to - from);
         }
@@ -108,11 +136,27 @@ std::size_t FileContent::read(uint64_t size, uint64_t offset, std::span<std::byt
     return total;
 }
 
+ChunkPtr FileContent::chunk_from_backing(uint64_t index, uint32_t visible,
+                                         uint32_t capacity_needed) {
+    const uint64_t base = index * kChunkSize;
+    auto chunk = std::make_shared<Chunk>(grown_capacity(0, std::max(visible, capacity_needed)));
+    if (auto ok = read_backing(base, base + visible, chunk->data()); !ok)
+        throw_lower(std::move(ok.error()));
+    chunk->frontier = 0;  // no version can see this buffer yet: the write may fill it in place
+    allocated_ += chunk->capacity();
+    return chunk;
+}
+
 void FileContent::modify_chunk(uint64_t index, uint32_t visible_before, uint32_t visible_after,
                                uint32_t a, std::span<const std::byte> data) {
     const ChunkPtr* current = chunks_.find(index);
-    Chunk* old = current ? current->get() : nullptr;
     const uint32_t b = a + static_cast<uint32_t>(data.size());
+    if (!current && !data.empty() && backing_ && index * kChunkSize < backing_size_) {
+        // First change of a chunk still in the lower: copy just this chunk up.
+        chunks_.insert_or_assign(index, chunk_from_backing(index, visible_before, b));
+        current = chunks_.find(index);
+    }
+    Chunk* old = current ? current->get() : nullptr;
     const bool has_data = !data.empty();
     if (!old && !has_data) return;  // a hole stays a hole: it reads as zeros
     const uint32_t old_cap = old ? old->capacity() : 0;
@@ -182,6 +226,7 @@ void FileContent::resize(uint64_t old_size, uint64_t new_size) {
             allocated_ -= it.value()->capacity();
         }
         for (uint64_t index : dropped) chunks_.erase(index);
+        backing_size_ = std::min(backing_size_, new_size);
     } else if (new_size > old_size) {
         uint64_t index = old_size / kChunkSize;
         modify_chunk(index, visible_in_chunk(old_size, index), visible_in_chunk(new_size, index),

@@ -12,6 +12,11 @@
 // publishes the version with the larger size. Older versions keep their smaller size and
 // never read past it. A truncate lowers a version's size but never the frontier, so bytes a
 // snapshot can still see are never rewritten.
+//
+// Copied-up files (an overlay's, DESIGN §9) are backed by their lower's bytes: a chunk the
+// file does not hold reads from `backing` below `backing_size`, and zeros beyond. The first
+// write into such a chunk copies that one chunk from the lower and changes it; the rest of the
+// file stays where it was, so a one-byte write into a huge lower file copies 64 KiB.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +25,8 @@
 #include <span>
 
 #include "core/persistent_map.hpp"
+#include "mem/lower_layer.hpp"
+#include "packfs/error.hpp"
 
 namespace packfs::mem {
 
@@ -55,10 +62,15 @@ using ChunkPtr = std::shared_ptr<Chunk>;
 
 class FileContent {
 public:
+    // Content that reads as the lower's `size` bytes until it is changed.
+    static FileContent backed_by(std::shared_ptr<const LowerContent> lower, uint64_t size);
+
     // Copies into `out` the bytes at [offset, ...) of a file of `size` bytes; returns the count.
-    std::size_t read(uint64_t size, uint64_t offset, std::span<std::byte> out) const;
+    // Fails only when a backing lower fails.
+    Result<std::size_t> read(uint64_t size, uint64_t offset, std::span<std::byte> out) const;
     // Writes `data` at `offset` of a file of `size` bytes (its new size is the larger of size
-    // and offset + data.size(); a gap reads as zeros).
+    // and offset + data.size(); a gap reads as zeros). A backing lower's failure throws
+    // LowerFault (the writer's mutation catches it and publishes nothing).
     void write(uint64_t size, uint64_t offset, std::span<const std::byte> data);
     // Changes the size from `old_size` to `new_size`: drops whole chunks past the end when
     // shrinking, makes the new bytes read as zeros when growing.
@@ -66,6 +78,8 @@ public:
 
     // Bytes of chunk buffers this content references (for st_blocks and statfs).
     uint64_t allocated() const noexcept { return allocated_; }
+    // Bytes still read from the lower (a copied-up file's unchanged part, end included).
+    uint64_t backed_bytes() const noexcept { return backing_ ? backing_size_ : 0; }
 
 private:
     // Makes chunk `index` hold `data` at [a, a + data.size()) and read as zeros in the rest
@@ -73,8 +87,15 @@ private:
     void modify_chunk(uint64_t index, uint32_t visible_before, uint32_t visible_after, uint32_t a,
                       std::span<const std::byte> data);
 
+    // Reads the lower's bytes of [pos, end) of chunk space into dst, zeros past backing_size_.
+    Result<void> read_backing(uint64_t pos, uint64_t end, std::byte* dst) const;
+    // A private chunk holding the lower's bytes of chunk `index`, up to `visible` bytes.
+    ChunkPtr chunk_from_backing(uint64_t index, uint32_t visible, uint32_t capacity_needed);
+
     PersistentMap<uint64_t, ChunkPtr> chunks_;
     uint64_t allocated_ = 0;
+    std::shared_ptr<const LowerContent> backing_;
+    uint64_t backing_size_ = 0;  // <= the file's size in every version that holds this content
 };
 
 }  // namespace packfs::mem

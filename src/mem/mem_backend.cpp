@@ -24,17 +24,6 @@ Result<void> check_fits(uint64_t offset, std::size_t length, std::string_view op
     return {};
 }
 
-// True when directory `ancestor` is `dir` or one of its ancestors.
-bool is_ancestor_or_self(const Tree& tree, uint64_t ancestor, uint64_t dir) {
-    for (uint64_t cur = dir;;) {
-        if (cur == ancestor) return true;
-        if (cur == kRootIno) return false;
-        const Inode* inode = tree.inode(cur);
-        if (!inode) return false;
-        cur = inode->parent;
-    }
-}
-
 // Applies utimens-style updates to one time.
 void apply_time(Time& field, const TimeUpdate& update, Time now) {
     switch (update.kind) {
@@ -52,15 +41,34 @@ Result<void> check_time(const TimeUpdate& update, std::string_view path) {
 }
 
 // Checks an open's flags against what it resolved to.
-Result<void> check_open_target(const Inode& inode, int flags, std::string_view path) {
+Result<void> check_open_target(FileType type, int flags, std::string_view path) {
     const int access = flags & O_ACCMODE;
-    if ((flags & O_DIRECTORY) && inode.type != FileType::directory)
-        return fail(ENOTDIR, "open", path);
-    if (inode.type == FileType::directory && access != O_RDONLY) return fail(EISDIR, "open", path);
-    if (inode.type == FileType::symlink) return fail(ELOOP, "open", path);  // O_NOFOLLOW
-    if (inode.type != FileType::regular && inode.type != FileType::directory)
+    if ((flags & O_DIRECTORY) && type != FileType::directory) return fail(ENOTDIR, "open", path);
+    if (type == FileType::directory && access != O_RDONLY) return fail(EISDIR, "open", path);
+    if (type == FileType::symlink) return fail(ELOOP, "open", path);  // O_NOFOLLOW
+    if (type != FileType::regular && type != FileType::directory)
         return fail(ENOTSUP, "open", path);
     return {};
+}
+
+// The bytes of a lower file a handle reads until the file is changed (null for anything else).
+std::shared_ptr<const LowerContent> lower_content_of(const Tree& tree, const NodeRef& node) {
+    if (node.upper || node.type != FileType::regular) return nullptr;
+    return lower_value(tree.lower->content(node.lower));
+}
+
+// Reads from a node of `tree`: its own content, or the lower's through `cached` when that is
+// the same lower file (else looked up again).
+Result<std::size_t> read_node(const Tree& tree, const NodeRef& node, const LowerContent* cached,
+                              const LowerLayer* cached_layer, uint64_t cached_id,
+                              std::span<std::byte> buf, uint64_t offset) {
+    if (node.is_dir()) return fail(EISDIR, "read");
+    if (node.upper) return node.upper->content.read(node.upper->size, offset, buf);
+    if (cached && cached_layer == tree.lower.get() && cached_id == node.lower.id)
+        return cached->read(offset, buf);
+    return guard_lower({}, [&]() -> Result<std::size_t> {
+        return lower_value(tree.lower->content(node.lower))->read(offset, buf);
+    });
 }
 
 // --- files -------------------------------------------------------------------------------
@@ -68,27 +76,34 @@ Result<void> check_open_target(const Inode& inode, int flags, std::string_view p
 // A handle on a live inode: reads see the latest version; writes publish a new one.
 class LiveFile final : public File {
 public:
-    LiveFile(std::shared_ptr<MemState> state, uint64_t ino, int flags)
+    LiveFile(std::shared_ptr<MemState> state, uint64_t ino, int flags,
+             std::shared_ptr<const LowerContent> lower = nullptr, LowerPtr layer = nullptr,
+             uint64_t lower_id = 0)
         : state_(std::move(state)),
           ino_(ino),
           readable_((flags & O_ACCMODE) != O_WRONLY),
           writable_((flags & O_ACCMODE) != O_RDONLY),
-          append_(flags & O_APPEND) {}
+          append_(flags & O_APPEND),
+          lower_(std::move(lower)),
+          layer_(std::move(layer)),
+          lower_id_(lower_id) {}
     ~LiveFile() override { state_->release_handle(ino_); }
 
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
         if (!readable_) return fail(EBADF, "read");
         TreePtr tree = state_->load();
-        const Inode* inode = tree->inode(ino_);
-        if (inode->type == FileType::directory) return fail(EISDIR, "read");
-        return inode->content.read(inode->size, offset, buf);
+        auto node = guard_lower({}, [&]() -> Result<NodeRef> { return tree->node(ino_); });
+        if (!node) return std::unexpected(node.error());
+        if (!*node) return fail(ESTALE, "read");
+        return read_node(*tree, *node, lower_.get(), layer_.get(), lower_id_, buf, offset);
     }
 
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
         if (!writable_) return fail(EBADF, "write");
         return state_->mutate([&](Tree& next) -> Result<std::size_t> {
-            const Inode* inode = next.inode(ino_);
-            const uint64_t at = append_ ? inode->size : offset;
+            const NodeRef node = next.node(ino_);
+            if (!node) return fail(ESTALE, "write");
+            const uint64_t at = append_ ? stat_of(next, node).size : offset;
             if (auto ok = check_fits(at, data.size(), "write"); !ok)
                 return std::unexpected(ok.error());
             if (data.empty()) return 0;
@@ -109,15 +124,23 @@ public:
 
     Result<void> fsync(bool) override { return {}; }  // memory is as durable as it gets
 
-    Result<Stat> fstat() override { return stat_of(*state_->load()->inode(ino_)); }
+    Result<Stat> fstat() override {
+        TreePtr tree = state_->load();
+        return guard_lower({}, [&]() -> Result<Stat> {
+            const NodeRef node = tree->node(ino_);
+            if (!node) return fail(ESTALE, "fstat");
+            return stat_of(*tree, node);
+        });
+    }
 
     // Shared by ftruncate and truncate(path): sets the size of regular file `ino`.
     static Result<void> resize_inode(Tree& next, uint64_t ino, uint64_t size,
                                      std::string_view path) {
         if (size > kMaxFileSize) return fail(EFBIG, "truncate", path);
-        const Inode* inode = next.inode(ino);
-        if (inode->type == FileType::directory) return fail(EISDIR, "truncate", path);
-        if (inode->type != FileType::regular) return fail(EINVAL, "truncate", path);
+        const NodeRef node = next.node(ino);
+        if (!node) return fail(ESTALE, "truncate", path);
+        if (node.type == FileType::directory) return fail(EISDIR, "truncate", path);
+        if (node.type != FileType::regular) return fail(EINVAL, "truncate", path);
         Inode& edited = edit_inode(next, ino);
         const uint64_t before = edited.content.allocated();
         edited.content.resize(edited.size, size);
@@ -133,27 +156,35 @@ private:
     std::shared_ptr<MemState> state_;
     uint64_t ino_;
     bool readable_, writable_, append_;
+    // The lower file this handle opened, while it is unchanged (reads skip the lookup).
+    std::shared_ptr<const LowerContent> lower_;
+    LowerPtr layer_;
+    uint64_t lower_id_;
 };
 
 // A handle on a frozen version: the inode it opened, forever.
 class SnapshotFile final : public File {
 public:
-    SnapshotFile(TreePtr tree, const Inode* inode) : tree_(std::move(tree)), inode_(inode) {}
+    SnapshotFile(TreePtr tree, const NodeRef& node, std::shared_ptr<const LowerContent> lower)
+        : tree_(std::move(tree)), node_(node), lower_(std::move(lower)) {}
 
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
-        if (inode_->type == FileType::directory) return fail(EISDIR, "read");
-        return inode_->content.read(inode_->size, offset, buf);
+        return read_node(*tree_, node_, lower_.get(), tree_->lower.get(), node_.lower.id, buf,
+                         offset);
     }
     Result<std::size_t> pwrite(std::span<const std::byte>, uint64_t) override {
         return fail(EBADF, "write");
     }
     Result<void> truncate(uint64_t) override { return fail(EINVAL, "ftruncate"); }
     Result<void> fsync(bool) override { return {}; }
-    Result<Stat> fstat() override { return stat_of(*inode_); }
+    Result<Stat> fstat() override {
+        return guard_lower({}, [&]() -> Result<Stat> { return stat_of(*tree_, node_); });
+    }
 
 private:
-    TreePtr tree_;  // keeps inode_ alive
-    const Inode* inode_;
+    TreePtr tree_;  // keeps node_ alive
+    NodeRef node_;
+    std::shared_ptr<const LowerContent> lower_;
 };
 
 // --- backends ------------------------------------------------------------------------------
@@ -214,10 +245,14 @@ public:
             return std::unexpected(r.error());
         }
         if ((flags & O_CREAT) && (flags & O_EXCL)) return fail(EEXIST, "open", path);
-        if (auto ok = check_open_target(*r->inode, flags, path); !ok)
+        if (auto ok = check_open_target(r->type, flags, path); !ok)
             return std::unexpected(ok.error());
         if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open", path);
-        return std::make_unique<SnapshotFile>(tree_, r->inode);
+        auto lower = guard_lower(path, [&]() -> Result<std::shared_ptr<const LowerContent>> {
+            return lower_content_of(*tree_, *r);
+        });
+        if (!lower) return std::unexpected(lower.error());
+        return std::make_unique<SnapshotFile>(tree_, *r, std::move(*lower));
     }
     Result<std::shared_ptr<Backend>> snapshot() override {
         return std::make_shared<SnapshotBackend>(tree_, capacity_);
@@ -233,8 +268,8 @@ private:
 
 class MemBackend final : public TreeQueries {
 public:
-    explicit MemBackend(const MemOptions& options)
-        : state_(std::make_shared<MemState>(options)) {}
+    explicit MemBackend(const MemOptions& options, LowerPtr lower = nullptr)
+        : state_(std::make_shared<MemState>(options, std::move(lower))) {}
 
     Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override;
     Result<void> truncate(std::string_view path, uint64_t size) override;
@@ -291,7 +326,7 @@ Result<void> MemBackend::create_entry(std::string_view op, std::string_view path
     return state_->mutate([&](Tree& next) -> Result<void> {
         auto where = TreeReader(next).resolve_parent(*normal, op, path);
         if (!where) return std::unexpected(where.error());
-        if (next.entry(where->parent, where->name())) return fail(EEXIST, op, path);
+        if (next.child(where->dir, where->name())) return fail(EEXIST, op, path);
         if (normal->wants_dir() && type != FileType::directory) return fail(ENOENT, op, path);
         init(add_new_inode(next, where->parent, where->name(), type, mode), where->parent);
         return {};
@@ -315,10 +350,7 @@ Inode& MemBackend::add_new_inode(Tree& next, uint64_t parent, std::string_view n
 
 Result<void> MemBackend::mkdir(std::string_view path, uint32_t mode) {
     return create_entry("mkdir", path, FileType::directory, mode,
-                        [&](Inode& inode, uint64_t parent) {
-                            inode.nlink = 2;
-                            inode.parent = parent;
-                        });
+                        [&](Inode& inode, uint64_t) { inode.nlink = 2; });
 }
 
 Result<void> MemBackend::mknod(std::string_view path, FileType type, uint32_t mode,
@@ -350,9 +382,9 @@ Result<void> MemBackend::link(std::string_view existing, std::string_view new_pa
         if (!source) return std::unexpected(source.error());
         auto where = reader.resolve_parent(*to, "link", new_path);
         if (!where) return std::unexpected(where.error());
-        if (next.entry(where->parent, where->name())) return fail(EEXIST, "link", new_path);
+        if (next.child(where->dir, where->name())) return fail(EEXIST, "link", new_path);
         if (to->wants_dir()) return fail(ENOENT, "link", new_path);
-        if (source->inode->type == FileType::directory) return fail(EPERM, "link", existing);
+        if (source->is_dir()) return fail(EPERM, "link", existing);
         const Time now = Time::now();
         Inode& inode = edit_inode(next, source->ino);
         inode.nlink += 1;
@@ -371,13 +403,13 @@ Result<void> MemBackend::unlink(std::string_view path) {
         [&](Tree& next) -> Result<void> {
             auto where = TreeReader(next).resolve_parent(*normal, "unlink", path);
             if (!where) return std::unexpected(where.error());
-            const DirValue* entry = next.entry(where->parent, where->name());
+            const NodeRef entry = next.child(where->dir, where->name());
             if (!entry) return fail(ENOENT, "unlink", path);
-            if (entry->type == FileType::directory) return fail(EISDIR, "unlink", path);
+            if (entry.is_dir()) return fail(EISDIR, "unlink", path);
             if (normal->wants_dir()) return fail(ENOTDIR, "unlink", path);
-            const uint64_t ino = entry->ino;
+            const uint64_t ino = entry.ino;
             const Time now = Time::now();
-            next.entries.erase(DirKeyView(where->parent, where->name()));
+            remove_entry(next, where->dir, where->name());
             drop_link(next, ino, now, state_->is_open_locked(ino));
             touch_dir(next, where->parent, now);
             return {};
@@ -393,13 +425,13 @@ Result<void> MemBackend::rmdir(std::string_view path) {
         [&](Tree& next) -> Result<void> {
             auto where = TreeReader(next).resolve_parent(*normal, "rmdir", path);
             if (!where) return std::unexpected(where.error());
-            const DirValue* entry = next.entry(where->parent, where->name());
+            const NodeRef entry = next.child(where->dir, where->name());
             if (!entry) return fail(ENOENT, "rmdir", path);
-            if (entry->type != FileType::directory) return fail(ENOTDIR, "rmdir", path);
-            const uint64_t ino = entry->ino;
-            if (next.has_entries(ino)) return fail(ENOTEMPTY, "rmdir", path);
+            if (!entry.is_dir()) return fail(ENOTDIR, "rmdir", path);
+            const uint64_t ino = entry.ino;
+            if (next.has_entries(entry)) return fail(ENOTEMPTY, "rmdir", path);
             const Time now = Time::now();
-            next.entries.erase(DirKeyView(where->parent, where->name()));
+            remove_entry(next, where->dir, where->name());
             drop_link(next, ino, now, state_->is_open_locked(ino));
             Inode& parent = edit_inode(next, where->parent);
             parent.nlink -= 1;
@@ -426,12 +458,10 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
             if (!src) return std::unexpected(src.error());
             auto dst = reader.resolve_parent(*dst_path, "rename", to);
             if (!dst) return std::unexpected(dst.error());
-            const DirValue* src_entry = next.entry(src->parent, src->name());
-            if (!src_entry) return fail(ENOENT, "rename", from);
-            const DirValue moved = *src_entry;
-            const DirValue* dst_entry = next.entry(dst->parent, dst->name());
-            const bool has_victim = dst_entry != nullptr;
-            const DirValue victim = has_victim ? *dst_entry : DirValue{0, FileType::regular};
+            const NodeRef moved = next.child(src->dir, src->name());
+            if (!moved) return fail(ENOENT, "rename", from);
+            const NodeRef victim = next.child(dst->dir, dst->name());
+            const bool has_victim = bool(victim);
             const bool src_dir = moved.type == FileType::directory;
             const bool victim_dir = has_victim && victim.type == FileType::directory;
             // The checks in the order Linux makes them, so each failure has Linux's errno.
@@ -440,25 +470,24 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
             if (exchange && !victim_dir && dst_path->wants_dir()) return fail(ENOTDIR, "rename", to);
             if (!src_dir && (src_path->wants_dir() || (!exchange && dst_path->wants_dir())))
                 return fail(ENOTDIR, "rename", from);
-            if (src_dir && is_ancestor_or_self(next, moved.ino, dst->parent))
-                return fail(EINVAL, "rename", from);
-            if (victim_dir && is_ancestor_or_self(next, victim.ino, src->parent))
+            // The walks' stacks are the ancestors of each parent, root first.
+            if (src_dir && dst->stack.contains(moved.ino)) return fail(EINVAL, "rename", from);
+            if (victim_dir && src->stack.contains(victim.ino))
                 return fail(exchange ? EINVAL : ENOTEMPTY, "rename", to);
             if (has_victim && victim.ino == moved.ino) return {};  // same file: nothing to do
             if (has_victim && !exchange) {
                 if (src_dir && !victim_dir) return fail(ENOTDIR, "rename", to);
                 if (!src_dir && victim_dir) return fail(EISDIR, "rename", to);
-                if (victim_dir && next.has_entries(victim.ino))
-                    return fail(ENOTEMPTY, "rename", to);
+                if (victim_dir && next.has_entries(victim)) return fail(ENOTEMPTY, "rename", to);
             }
 
             const Time now = Time::now();
             const uint64_t src_parent = src->parent, dst_parent = dst->parent;
             if (exchange) {
+                edit_inode(next, victim.ino).ctime = now;
+                edit_inode(next, moved.ino);  // entries name inodes the tree holds itself
                 add_entry(next, src_parent, src->name(), victim.ino, victim.type);
                 add_entry(next, dst_parent, dst->name(), moved.ino, moved.type);
-                if (victim_dir) edit_inode(next, victim.ino).parent = src_parent;
-                edit_inode(next, victim.ino).ctime = now;
                 if (victim_dir != src_dir && src_parent != dst_parent) {
                     // One directory moved each way is no change; one moved one way is.
                     const int64_t delta = src_dir ? 1 : -1;
@@ -466,7 +495,8 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
                     edit_inode(next, src_parent).nlink -= delta;
                 }
             } else {
-                next.entries.erase(DirKeyView(src_parent, src->name()));
+                edit_inode(next, moved.ino);  // entries name inodes the tree holds itself
+                remove_entry(next, src->dir, src->name());
                 add_entry(next, dst_parent, dst->name(), moved.ino, moved.type);
                 if (has_victim) {
                     if (victim_dir) edit_inode(next, dst_parent).nlink -= 1;
@@ -477,9 +507,7 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
                     edit_inode(next, dst_parent).nlink += 1;
                 }
             }
-            Inode& moved_inode = edit_inode(next, moved.ino);
-            moved_inode.ctime = now;
-            if (src_dir) moved_inode.parent = dst_parent;
+            edit_inode(next, moved.ino).ctime = now;
             touch_dir(next, src_parent, now);
             if (dst_parent != src_parent) touch_dir(next, dst_parent, now);
             return {};
@@ -504,9 +532,15 @@ Result<FileHandle> MemBackend::open_existing(std::string_view path, const Normal
         TreePtr tree = state_->load();
         auto r = TreeReader(*tree).resolve(normal, !(flags & O_NOFOLLOW), "open", path);
         if (!r) return std::unexpected(r.error());
-        if (auto ok = check_open_target(*r->inode, flags, path); !ok)
+        if (auto ok = check_open_target(r->type, flags, path); !ok)
             return std::unexpected(ok.error());
-        if (state_->acquire_handle(r->ino)) return std::make_unique<LiveFile>(state_, r->ino, flags);
+        auto lower = guard_lower(path, [&]() -> Result<std::shared_ptr<const LowerContent>> {
+            return lower_content_of(*tree, *r);
+        });
+        if (!lower) return std::unexpected(lower.error());
+        if (state_->acquire_handle(r->ino))
+            return std::make_unique<LiveFile>(state_, r->ino, flags, std::move(*lower),
+                                              tree->lower, r->lower.id);
     }
     return fail(ENOENT, "open", path);  // unlinked under us every time
 }
@@ -525,7 +559,7 @@ Result<FileHandle> MemBackend::open_for_change(std::string_view path, const Norm
             if (normal.wants_dir()) return fail(EISDIR, "open", path);
             // A final symlink is followed to where it points, creating the file there.
             for (int follows = 0;; ++follows) {
-                const DirValue* entry = next.entry(where->parent, where->name());
+                const NodeRef entry = next.child(where->dir, where->name());
                 if (!entry) {
                     ino = add_new_inode(next, where->parent, where->name(), FileType::regular,
                                         mode)
@@ -533,17 +567,17 @@ Result<FileHandle> MemBackend::open_for_change(std::string_view path, const Norm
                     break;
                 }
                 if (flags & O_EXCL) return fail(EEXIST, "open", path);
-                if (entry->type == FileType::symlink && !(flags & O_NOFOLLOW)) {
+                if (entry.type == FileType::symlink && !(flags & O_NOFOLLOW)) {
                     if (follows >= kMaxSymlinkFollows) return fail(ELOOP, "open", path);
-                    auto target = reader.resolve_target_parent(next.inode(entry->ino)->target,
-                                                               where->parent, "open", path);
+                    auto target = reader.resolve_target_parent(reader.target_of(entry), *where,
+                                                               "open", path);
                     if (!target && target.error().code() == EEXIST)  // a link to "/" or "."
                         return fail(EISDIR, "open", path);
                     if (!target) return std::unexpected(target.error());
                     where = std::move(target);
                     continue;
                 }
-                ino = entry->ino;
+                ino = entry.ino;
                 break;
             }
         } else {
@@ -551,12 +585,11 @@ Result<FileHandle> MemBackend::open_for_change(std::string_view path, const Norm
             if (!r) return std::unexpected(r.error());
             ino = r->ino;
         }
-        const Inode* inode = next.inode(ino);
-        if ((flags & O_CREAT) && inode->type == FileType::directory)
-            return fail(EISDIR, "open", path);
-        if (auto ok = check_open_target(*inode, flags, path); !ok)
+        const NodeRef node = next.node(ino);
+        if ((flags & O_CREAT) && node.is_dir()) return fail(EISDIR, "open", path);
+        if (auto ok = check_open_target(node.type, flags, path); !ok)
             return std::unexpected(ok.error());
-        if ((flags & O_TRUNC) && inode->size > 0) {
+        if ((flags & O_TRUNC) && stat_of(next, node).size > 0) {
             if (auto ok = LiveFile::resize_inode(next, ino, 0, path); !ok) return ok;
         }
         state_->acquire_handle_locked(ino);
@@ -645,7 +678,13 @@ Result<void> MemBackend::removexattr(std::string_view path, std::string_view nam
 
 TreePtr version_of(Backend& backend) {
     auto* queries = dynamic_cast<TreeQueries*>(&backend);
-    return queries ? queries->current_version() : nullptr;
+    if (!queries) return nullptr;
+    TreePtr tree = queries->current_version();
+    return tree->lower ? nullptr : tree;  // an overlay's tree holds only what changed
+}
+
+std::shared_ptr<Backend> make_mem_backend_over(LowerPtr lower, const MemOptions& options) {
+    return std::make_shared<MemBackend>(options, std::move(lower));
 }
 
 }  // namespace packfs::mem

@@ -6,8 +6,44 @@ namespace packfs::mem {
 
 uint64_t name_hash(std::string_view name) noexcept { return XXH3_64bits(name.data(), name.size()); }
 
+namespace {
+
+// The tree's own copy of a lower node: everything but the content's bytes, which stay in the
+// lower until a chunk of them is changed.
+std::shared_ptr<Inode> copy_up(const LowerLayer& lower, const LowerNode& node) {
+    const Stat st = lower_value(lower.stat(node));
+    auto inode = std::make_shared<Inode>();
+    inode->ino = node.ino;
+    inode->type = st.type;
+    inode->mode = st.mode;
+    inode->uid = st.uid;
+    inode->gid = st.gid;
+    inode->nlink = st.nlink;
+    inode->size = st.size;
+    inode->rdev = st.rdev;
+    inode->atime = st.atime;
+    inode->mtime = st.mtime;
+    inode->ctime = st.ctime;
+    inode->lower_id = node.id;
+    if (st.type == FileType::symlink) inode->target = lower_value(lower.readlink(node));
+    if (st.type == FileType::regular && st.size > 0)
+        inode->content = FileContent::backed_by(lower_value(lower.content(node)), st.size);
+    for (auto& [name, value] : lower_value(lower.xattrs(node)))
+        inode->xattrs.insert_or_assign(std::move(name), std::move(value));
+    return inode;
+}
+
+}  // namespace
+
 Inode& edit_inode(Tree& tree, uint64_t ino) {
-    auto copy = std::make_shared<Inode>(*tree.inode(ino));
+    std::shared_ptr<Inode> copy;
+    if (const Inode* own = tree.inode(ino)) {
+        copy = std::make_shared<Inode>(*own);
+    } else {
+        NodeRef node = tree.node(ino);
+        if (!node) throw_lower(Error(EIO, "copy-up (inode vanished)"));
+        copy = copy_up(*tree.lower, node.lower);
+    }
     Inode& ref = *copy;
     tree.inodes.insert_or_assign(ino, std::move(copy));
     return ref;
@@ -29,18 +65,44 @@ void add_entry(Tree& tree, uint64_t parent, std::string_view name, uint64_t ino,
                                   DirValue{ino, type});
 }
 
+void remove_entry(Tree& tree, const NodeRef& dir, std::string_view name) {
+    if (tree.lower_has(dir, name)) {
+        add_entry(tree, dir.ino, name, 0, FileType::regular);  // a whiteout
+    } else {
+        tree.entries.erase(DirKeyView(dir.ino, name));
+    }
+}
+
 void touch_dir(Tree& tree, uint64_t dir, Time now) {
     Inode& d = edit_inode(tree, dir);
     d.mtime = d.ctime = now;
 }
 
-void drop_link(Tree& tree, uint64_t ino, Time now, bool keep_orphan) {
-    const Inode* inode = tree.inode(ino);
-    const bool is_dir = inode->type == FileType::directory;
-    const uint64_t remaining = is_dir || inode->nlink <= 1 ? 0 : inode->nlink - 1;
-    if (remaining == 0 && !keep_orphan) {
-        tree.bytes_used -= inode->content.allocated();
+void forget_inode(Tree& tree, uint64_t ino) {
+    const Inode* own = tree.inode(ino);
+    if (own) tree.bytes_used -= own->content.allocated();
+    if (tree.lower) {
+        // An empty directory over a lower may still hold whiteouts: they go with it.
+        std::vector<DirKey> whiteouts;
+        for (auto it = tree.entries.lower_bound(DirKeyView::first_of(ino));
+             it != tree.entries.end() && it.key().parent == ino; ++it)
+            whiteouts.push_back(it.key());
+        for (const DirKey& key : whiteouts) tree.entries.erase(key);
+    }
+    const bool from_lower = own ? own->lower_id != 0 : tree.lower != nullptr;
+    if (from_lower) {
+        tree.inodes.insert_or_assign(ino, InodePtr());  // deleted: the lower's copy is dead too
+    } else {
         tree.inodes.erase(ino);
+    }
+}
+
+void drop_link(Tree& tree, uint64_t ino, Time now, bool keep_orphan) {
+    const NodeRef node = tree.node(ino);
+    const uint64_t nlink = node.upper ? node.upper->nlink : stat_of(tree, node).nlink;
+    const uint64_t remaining = node.is_dir() || nlink <= 1 ? 0 : nlink - 1;
+    if (remaining == 0 && !keep_orphan) {
+        forget_inode(tree, ino);
         return;
     }
     Inode& edited = edit_inode(tree, ino);

@@ -1,9 +1,22 @@
 #include "mem/mem_state.hpp"
 
+#include <algorithm>
+
+#include "mem/mem_edit.hpp"
+
 namespace packfs::mem {
 
-MemState::MemState(const MemOptions& options) : options_(options), current_(nullptr) {
+MemState::MemState(const MemOptions& options, LowerPtr lower)
+    : options_(options), current_(nullptr) {
     Tree tree;
+    if (lower) {
+        // The root and everything else come from the lower until they change.
+        tree.next_ino = std::max<uint64_t>(lower->ino_limit(), kRootIno + 1);
+        tree.lower = std::move(lower);
+        published_ = std::make_shared<const Tree>(std::move(tree));
+        current_.store(published_);
+        return;
+    }
     auto root = std::make_shared<Inode>();
     root->ino = kRootIno;
     root->type = FileType::directory;
@@ -11,7 +24,6 @@ MemState::MemState(const MemOptions& options) : options_(options), current_(null
     root->uid = options.uid;
     root->gid = options.gid;
     root->nlink = 2;
-    root->parent = kRootIno;
     root->atime = root->mtime = root->ctime = Time::now();
     tree.inodes.insert_or_assign(kRootIno, std::move(root));
     published_ = std::make_shared<const Tree>(std::move(tree));
@@ -28,7 +40,13 @@ bool MemState::acquire_handle(uint64_t ino) {
         std::lock_guard lock(open_mutex_);
         ++open_counts_[ino];
     }
-    if (load()->inode(ino)) return true;
+    bool exists = false;
+    try {
+        exists = bool(load()->node(ino));
+    } catch (const LowerFault&) {
+        exists = false;
+    }
+    if (exists) return true;
     release_handle(ino);
     return false;
 }
@@ -53,8 +71,7 @@ void MemState::release_handle(uint64_t ino) {
     const Inode* inode = published_->inode(ino);
     if (!inode || inode->nlink != 0) return;
     Tree next = *published_;
-    next.bytes_used -= inode->content.allocated();
-    next.inodes.erase(ino);
+    forget_inode(next, ino);
     publish(std::move(next));
 }
 

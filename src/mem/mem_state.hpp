@@ -28,7 +28,8 @@ namespace packfs::mem {
 
 class MemState {
 public:
-    explicit MemState(const MemOptions& options);
+    // A plain mem tree (`lower` null: an empty root of its own), or an overlay over `lower`.
+    explicit MemState(const MemOptions& options, LowerPtr lower = nullptr);
 
     TreePtr load() const { return current_.load(); }
 
@@ -76,6 +77,8 @@ auto MemState::mutate(Edit&& edit, bool lock_open_table) -> decltype(edit(std::d
         return result;
     } catch (const std::bad_alloc&) {
         return fail(ENOSPC, "write (out of memory)");
+    } catch (const LowerFault& fault) {  // a lower failed while copying up or looking up
+        return std::unexpected(fault.error);
     }
 }
 

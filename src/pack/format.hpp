@@ -9,7 +9,9 @@
 //   [data_offset, +data_length)    data region: file contents ("the stream"), raw or as
 //                                  compressed blocks; data_offset = 4096
 //   [meta_offset, +meta_length)    metadata region: every section below, contiguous, in this
-//                                  order: inodes, dirents, contents, xattrs, blocks, bytes
+//                                  order: inodes, dirents, contents, xattrs, blocks, bytes,
+//                                  inode_numbers, inode_order (the last two only with
+//                                  kIncompatInodeNumbers)
 //   [sums_offset, +sums_length)    one XXH3-64 per metadata block of the metadata region
 //   file_size = sums_offset + sums_length
 //
@@ -38,21 +40,38 @@ inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr uint32_t kHeaderSize = 512;      // bytes of the header record
 inline constexpr uint64_t kDataOffset = 4096;     // the data region starts on its own page
 inline constexpr uint32_t kMetaBlockSize = 16384;  // metadata checksum granularity (v1: fixed)
-inline constexpr uint64_t kRootIno = 1;            // inode numbers are table index + 1
+inline constexpr uint64_t kRootIno = 1;            // record numbers are table index + 1
 
 // Feature flags. A reader refuses a pack with an incompat bit it does not know; it may read a
 // pack with an unknown ro_compat bit only without writing it back (packs are never written
 // back, so v1 readers treat ro_compat like compat); unknown compat bits are ignored.
 inline constexpr uint64_t kIncompatCompressedData = 1u << 0;  // the blocks section exists
-inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData;
+// The inode_numbers and inode_order sections exist: st_ino is the stored number, not the
+// record's position (a reader that ignored the bit would report wrong inode numbers).
+inline constexpr uint64_t kIncompatInodeNumbers = 1u << 1;
+inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData | kIncompatInodeNumbers;
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
 inline constexpr uint64_t kCompatKnown = kCompatXattrs;
 
 enum class Codec : uint32_t { none = 0, zstd = 1, lz4 = 2 };
 
-// The sections, in file order. Index into Header::sections.
-enum class Section : uint32_t { inodes = 0, dirents, contents, xattrs, blocks, bytes, count };
+// The sections, in file order. The first six have their entries in Header::sections, the
+// last two (added later, from v1's reserved bytes) in Header::numbering_sections; section()
+// below finds either.
+enum class Section : uint32_t {
+    inodes = 0,
+    dirents,
+    contents,
+    xattrs,
+    blocks,
+    bytes,
+    inode_numbers,  // kIncompatInodeNumbers: one u64 per inode record, its st_ino (non-zero)
+    inode_order,    // kIncompatInodeNumbers: one u32 per inode record: record indexes sorted
+                    // by strictly ascending inode number (a lookup by number is a binary search)
+    count
+};
 inline constexpr std::size_t kSectionCount = static_cast<std::size_t>(Section::count);
+inline constexpr std::size_t kFirstSectionCount = 6;  // entries in Header::sections
 
 struct SectionEntry {
     uint64_t offset;    // absolute; 8-aligned; inside the metadata region
@@ -69,7 +88,7 @@ struct Header {
     uint64_t compat_features;    // kCompat*
     uint64_t ro_compat_features; // none in v1
     uint64_t file_size;          // exact size of the pack file
-    uint64_t inode_count;        // records in the inodes section; root is inode 1
+    uint64_t inode_count;        // records in the inodes section; the root is record 1
     uint64_t data_offset;        // kDataOffset
     uint64_t data_length;        // bytes of the data region as stored (compressed or not)
     uint64_t stream_size;        // bytes of the uncompressed stream (== data_length if raw)
@@ -82,16 +101,39 @@ struct Header {
     uint32_t block_size;         // stream block size: power of two, 4 KiB .. 16 MiB
     uint32_t inline_max;         // contents of at most this many bytes live in `bytes`
     uint32_t meta_block_size;    // kMetaBlockSize
-    SectionEntry sections[kSectionCount];
+    SectionEntry sections[kFirstSectionCount];  // inodes .. bytes
     uint8_t image_digest[32];    // SHA-256, see above
-    uint8_t reserved[192];       // zero
+    // inode_numbers, inode_order: all zero (offset, length and checksum) unless
+    // kIncompatInodeNumbers, as v1 writers left these reserved bytes.
+    SectionEntry numbering_sections[kSectionCount - kFirstSectionCount];
+    uint8_t reserved[144];       // zero
     uint64_t header_checksum;    // XXH3-64 of the header's first kHeaderSize bytes, this zero
 };
 static_assert(sizeof(Header) == kHeaderSize);
+static_assert(offsetof(Header, image_digest) == 280);
+static_assert(offsetof(Header, numbering_sections) == 312);
 static_assert(offsetof(Header, header_checksum) == kHeaderSize - 8);
 
+// The entry of section `i` (a Section as an index), wherever the header keeps it.
+inline SectionEntry& section(Header& h, std::size_t i) noexcept {
+    return i < kFirstSectionCount ? h.sections[i] : h.numbering_sections[i - kFirstSectionCount];
+}
+inline const SectionEntry& section(const Header& h, std::size_t i) noexcept {
+    return i < kFirstSectionCount ? h.sections[i] : h.numbering_sections[i - kFirstSectionCount];
+}
+inline const SectionEntry& section(const Header& h, Section s) noexcept {
+    return section(h, static_cast<std::size_t>(s));
+}
+// Byte offset of section `i`'s entry in the header, for errors that name it.
+inline uint64_t section_entry_offset(std::size_t i) noexcept {
+    return i < kFirstSectionCount
+               ? offsetof(Header, sections) + i * sizeof(SectionEntry)
+               : offsetof(Header, numbering_sections) + (i - kFirstSectionCount) * sizeof(SectionEntry);
+}
+
 // File types in inode mode and in dirents use the POSIX S_IFMT values (S_IFREG 0100000, ...).
-// An inode: 80 bytes, record i describes inode number i + 1.
+// An inode: 80 bytes. Record i is named i + 1 by dirents (its record number); its st_ino is
+// the same, or inode_numbers[i] with kIncompatInodeNumbers.
 struct Inode {
     uint32_t mode;        // S_IFMT type bits | permission bits (07777)
     uint32_t uid;
@@ -116,10 +158,10 @@ static_assert(sizeof(Inode) == 80);
 
 // A directory entry: 16 bytes. A directory's entries are contiguous, sorted by name in byte
 // order (memcmp, then length), with no duplicates, no "." and "..", no '/' or NUL in a name.
-// Inodes are numbered breadth-first in that order, so a directory's children are mostly
-// consecutive inodes.
+// Inode records are laid out breadth-first in that order, so a directory's children are
+// mostly consecutive records.
 struct Dirent {
-    uint32_t ino;          // inode number (>= 2, <= inode_count)
+    uint32_t ino;          // record number of the inode it names (>= 2, <= inode_count)
     uint32_t name_offset;  // offset of the name in `bytes`
     uint16_t name_length;  // 1 .. 255
     uint8_t type;          // S_IFMT >> 12 of the inode it names (must agree with the inode)
@@ -153,6 +195,17 @@ static_assert(sizeof(Xattr) == 16);
 // [offsets[i], offsets[i + 1]). A block whose stored length equals its stream length is stored
 // raw; otherwise it is one complete frame of the header's codec (zstd frame / LZ4 block format)
 // that decompresses to exactly its stream length.
+
+// The numbering sections (kIncompatInodeNumbers; both present or both absent). inode_numbers:
+// inode_count little-endian u64s, numbers[i] the st_ino of record i: non-zero, no two equal.
+// inode_order: inode_count little-endian u32s, a permutation of the record indexes with
+// numbers[order[0]] < numbers[order[1]] < ..., so numbers[order[inode_count - 1]] is the
+// largest. Dirents still name records by record number; only what a reader reports changes.
+
+inline constexpr const char* kSectionNames[kSectionCount] = {
+    "inodes", "dirents", "contents", "xattrs", "blocks", "bytes", "inode_numbers", "inode_order"};
+// Bytes per record of each section (the bytes section is a byte array).
+inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8, 1, 8, 4};
 
 // Little-endian reads and writes of a record (the host is little-endian; checked at compile
 // time so a big-endian port fails loudly instead of misreading).

@@ -89,8 +89,8 @@ Result<std::unique_ptr<TreeSource>> make_mem_source(Backend& backend, const std:
     if (!tree) return std::unique_ptr<TreeSource>();
     auto resolved = mem::TreeReader(*tree).resolve(root, false, "build", root);
     if (!resolved) return std::unexpected(resolved.error());
-    if (resolved->inode->type != FileType::directory) return fail(ENOTDIR, "build", root);
-    return std::make_unique<MemSource>(std::move(tree), resolved->inode);
+    if (!resolved->is_dir()) return fail(ENOTDIR, "build", root);
+    return std::make_unique<MemSource>(std::move(tree), resolved->upper);
 }
 
 }  // namespace packfs::pack

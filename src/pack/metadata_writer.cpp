@@ -56,7 +56,7 @@ uint32_t nsec_of(const Time& t) {
 }  // namespace
 
 Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
-                                     const StreamFacts& stream) {
+                                     const StreamFacts& stream, const InodeNumbering* numbering) {
     BytesTable bytes;
     MetadataImage image;
 
@@ -163,11 +163,12 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     h.meta_block_size = kMetaBlockSize;
     if (stream.codec != Codec::none) h.incompat_features |= kIncompatCompressedData;
     if (!xattrs.empty()) h.compat_features |= kCompatXattrs;
+    if (numbering != nullptr) h.incompat_features |= kIncompatInodeNumbers;
 
     std::vector<std::byte>& region = image.region;
     auto add_section = [&](Section which, std::span<const std::byte> data) {
         pad_to_8(region);
-        SectionEntry& entry = h.sections[static_cast<std::size_t>(which)];
+        SectionEntry& entry = section(h, static_cast<std::size_t>(which));
         entry.offset = h.meta_offset + region.size();
         entry.length = data.size();
         entry.checksum = xxh3_64(data);
@@ -179,6 +180,10 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     add_section(Section::xattrs, std::as_bytes(std::span(xattrs)));
     add_section(Section::blocks, std::as_bytes(std::span(stream.block_offsets)));
     add_section(Section::bytes, std::as_bytes(std::span(bytes.data())));
+    if (numbering != nullptr) {  // else their entries stay zero, as in every v1 pack
+        add_section(Section::inode_numbers, std::as_bytes(std::span(numbering->numbers)));
+        add_section(Section::inode_order, std::as_bytes(std::span(numbering->order)));
+    }
     pad_to_8(region);
     h.meta_length = region.size();
 

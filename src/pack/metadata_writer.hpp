@@ -1,5 +1,6 @@
 // The last step of a build: the metadata region (inodes, dirents, contents, xattrs, blocks,
-// bytes), its block sums, and the header, from the scanned tree and the content plan.
+// bytes, and inode_numbers and inode_order when the pack keeps its source's numbers), its
+// block sums, and the header, from the scanned tree and the content plan.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,10 @@ struct StreamFacts {
     std::vector<uint64_t> block_offsets;  // compressed only
 };
 
-// Encodes everything; inline contents' bytes come from the plan (always kept).
+// Encodes everything; inline contents' bytes come from the plan (always kept). With
+// `numbering` (null: inodes numbered by position) the pack keeps those inode numbers.
 Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
-                                     const StreamFacts& stream);
+                                     const StreamFacts& stream,
+                                     const InodeNumbering* numbering = nullptr);
 
 }  // namespace packfs::pack

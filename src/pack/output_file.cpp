@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "core/io.hpp"
+
 namespace packfs::pack {
 
 namespace {
@@ -20,6 +22,12 @@ std::string directory_of(const std::string& path) {
     if (slash == std::string::npos) return ".";
     if (slash == 0) return "/";
     return path.substr(0, slash);
+}
+
+// The output's errors name the pack being built, with op "build" (the CLI relies on it).
+Result<void> as_build_error(Result<void> r) {
+    if (r) return r;
+    return fail(r.error().code(), "build", r.error().path());
 }
 
 }  // namespace
@@ -59,17 +67,7 @@ OutputFile::~OutputFile() {
 }
 
 Result<void> OutputFile::write_fully(const std::byte* data, std::size_t size, uint64_t offset) {
-    while (size > 0) {
-        ssize_t n = ::pwrite(fd_, data, size, static_cast<off_t>(offset));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail(errno, "build", final_path_);
-        }
-        data += n;
-        size -= static_cast<std::size_t>(n);
-        offset += static_cast<uint64_t>(n);
-    }
-    return {};
+    return as_build_error(io::pwrite_all(fd_, {data, size}, offset, final_path_));
 }
 
 Result<void> OutputFile::flush() {
@@ -114,19 +112,12 @@ Result<void> OutputFile::write_at(std::span<const std::byte> bytes, uint64_t off
 
 Result<void> OutputFile::commit() {
     if (auto r = flush(); !r) return r;
-    if (::fsync(fd_) != 0) return fail(errno, "build", final_path_);
+    if (auto r = as_build_error(io::fsync(fd_, final_path_)); !r) return r;
     if (::close(std::exchange(fd_, -1)) != 0) return fail(errno, "build", final_path_);
-    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
-        return fail(errno, "build", final_path_);
+    if (auto r = as_build_error(io::rename(temp_path_, final_path_, final_path_)); !r) return r;
     committed_ = true;
     // The rename is durable once the directory is.
-    int dir = ::open(directory_of(final_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return fail(errno, "build", final_path_);
-    int rc = ::fsync(dir);
-    int err = errno;
-    ::close(dir);
-    if (rc != 0) return fail(err, "build", final_path_);
-    return {};
+    return as_build_error(io::fsync_dir(directory_of(final_path_), final_path_));
 }
 
 }  // namespace packfs::pack

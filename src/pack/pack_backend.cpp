@@ -11,6 +11,7 @@
 
 #include "mem/tree_reader.hpp"  // check_xattr_name: the namespace rules, shared by every backend
 #include "core/refuse_mutations.hpp"
+#include "pack/pack_access.hpp"
 #include "pack/reader.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -209,11 +210,21 @@ private:
         return unless_damaged<Stat>(*reader_, reader_->stat_of(*node), ctx);
     }
 
+public:
+    const std::shared_ptr<const PackReader>& reader() const noexcept { return reader_; }
+
+private:
     std::shared_ptr<const PackReader> reader_;
     PackInfo info_;
 };
 
 }  // namespace
+
+std::shared_ptr<const PackReader> reader_of(const Backend& backend) {
+    auto* pack = dynamic_cast<const PackBackendImpl*>(&backend);
+    return pack ? pack->reader() : nullptr;
+}
+
 }  // namespace packfs::pack
 
 namespace packfs {

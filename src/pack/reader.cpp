@@ -66,10 +66,8 @@ std::unexpected<Error> unsupported(std::string_view path, std::string_view detai
     return std::unexpected(Error(ENOTSUP, "open_pack", fmt::format("{} ({})", path, detail)));
 }
 
-const char* const kSectionNames[kSectionCount] = {"inodes", "dirents", "contents",
-                                                  "xattrs", "blocks",  "bytes"};
-constexpr uint64_t kRecordSizes[kSectionCount] = {sizeof(Inode), sizeof(Dirent),   sizeof(Content),
-                                                  sizeof(Xattr), sizeof(uint64_t), 1};
+static_assert(kSectionRecordSizes[0] == sizeof(Inode) && kSectionRecordSizes[1] == sizeof(Dirent) &&
+              kSectionRecordSizes[2] == sizeof(Content) && kSectionRecordSizes[3] == sizeof(Xattr));
 
 // The rest of a path still to walk: the caller's path, with the targets of the symlinks met on
 // the way stacked on top of it (the mem backend splices "target/rest" into a new string; this
@@ -181,9 +179,7 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     r->meta_offset_ = h.meta_offset;
     r->meta_length_ = h.meta_length;
     r->inode_count_ = h.inode_count;
-    auto section = [&](Section s) -> const SectionEntry& {
-        return h.sections[static_cast<std::size_t>(s)];
-    };
+    auto section = [&](Section s) -> const SectionEntry& { return pack::section(h, s); };
     r->inodes_rel_ = section(Section::inodes).offset - h.meta_offset;
     r->dirents_rel_ = section(Section::dirents).offset - h.meta_offset;
     r->dirent_count_ = section(Section::dirents).length / sizeof(Dirent);
@@ -196,6 +192,11 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     if (r->block_count_ > 0) --r->block_count_;  // count + 1 offsets
     r->bytes_rel_ = section(Section::bytes).offset - h.meta_offset;
     r->bytes_length_ = section(Section::bytes).length;
+    r->numbered_ = (h.incompat_features & kIncompatInodeNumbers) != 0;
+    if (r->numbered_) {
+        r->numbers_rel_ = section(Section::inode_numbers).offset - h.meta_offset;
+        r->order_rel_ = section(Section::inode_order).offset - h.meta_offset;
+    }
     r->stream_size_ = h.stream_size;
     r->data_offset_ = h.data_offset;
     r->data_length_ = h.data_length;
@@ -308,17 +309,28 @@ Result<void> PackReader::validate_header(std::string_view path) const {
 
     // The sections: in order, 8-aligned (gaps under 8 bytes), inside the metadata region, whole
     // records.
+    // Without the inode-numbers feature its two sections are absent: entries all zero, as v1
+    // writers left those reserved bytes.
+    const bool numbered = (h.incompat_features & kIncompatInodeNumbers) != 0;
     uint64_t end = h.meta_offset;
     for (std::size_t i = 0; i < kSectionCount; ++i) {
-        const SectionEntry& s = h.sections[i];
-        const uint64_t field = at(offsetof(Header, sections)) + i * sizeof(SectionEntry);
+        const SectionEntry& s = section(h, i);
+        const uint64_t field = section_entry_offset(i);
+        if (i >= kFirstSectionCount && !numbered) {
+            if (s.offset != 0 || s.length != 0 || s.checksum != 0)
+                return header_corrupt(
+                    path, field, 0, s.offset | s.length | s.checksum,
+                    fmt::format("section {} entry (without the inode-numbers feature)",
+                                kSectionNames[i]));
+            continue;
+        }
         if (s.offset % 8 != 0 || s.offset < end || s.offset - end >= 8 ||
             !within(s.offset, s.length, meta_end))
             return header_corrupt(path, field, end, s.offset,
                                   fmt::format("section {} range", kSectionNames[i]));
-        if (s.length % kRecordSizes[i] != 0)
+        if (s.length % kSectionRecordSizes[i] != 0)
             return header_corrupt(
-                path, field + 8, kRecordSizes[i], s.length % kRecordSizes[i],
+                path, field + 8, kSectionRecordSizes[i], s.length % kSectionRecordSizes[i],
                 fmt::format("section {} length (not whole records)", kSectionNames[i]));
         end = s.offset + s.length;
     }
@@ -331,6 +343,15 @@ Result<void> PackReader::validate_header(std::string_view path) const {
         return header_corrupt(path, at(offsetof(Header, inode_count)),
                               inodes.length / sizeof(Inode), h.inode_count,
                               "inode count (against the inodes section)");
+    // inode_count fits 32 bits (checked above): these products cannot wrap.
+    for (Section s : {Section::inode_numbers, Section::inode_order}) {
+        const auto i = static_cast<std::size_t>(s);
+        const uint64_t want = numbered ? kSectionRecordSizes[i] * h.inode_count : 0;
+        if (section(h, s).length != want)
+            return header_corrupt(path, section_entry_offset(i) + 8, want, section(h, s).length,
+                                  fmt::format("section {} length (one record per inode)",
+                                              kSectionNames[i]));
+    }
     // ceil(stream_size / block_size) without overflow: near 2^64 the rounded-up sum wrapped to a
     // small count that a short blocks section then matched.
     const uint64_t block_count =
@@ -367,6 +388,7 @@ PackInfo PackReader::info() const {
     i.block_size = header_.block_size;
     i.inline_max = header_.inline_max;
     i.has_xattrs = (header_.compat_features & kCompatXattrs) != 0;
+    i.keeps_inode_numbers = numbered_;
     i.digest = to_hex(std::span<const uint8_t>(header_.image_digest));
     return i;
 }
@@ -465,8 +487,26 @@ inline bool PackReader::try_inode(uint64_t ino, InodeView& out) const noexcept {
     if (at == nullptr) [[unlikely]]
         return false;
     out.ino = ino;
+    out.number = numbered_ ? try_number(ino - 1) : ino;
+    if (out.number == 0) [[unlikely]]
+        return false;
     out.rec = load<Inode>(at);
     return inode_fault(out.rec, out.type) == InodeFault::none;
+}
+
+inline uint64_t PackReader::try_number(uint64_t index) const noexcept {
+    const std::byte* at = checked(numbers_rel_ + index * 8, 8);
+    return at != nullptr ? load<uint64_t>(at) : 0;
+}
+
+Result<uint64_t> PackReader::stored_number(uint64_t index, const Ctx& ctx) const {
+    const uint64_t rel = numbers_rel_ + index * 8;
+    auto at = meta(rel, 8, ctx);
+    if (!at) return std::unexpected(at.error());
+    const auto number = load<uint64_t>(*at);
+    if (number == 0) [[unlikely]]
+        return corrupt(ctx, rel, 1, 0, "inode number (0)");
+    return number;
 }
 
 Result<InodeView> PackReader::inode(uint64_t ino, const Ctx& ctx) const {
@@ -485,6 +525,12 @@ Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
     if (!at) return std::unexpected(at.error());
     InodeView v;
     v.ino = ino;
+    v.number = ino;
+    if (numbered_) {
+        auto number = stored_number(ino - 1, ctx);
+        if (!number) return std::unexpected(number.error());
+        v.number = *number;
+    }
     v.rec = load<Inode>(*at);
     const Inode& n = v.rec;
     switch (inode_fault(n, v.type)) {
@@ -613,6 +659,68 @@ Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view
     return nullptr;
 }
 
+// --- inode numbers -----------------------------------------------------------------------
+
+Result<PackReader::OrderEntry> PackReader::order_entry(uint64_t position, const Ctx& ctx) const {
+    const uint64_t rel = order_rel_ + position * 4;
+    auto at = meta(rel, 4, ctx);
+    if (!at) return std::unexpected(at.error());
+    const uint64_t index = load<uint32_t>(*at);
+    if (index >= inode_count_) [[unlikely]]
+        return corrupt(ctx, rel, inode_count_ - 1, index, "inode order entry (record index)");
+    auto number = stored_number(index, ctx);
+    if (!number) return std::unexpected(number.error());
+    return OrderEntry{index, *number};
+}
+
+Result<std::optional<InodeView>> PackReader::by_inode_number(uint64_t number,
+                                                             const Ctx& ctx) const {
+    if (!numbered_) {
+        if (number == 0 || number > inode_count_) return std::nullopt;
+        auto node = inode(number, ctx);
+        if (!node) return std::unexpected(node.error());
+        return *node;
+    }
+    if (number == 0) return std::nullopt;
+    // Every probe must lie strictly between the numbers seen at lo - 1 and at hi (0: none yet;
+    // no number is 0), or the order is not sorted and the search could miss or mislead.
+    uint64_t lo = 0, hi = inode_count_;
+    uint64_t below = 0, above = 0;
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        auto entry = order_entry(mid, ctx);
+        if (!entry) return std::unexpected(entry.error());
+        const uint64_t found = entry->number;
+        if (found <= below || (above != 0 && found >= above)) [[unlikely]]
+            return corrupt(ctx, order_rel_ + mid * 4, found <= below ? below + 1 : above - 1,
+                           found, "inode order (numbers not strictly ascending)");
+        if (found == number) {
+            auto node = inode(entry->index + 1, ctx);
+            if (!node) return std::unexpected(node.error());
+            return *node;
+        }
+        if (found < number) {
+            lo = mid + 1;
+            below = found;
+        } else {
+            hi = mid;
+            above = found;
+        }
+    }
+    return std::nullopt;
+}
+
+Result<uint64_t> PackReader::max_inode_number(const Ctx& ctx) const {
+    if (!numbered_) return inode_count_;
+    auto last = order_entry(inode_count_ - 1, ctx);
+    if (!last) return std::unexpected(last.error());
+    // inode_count distinct non-zero numbers: the largest is at least inode_count.
+    if (last->number < inode_count_) [[unlikely]]
+        return corrupt(ctx, order_rel_ + (inode_count_ - 1) * 4, inode_count_, last->number,
+                       "inode order (last number below the inode count)");
+    return last->number;
+}
+
 // --- names -------------------------------------------------------------------------------
 
 Result<InodeView> PackReader::resolve(std::string_view path, bool follow_last,
@@ -674,6 +782,19 @@ Result<InodeView> PackReader::resolve(const NormalPath& path, bool follow_last,
     return r;
 }
 
+Result<std::optional<InodeView>> PackReader::lookup(const InodeView& dir, std::string_view name,
+                                                    const Ctx& ctx) const {
+    if (dir.type != FileType::directory) return fail(ENOTDIR, ctx.op, ctx.path);
+    if (name.size() > kMaxNameLength) return fail(ENAMETOOLONG, ctx.op, ctx.path);
+    if (name.empty() || !is_file_name(name)) return std::nullopt;  // no dirent holds one
+    auto at = find(dir, name, ctx);
+    if (!at) return std::unexpected(at.error());
+    if (*at == nullptr) return std::nullopt;
+    auto node = child(load<Dirent>(*at), static_cast<uint64_t>(*at - meta_), ctx);
+    if (!node) return std::unexpected(node.error());
+    return *node;
+}
+
 Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& ctx) const {
     std::vector<DirEntry> out;
     const uint64_t count = dir.rec.size;
@@ -693,7 +814,31 @@ Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& 
         const Dirent d = load<Dirent>(at);
         auto node = child(d, rel, ctx);
         if (!node) return std::unexpected(node.error());
-        out.push_back(DirEntry{std::string(*name), d.ino, node->type});
+        out.push_back(DirEntry{std::string(*name), node->number, node->type});
+    }
+    return out;
+}
+
+Result<std::vector<std::pair<std::string, InodeView>>> PackReader::list_nodes(
+    const InodeView& dir, const Ctx& ctx) const {
+    std::vector<std::pair<std::string, InodeView>> out;
+    const uint64_t count = dir.rec.size;
+    if (count == 0) return out;
+    const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
+    auto base = meta(first_rel, count * sizeof(Dirent), ctx);
+    if (!base) return std::unexpected(base.error());
+    out.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+        const std::byte* at = *base + i * sizeof(Dirent);
+        const uint64_t rel = first_rel + i * sizeof(Dirent);
+        auto name = name_at(at, rel, ctx);
+        if (!name) return std::unexpected(name.error());
+        if (!is_file_name(*name)) [[unlikely]]
+            return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
+                           "dirent name (not a file name)");
+        auto node = child(load<Dirent>(at), rel, ctx);
+        if (!node) return std::unexpected(node.error());
+        out.emplace_back(std::string(*name), *node);
     }
     return out;
 }
@@ -747,7 +892,7 @@ Result<std::vector<std::string>> PackReader::xattr_names(const InodeView& node,
 Stat PackReader::stat_of(const InodeView& node) const noexcept {
     const Inode& n = node.rec;
     Stat st;
-    st.ino = node.ino;
+    st.ino = node.number;
     st.type = node.type;
     st.mode = n.mode & 07777;
     st.uid = n.uid;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,7 +49,8 @@ struct Ctx {
 // No default member initialisers: a lookup makes several of these and must not pay for zeroing
 // 80 bytes each time.
 struct InodeView {
-    uint64_t ino;
+    uint64_t ino;     // record number (index + 1): what dirents name, what inode() takes
+    uint64_t number;  // the inode number reported (st_ino): `ino`, or the stored one (non-zero)
     FileType type;
     Inode rec;
 };
@@ -95,8 +97,24 @@ public:
         return meta_ + rel;
     }
 
-    // Inode `ino` (1-based), its fields checked.
+    // Inode record `ino` (1-based record number), its fields checked.
     Result<InodeView> inode(uint64_t ino, const Ctx& ctx) const;
+
+    // --- inode numbers (what st_ino reports) -------------------------------------------------
+    // A pack numbers its inodes by position (record i is inode i + 1) or, with the
+    // inode-numbers feature, carries its source's numbers (docs/FORMAT.md). Either way:
+    bool keeps_inode_numbers() const noexcept { return numbered_; }
+    // The number st_ino and readdir report for `node`.
+    uint64_t inode_number(const InodeView& node) const noexcept { return node.number; }
+    // The inode whose number is `number`, nullopt when none is. With stored numbers a binary
+    // search of inode_order; every entry it touches is checked (index in range, number
+    // non-zero, inside the bounds the search has seen), so a damaged order answers EUCLEAN
+    // or misses, never names a wrong inode.
+    Result<std::optional<InodeView>> by_inode_number(uint64_t number, const Ctx& ctx) const;
+    // The largest inode number: inode_count, or the number of inode_order's last entry
+    // (checked: in range, and at least inode_count; verify proves the whole order sorted).
+    // A Result because that entry's metadata block may not have been checked yet.
+    Result<uint64_t> max_inode_number(const Ctx& ctx) const;
     // Where the content of a regular file is.
     Result<ContentRef> content(const InodeView& file, const Ctx& ctx) const;
     // A symlink's target (inside `bytes`, checked).
@@ -109,14 +127,24 @@ public:
     Result<InodeView> resolve(std::string_view path, bool follow_last, const Ctx& ctx) const;
     // The same for an API path: a trailing '/' follows the last link and demands a directory.
     Result<InodeView> resolve(const NormalPath& path, bool follow_last, const Ctx& ctx) const;
-    // The entries of a directory, in pack order (sorted by name), each one checked.
+    // The entry `name` (one component) of directory `dir`, nullopt when it has none: a
+    // binary search of its dirents, then the inode checked against the dirent. "." and ".."
+    // are never entries (a walker handles them); ENOTDIR when `dir` is not a directory,
+    // ENAMETOOLONG past 255 bytes.
+    Result<std::optional<InodeView>> lookup(const InodeView& dir, std::string_view name,
+                                            const Ctx& ctx) const;
+    // The entries of a directory, in pack order (sorted by name), each one checked; DirEntry
+    // ino is the inode number (inode_number()), not the record number.
     Result<std::vector<DirEntry>> list(const InodeView& dir, const Ctx& ctx) const;
+    // The same with each entry's checked inode (for a walker that goes on into them).
+    Result<std::vector<std::pair<std::string, InodeView>>> list_nodes(const InodeView& dir,
+                                                                      const Ctx& ctx) const;
     // The xattrs of an inode: a value by name (nullopt-like false when absent) and all names.
     Result<bool> find_xattr(const InodeView& node, std::string_view name, std::string& value,
                             const Ctx& ctx) const;
     Result<std::vector<std::string>> xattr_names(const InodeView& node, const Ctx& ctx) const;
 
-    Stat stat_of(const InodeView& node) const noexcept;
+    Stat stat_of(const InodeView& node) const noexcept;  // st_ino: inode_number(node)
 
     // --- contents -------------------------------------------------------------------------
     // Copies up to out.size() bytes of `content` from `offset`; 0 at or past its end.
@@ -134,6 +162,7 @@ public:
 
 private:
     PackReader() = default;
+    void verify_numbering(VerifyReport& report) const;  // verify.cpp
     Result<void> validate_header(std::string_view host_path) const;
     Result<const std::byte*> meta_slow(uint64_t rel, uint64_t len, const Ctx& ctx) const;
     Result<void> check_block(uint64_t block, const Ctx& ctx) const;
@@ -149,6 +178,17 @@ private:
     bool try_inode(uint64_t ino, InodeView& out) const noexcept;
     Result<InodeView> inode_slow(uint64_t ino, const Ctx& ctx) const;
     const char* try_name(const std::byte* at, uint16_t& length) const noexcept;
+
+    // The stored number of record `index` (0-based) through the hot path: 0 when its block
+    // is not checked yet (or it is 0, which no record may hold).
+    uint64_t try_number(uint64_t index) const noexcept;
+    Result<uint64_t> stored_number(uint64_t index, const Ctx& ctx) const;
+    // inode_order[position]: the record index there (checked in range) and its number.
+    struct OrderEntry {
+        uint64_t index;
+        uint64_t number;
+    };
+    Result<OrderEntry> order_entry(uint64_t position, const Ctx& ctx) const;
 
     // A dirent at index `index`, with its name (checked, inside `bytes`).
     struct DirentView {
@@ -191,6 +231,8 @@ private:
     uint64_t xattrs_rel_ = 0, xattr_count_ = 0;
     uint64_t blocks_rel_ = 0, block_count_ = 0;
     uint64_t bytes_rel_ = 0, bytes_length_ = 0;
+    bool numbered_ = false;  // kIncompatInodeNumbers: the two sections below exist
+    uint64_t numbers_rel_ = 0, order_rel_ = 0;
     uint64_t stream_size_ = 0;
     uint64_t data_offset_ = 0, data_length_ = 0;
     uint32_t block_size_ = 0;

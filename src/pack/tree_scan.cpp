@@ -122,4 +122,26 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
     return tree;
 }
 
+Result<InodeNumbering> number_inodes(const ScannedTree& tree) {
+    InodeNumbering out;
+    out.numbers.reserve(tree.inodes.size());
+    out.order.resize(tree.inodes.size());
+    for (std::size_t i = 0; i < tree.inodes.size(); ++i) {
+        if (tree.inodes[i].stat.ino == 0)
+            return fail(EINVAL, "build: inode number 0 (cannot keep it)", tree.inodes[i].path);
+        out.numbers.push_back(tree.inodes[i].stat.ino);
+        out.order[i] = static_cast<uint32_t>(i);  // scan_tree keeps the count below 2^32
+    }
+    // Ties broken by index, so the first name to report a duplicate is the same every build.
+    std::sort(out.order.begin(), out.order.end(), [&](uint32_t a, uint32_t b) {
+        return out.numbers[a] != out.numbers[b] ? out.numbers[a] < out.numbers[b] : a < b;
+    });
+    for (std::size_t i = 1; i < out.order.size(); ++i) {
+        if (out.numbers[out.order[i]] == out.numbers[out.order[i - 1]])
+            return fail(EINVAL, "build: two inodes report the same inode number",
+                        tree.inodes[out.order[i]].path);
+    }
+    return out;
+}
+
 }  // namespace packfs::pack

@@ -44,4 +44,14 @@ struct ScannedTree {
 // Reads the tree; `on_entry(count)` is called every so many entries for progress.
 Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry);
 
+// The inode numbers of a pack that keeps its source's (PackWriteOptions::keep_inode_numbers):
+// numbers[i] is record i's st_ino from the source, order the record indexes sorted by number.
+struct InodeNumbering {
+    std::vector<uint64_t> numbers;
+    std::vector<uint32_t> order;
+};
+
+// EINVAL naming the path when a source inode's st_ino is 0 or another inode already has it.
+Result<InodeNumbering> number_inodes(const ScannedTree& tree);
+
 }  // namespace packfs::pack

@@ -5,7 +5,8 @@
 // stream in offset order so each compressed block is decompressed once; 4. each compressed
 // block that no content touched; 5. the tree, walked from the root, so every record is checked
 // and each bad content is reported under the virtual path of every file that holds it;
-// 6. the image digest. Nothing here stops at the first problem.
+// 6. the inode numbers, when the pack keeps them: all non-zero, the order a permutation sorted
+// strictly ascending; 7. the image digest. Nothing here stops at the first problem.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,8 +58,6 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     auto problem = [&](std::string where, std::string what) {
         report.problems.push_back(VerifyProblem{std::move(where), std::move(what)});
     };
-    const char* const section_names[kSectionCount] = {"inodes", "dirents", "contents",
-                                                      "xattrs", "blocks",  "bytes"};
 
     // The contents, read first (records only) so the progress total is known.
     struct Item {
@@ -90,12 +89,13 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
 
     // 1. Sections.
     for (std::size_t s = 0; s < kSectionCount; ++s) {
-        const SectionEntry& e = header_.sections[s];
+        if (s >= kFirstSectionCount && !numbered_) continue;  // absent (entries zero)
+        const SectionEntry& e = section(header_, s);
         const uint64_t sum = xxh3_64(std::span(meta_ + (e.offset - meta_offset_), e.length));
         ++report.sections_checked;
         meter.add(e.length);
         if (sum != e.checksum)
-            problem(fmt::format("section {}", section_names[s]),
+            problem(fmt::format("section {}", kSectionNames[s]),
                     fmt::format("checksum mismatch: expected {}, found {}", hex64(e.checksum),
                                 hex64(sum)));
     }
@@ -324,7 +324,11 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
                 problem(path, fmt::format("dirent name prefix {:#x} does not match the name "
                                           "(a lookup may miss it)",
                                           prefix));
-            auto node = inode(e.ino, Ctx{"verify", path});
+            // DirEntry::ino is the inode number; the walk goes by record number (list()
+            // checked it in range).
+            const uint64_t record =
+                load<uint32_t>(dirents + i * sizeof(Dirent) + offsetof(Dirent, ino));
+            auto node = inode(record, Ctx{"verify", path});
             if (!node) {
                 problem(path, node.error().message());
                 continue;
@@ -332,10 +336,10 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
             check_xattrs(path, *node);
             switch (node->type) {
                 case FileType::directory:
-                    if (seen_dir[e.ino]) {
+                    if (seen_dir[record]) {
                         problem(path, "directory reached twice (a cycle or a linked directory)");
                     } else {
-                        seen_dir[e.ino] = true;
+                        seen_dir[record] = true;
                         dirs.push_back(Dir{std::move(path), *node});
                     }
                     break;
@@ -366,7 +370,10 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
         }
     }
 
-    // 6. The image digest: the header (checksum and digest zero), then the metadata region.
+    // 6. The inode numbers.
+    if (numbered_) verify_numbering(report);
+
+    // 7. The image digest: the header (checksum and digest zero), then the metadata region.
     Header zeroed = header_;
     zeroed.header_checksum = 0;
     std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
@@ -387,6 +394,54 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     report.bytes_checked = meter.done();
     meter.finish();
     return report;
+}
+
+// Every stored number non-zero; inode_order a permutation of the records, sorted strictly
+// ascending by number (so no two numbers are equal). Each kind of fault is reported once, with
+// how often it occurs and where first: a hostile pack could otherwise add a problem per inode.
+void PackReader::verify_numbering(VerifyReport& report) const {
+    const Ctx ctx{"verify", {}};
+    const uint64_t n = inode_count_;
+    auto numbers = meta(numbers_rel_, n * 8, ctx);
+    auto order = meta(order_rel_, n * 4, ctx);
+    if (!numbers || !order) {
+        report.problems.push_back(VerifyProblem{
+            "inode numbers", (!numbers ? numbers.error() : order.error()).message()});
+        return;
+    }
+    struct Fault {
+        const char* what;
+        const char* unit;  // what `first` counts
+        uint64_t count = 0, first = 0;
+        void note(uint64_t at) {
+            if (count++ == 0) first = at;
+        }
+    };
+    Fault zero{"a stored inode number is 0", "record"},
+        range{"an inode order entry names no record", "position"},
+        twice{"inode order lists a record twice", "position"},
+        unsorted{"inode order is not strictly ascending by number", "position"};
+    std::vector<bool> listed(n, false);
+    uint64_t previous = 0;  // no number is 0
+    for (uint64_t i = 0; i < n; ++i) {
+        if (load<uint64_t>(*numbers + i * 8) == 0) zero.note(i);
+        const uint64_t index = load<uint32_t>(*order + i * 4);
+        if (index >= n) {
+            range.note(i);
+            continue;
+        }
+        if (listed[index]) twice.note(i);
+        listed[index] = true;
+        const auto number = load<uint64_t>(*numbers + index * 8);
+        if (i > 0 && number <= previous) unsorted.note(i);
+        previous = number;
+    }
+    for (const Fault* f : {&zero, &range, &twice, &unsorted}) {
+        if (f->count == 0) continue;
+        report.problems.push_back(VerifyProblem{
+            "inode numbers", fmt::format("{} (first at {} {}, {} in all)", f->what, f->unit,
+                                            f->first, f->count)});
+    }
 }
 
 }  // namespace packfs::pack

@@ -3,6 +3,7 @@
 // place only when complete and durable.
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "pack/content_plan.hpp"
@@ -78,6 +79,12 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     auto t0 = Clock::now();
     auto tree = scan_tree(source, [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
     if (!tree) return std::unexpected(tree.error());
+    std::optional<InodeNumbering> numbering;
+    if (options.keep_inode_numbers) {  // refused before any content is read
+        auto numbers = number_inodes(*tree);
+        if (!numbers) return std::unexpected(numbers.error());
+        numbering = std::move(*numbers);
+    }
 
     auto t1 = Clock::now();
     auto plan = plan_contents(source, *tree, options, jobs, [&](uint64_t done, uint64_t total) {
@@ -130,7 +137,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                       .data_length = stream.stored_bytes(),
                       .stream_size = stream.stream_bytes(),
                       .block_offsets = std::move(*blocks)};
-    auto meta = build_metadata(*tree, *plan, facts);
+    auto meta = build_metadata(*tree, *plan, facts, numbering ? &*numbering : nullptr);
     if (!meta) return std::unexpected(meta.error());
     report(options, BuildProgress::Phase::finish, plan->stream_size, plan->stream_size);
 

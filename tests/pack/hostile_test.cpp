@@ -39,6 +39,7 @@
 #include "pack/codec.hpp"
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
+#include "pack/reader.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -98,7 +99,7 @@ struct PackParts {
         std::memcpy(&p.h, file.data(), sizeof(Header));
         p.data = file.substr(p.h.data_offset, p.h.data_length);
         for (std::size_t i = 0; i < kSectionCount; ++i)
-            p.sec[i] = file.substr(p.h.sections[i].offset, p.h.sections[i].length);
+            p.sec[i] = file.substr(section(p.h, i).offset, section(p.h, i).length);
         return p;
     }
 
@@ -151,11 +152,20 @@ struct PackParts {
         const uint64_t meta_offset = align8(kDataOffset + data.size());
         out.meta_offset = meta_offset;
         std::string region;
+        // The numbering sections are laid out when the parts' header has their feature (or
+        // they hold something, to test a pack that has them without the bit); else their
+        // entries stay zero, as the writer leaves them.
+        const bool numbered = (h.incompat_features & kIncompatInodeNumbers) != 0;
         for (std::size_t i = 0; i < kSectionCount; ++i) {
+            SectionEntry& entry = section(out, i);
+            if (i >= kFirstSectionCount && !numbered && sec[i].empty()) {
+                entry = SectionEntry{0, 0, 0};
+                continue;
+            }
             region.resize(align8(region.size()), '\0');
-            out.sections[i].offset = meta_offset + region.size();
-            out.sections[i].length = sec[i].size();
-            out.sections[i].checksum = xxh3_of(sec[i]);
+            entry.offset = meta_offset + region.size();
+            entry.length = sec[i].size();
+            entry.checksum = xxh3_of(sec[i]);
             region += sec[i];
         }
         region.resize(align8(region.size()), '\0');
@@ -212,6 +222,7 @@ std::shared_ptr<Backend> make_tree() {
 
 struct Packs {
     std::string raw, zstd, lz4;
+    std::string kept;  // raw, keeping the mem tree's inode numbers
 };
 
 const Packs& packs() {
@@ -219,9 +230,10 @@ const Packs& packs() {
         TempDir dir;
         auto tree = make_tree();
         Packs out;
-        auto build = [&](Compression c) {
+        auto build = [&](Compression c, bool keep = false) {
             PackWriteOptions o;
             o.compression = c;
+            o.keep_inode_numbers = keep;
             o.block_size = 16384;
             const fs::path path = dir.path / "p.pack";
             auto stats = write_pack(*tree, path.string(), o);
@@ -231,6 +243,7 @@ const Packs& packs() {
         out.raw = build(Compression::none);
         out.zstd = build(Compression::zstd);
         out.lz4 = build(Compression::lz4);
+        out.kept = build(Compression::none, true);
         return out;
     }();
     return p;
@@ -468,7 +481,7 @@ TEST(PackHostile, TruncatedPacksFailToOpenWithAClearError) {
 // --- PackParts sanity --------------------------------------------------------------------
 
 TEST(PackHostile, PackPartsRebuildsTheWritersBytesExactly) {
-    for (const std::string* file : {&packs().raw, &packs().zstd, &packs().lz4})
+    for (const std::string* file : {&packs().raw, &packs().zstd, &packs().lz4, &packs().kept})
         EXPECT_TRUE(PackParts::parse(*file).build() == *file);
 }
 
@@ -697,7 +710,7 @@ std::size_t flips_per_region() {
     return sanitizer_run() ? 50 : 160;
 }
 
-// 3 packs x (4 regions x 160 + 40) = 2040 trials in the release build, 3 x 212 = 636 under
+// 4 packs x (4 regions x 160 + 40) = 2720 trials in the release build, 4 x 212 = 848 under
 // sanitizers.
 TEST(PackHostile, BitFlipsInARawPackAreRejectedOrReadCleanlyAndVerifyCatchesThem) {
     flip_trials(packs().raw, "raw", flips_per_region(), 1);
@@ -707,6 +720,9 @@ TEST(PackHostile, BitFlipsInAZstdPackAreRejectedOrReadCleanlyAndVerifyCatchesThe
 }
 TEST(PackHostile, BitFlipsInAnLz4PackAreRejectedOrReadCleanlyAndVerifyCatchesThem) {
     flip_trials(packs().lz4, "lz4", flips_per_region(), 3);
+}
+TEST(PackHostile, BitFlipsInAPackKeepingInodeNumbersAreRejectedOrReadCleanly) {
+    flip_trials(packs().kept, "kept", flips_per_region(), 4);
 }
 
 // --- (c) hand-crafted hostile packs --------------------------------------------------------
@@ -824,6 +840,7 @@ protected:
         raw = PackParts::parse(packs().raw);
         zstd = PackParts::parse(packs().zstd);
         lz4 = PackParts::parse(packs().lz4);
+        kept = PackParts::parse(packs().kept);
         spit(dir.path / "clean.pack", packs().raw);
         auto b = open_file(dir.path / "clean.pack", PackAccess::mmap);
         ASSERT_TRUE(b);
@@ -843,13 +860,14 @@ protected:
     }
 
     TempDir dir;
-    PackParts raw, zstd, lz4;
+    PackParts raw, zstd, lz4, kept;
     std::shared_ptr<PackBackend> clean;
 };
 
 TEST_F(Hostile, CleanPartsOpenAndVerify) {
     check_hostile(raw.build(), opens({}, false), "raw");
     check_hostile(zstd.build(), opens({}, false), "zstd");
+    check_hostile(kept.build(), opens({}, false), "kept inode numbers");
 }
 
 TEST_F(Hostile, SectionsPastTheEndOrOverlappingFailToOpen) {
@@ -1308,7 +1326,7 @@ TEST_F(Hostile, NewerVersionsAndUnknownIncompatibleFeaturesAreNotSupported) {
     check_hostile(raw.build([](Header& h) { h.version = 2; }), fails_open(ENOTSUP), "version 2");
     check_hostile(raw.build([](Header& h) { h.version = UINT32_MAX; }), fails_open(ENOTSUP),
                   "version 2^32-1");
-    for (int bit : {1, 5, 63}) {
+    for (int bit : {2, 5, 63}) {  // bit 1 is the inode-numbers feature
         check_hostile(raw.build([&](Header& h) { h.incompat_features |= uint64_t{1} << bit; }),
                       fails_open(ENOTSUP), fmt::format("incompat bit {}", bit));
     }
@@ -1358,6 +1376,214 @@ TEST_F(Hostile, AnEditWithoutNewSumsIsCaughtByTheBlockSumsAtFirstUse) {
         << r.error().message();
     // A failed block stays failed.
     EXPECT_EQ((*b)->lstat("/docs/readme.txt").error().code(), EUCLEAN);
+}
+
+// --- hand-made damage to the inode numbers (the inode-numbers feature) ----------------------
+
+// by_inode_number() for each of `numbers` on `file`, both access modes: every answer is EUCLEAN
+// with its detail, nothing, or the inode with exactly that number, never another one; and
+// max_inode_number() ends cleanly. Returns how many lookups answered EUCLEAN.
+std::size_t check_number_lookups(const std::string& file, const std::vector<uint64_t>& numbers,
+                                 int* max_code = nullptr) {
+    TempDir tmp;
+    const fs::path path = tmp.path / "numbers.pack";
+    spit(path, file);
+    std::size_t corrupt = 0;
+    for (PackAccess a : kAccesses) {
+        SCOPED_TRACE(access_name(a));
+        auto reader = PackReader::open(path.string(), PackOpenOptions{.access = a});
+        if (!reader) {
+            ADD_FAILURE() << "does not open: " << describe(reader.error());
+            return corrupt;
+        }
+        const Ctx ctx{"test", "/"};
+        for (uint64_t n : numbers) {
+            auto found = (*reader)->by_inode_number(n, ctx);
+            if (!found) {
+                EXPECT_EQ(found.error().code(), EUCLEAN) << n << ": " << describe(found.error());
+                EXPECT_TRUE(found.error().corruption().has_value()) << found.error().message();
+                ++corrupt;
+            } else if (found->has_value()) {
+                EXPECT_EQ((*reader)->inode_number(**found), n) << "a lookup named another inode";
+            }
+        }
+        auto max = (*reader)->max_inode_number(ctx);
+        if (max_code != nullptr) *max_code = max ? 0 : max.error().code();
+    }
+    return corrupt;
+}
+
+// The problems verify() reports for `file`, one per line.
+std::string verify_problems(const std::string& file) {
+    TempDir tmp;
+    spit(tmp.path / "v.pack", file);
+    auto b = open_file(tmp.path / "v.pack", PackAccess::mmap);
+    if (!b) return "does not open: " + describe(b.error());
+    std::string out;
+    for (const VerifyProblem& p : (*b)->verify().problems) out += p.where + ": " + p.what + "\n";
+    return out;
+}
+
+class HostileNumbers : public Hostile {
+protected:
+    uint64_t count() const { return kept.h.inode_count; }
+    uint64_t number_of(uint64_t record) const {
+        return kept.get<uint64_t>(Section::inode_numbers, record - 1);
+    }
+    uint32_t order_at(uint64_t position) const {
+        return kept.get<uint32_t>(Section::inode_order, position);
+    }
+    // The position in inode_order of record `record`.
+    uint64_t position_of(uint64_t record) const {
+        for (uint64_t p = 0; p < count(); ++p)
+            if (order_at(p) == record - 1) return p;
+        ADD_FAILURE() << "record " << record << " is not in the order";
+        return 0;
+    }
+    std::vector<uint64_t> all_numbers() const {
+        std::vector<uint64_t> out;
+        for (uint64_t r = 1; r <= count(); ++r) out.push_back(number_of(r));
+        return out;
+    }
+};
+
+TEST_F(HostileNumbers, TheCleanPackKeepsTheMemTreesNumbers) {
+    ASSERT_NE(kept.h.incompat_features & kIncompatInodeNumbers, 0u);
+    EXPECT_EQ(check_number_lookups(kept.build(), all_numbers()), 0u);
+    EXPECT_EQ(verify_problems(kept.build()), "");
+    // They differ from the positions somewhere (else these tests would prove little).
+    bool differs = false;
+    for (uint64_t r = 1; r <= count(); ++r) differs |= number_of(r) != r;
+    EXPECT_TRUE(differs);
+}
+
+TEST_F(HostileNumbers, SectionsOfTheWrongLengthOrWithoutTheirFeatureFailToOpen) {
+    const auto numbers = idx(Section::inode_numbers), order = idx(Section::inode_order);
+    const std::vector<std::pair<const char*, std::function<void(PackParts&)>>> edits = {
+        {"numbers one record short", [&](PackParts& p) { p.sec[numbers].resize(p.sec[numbers].size() - 8); }},
+        {"numbers one record long", [&](PackParts& p) { p.sec[numbers] += std::string(8, '\1'); }},
+        {"numbers not whole records", [&](PackParts& p) { p.sec[numbers] += "abc"; }},
+        {"order one record short", [&](PackParts& p) { p.sec[order].resize(p.sec[order].size() - 4); }},
+        {"order one record long", [&](PackParts& p) { p.sec[order] += std::string(4, '\0'); }},
+        {"order not whole records", [&](PackParts& p) { p.sec[order] += "ab"; }},
+        {"both empty", [&](PackParts& p) {
+             p.sec[numbers].clear();
+             p.sec[order].clear();
+         }},
+    };
+    for (const auto& [name, edit] : edits) {
+        PackParts p = kept;
+        edit(p);
+        check_hostile(p.build(), fails_open(EUCLEAN), name);
+    }
+    check_hostile(kept.build([](Header& h) { h.incompat_features &= ~kIncompatInodeNumbers; }),
+                  fails_open(EUCLEAN), "the sections without the feature bit");
+    check_hostile(raw.build([](Header& h) { h.incompat_features |= kIncompatInodeNumbers; }),
+                  fails_open(EUCLEAN), "the feature bit without the sections");
+    check_hostile(raw.build([](Header& h) { h.numbering_sections[1].checksum = 1; }),
+                  fails_open(EUCLEAN), "a v1 pack with a non-zero numbering entry");
+    check_hostile(kept.build([](Header& h) { h.numbering_sections[0].offset += 8; }),
+                  fails_open(EUCLEAN), "numbers after a gap of 8 bytes");
+    check_hostile(kept.build([](Header& h) { std::swap(h.numbering_sections[0], h.numbering_sections[1]); }),
+                  fails_open(EUCLEAN), "order before numbers");
+}
+
+TEST_F(HostileNumbers, AZeroNumberIsCorruptAtUseAndInVerify) {
+    for (std::string_view path : {"/docs/readme.txt", "/docs", "/"}) {
+        PackParts p = kept;
+        const uint64_t record = ino(path);
+        const uint64_t old = number_of(record);
+        p.set<uint64_t>(Section::inode_numbers, record - 1, 0);
+        const std::string file = p.build();
+        std::vector<Probe> probes{{Op::lstat, std::string(path)}, {Op::stat, std::string(path)}};
+        if (path != "/") probes.emplace_back(Op::readdir, std::string(path_parent(path)));
+        check_hostile(file, opens(probes), fmt::format("number 0 for {}", path));
+        EXPECT_EQ(check_number_lookups(file, {old}), 2u) << path;
+        EXPECT_NE(verify_problems(file).find("inode number is 0"), std::string::npos)
+            << verify_problems(file);
+    }
+}
+
+TEST_F(HostileNumbers, DuplicateNumbersNeverNameAWrongInodeAndVerifyFindsThem) {
+    {  // two records, one number (the order unchanged)
+        PackParts p = kept;
+        const uint64_t a = ino("/docs/readme.txt"), b = ino("/data/65537.bin");
+        p.set<uint64_t>(Section::inode_numbers, b - 1, number_of(a));
+        const std::string file = p.build();
+        check_hostile(file, opens({}), "two records with one number");
+        (void)check_number_lookups(file, all_numbers());
+        EXPECT_NE(verify_problems(file).find("not strictly ascending"), std::string::npos)
+            << verify_problems(file);
+    }
+    {  // the order names one record twice (and another never)
+        PackParts p = kept;
+        const uint64_t at = position_of(ino("/docs/readme.txt"));
+        const uint64_t next = at + 1 < count() ? at + 1 : at - 1;
+        p.set<uint32_t>(Section::inode_order, next, order_at(at));
+        const std::string file = p.build();
+        check_hostile(file, opens({}), "a record twice in the order");
+        (void)check_number_lookups(file, all_numbers());
+        EXPECT_NE(verify_problems(file).find("lists a record twice"), std::string::npos)
+            << verify_problems(file);
+    }
+}
+
+TEST_F(HostileNumbers, AnUnsortedOrderIsCorruptWhereALookupTouchesIt) {
+    {  // reversed: the second probe of a search for the smallest number is out of bounds
+        PackParts p = kept;
+        std::string& order = p.sec[idx(Section::inode_order)];
+        std::vector<uint32_t> entries(count());
+        std::memcpy(entries.data(), order.data(), order.size());
+        std::reverse(entries.begin(), entries.end());
+        std::memcpy(order.data(), entries.data(), order.size());
+        const std::string file = p.build();
+        check_hostile(file, opens({}), "order reversed");
+        const std::vector<uint64_t> numbers = all_numbers();
+        EXPECT_GE(check_number_lookups(file, {*std::min_element(numbers.begin(), numbers.end())}), 2u);
+        EXPECT_GT(check_number_lookups(file, numbers), numbers.size());
+        EXPECT_NE(verify_problems(file).find("not strictly ascending"), std::string::npos);
+    }
+    {  // two neighbours swapped: a lookup may miss them, never names a wrong inode
+        PackParts p = kept;
+        const uint64_t at = count() / 2;
+        const uint32_t first = order_at(at), second = order_at(at + 1);
+        p.set<uint32_t>(Section::inode_order, at, second);
+        p.set<uint32_t>(Section::inode_order, at + 1, first);
+        const std::string file = p.build();
+        check_hostile(file, opens({}), "two neighbours swapped");
+        (void)check_number_lookups(file, all_numbers());
+        EXPECT_NE(verify_problems(file).find("not strictly ascending"), std::string::npos);
+    }
+}
+
+TEST_F(HostileNumbers, OrderEntriesPastTheRecordsAreCorrupt) {
+    for (uint32_t bad : {static_cast<uint32_t>(count()), UINT32_MAX}) {
+        for (uint64_t at : {uint64_t{0}, count() / 2, count() - 1}) {
+            SCOPED_TRACE(fmt::format("order[{}] = {}", at, bad));
+            PackParts p = kept;
+            const uint64_t old = number_of(order_at(at) + 1);
+            p.set<uint32_t>(Section::inode_order, at, bad);
+            const std::string file = p.build();
+            check_hostile(file, opens({}), "order entry past the records");
+            int max_code = 0;
+            EXPECT_EQ(check_number_lookups(file, {old}, &max_code), 2u);
+            if (at == count() - 1) {
+                EXPECT_EQ(max_code, EUCLEAN);
+            }
+            (void)check_number_lookups(file, all_numbers());
+            EXPECT_NE(verify_problems(file).find("names no record"), std::string::npos);
+        }
+    }
+}
+
+TEST_F(HostileNumbers, ALargestNumberBelowTheInodeCountIsCorrupt) {
+    PackParts p = kept;
+    p.set<uint64_t>(Section::inode_numbers, order_at(count() - 1), 1);
+    const std::string file = p.build();
+    int max_code = 0;
+    (void)check_number_lookups(file, all_numbers(), &max_code);
+    EXPECT_EQ(max_code, EUCLEAN);
+    EXPECT_FALSE(verify_problems(file).empty());
 }
 
 // --- (d) crash regressions --------------------------------------------------------------

@@ -1,6 +1,7 @@
 // `packfs info PACK`: what a pack holds and how it is stored: counts, sizes, dedup savings,
-// compression, format version and digest. The header gives the storage facts; the counts come
-// from a walk of the tree (tally_pack), since a pack does not store them.
+// compression, format version, whether it keeps its source's inode numbers, and digest. The
+// header gives the storage facts; the counts come from a walk of the tree (tally_pack), since a
+// pack does not store them.
 #include <fmt/format.h>
 
 #include <memory>
@@ -41,6 +42,7 @@ int run_info(const InfoArgs& args) {
                           {"block_size", info.block_size},
                           {"inline_max", info.inline_max},
                           {"has_xattrs", info.has_xattrs},
+                          {"keeps_inode_numbers", info.keeps_inode_numbers},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
     }
@@ -49,7 +51,9 @@ int run_info(const InfoArgs& args) {
     if (info.compression != Compression::none) {
         fmt::print(" ({} blocks)", human_size(info.block_size));
     }
-    fmt::print(", inline up to {} bytes\n{}", info.inline_max, pack_stats_text(*stats));
+    fmt::print(", inline up to {} bytes", info.inline_max);
+    if (info.keeps_inode_numbers) fmt::print(", keeps its source's inode numbers");
+    fmt::print("\n{}", pack_stats_text(*stats));
     return kExitOk;
 }
 

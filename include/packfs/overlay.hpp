@@ -1,0 +1,39 @@
+// The overlay (DESIGN §9): a writable tree in memory over a read-only lower (a pack, a host
+// directory, any Backend), with Linux overlayfs's semantics as the reference:
+// - Reads fall through to the lower until something changes. The first change of a lower
+//   inode copies it up: metadata changes copy no data, and content is referenced chunk by
+//   chunk (64 KiB), so a one-byte write into a 1 GB lower file copies one chunk.
+// - A deleted lower entry is a whiteout; a directory re-created over a deleted one is opaque;
+//   readdir merges the layers without duplicates or whiteouts.
+// - Renaming a lower directory works (no EXDEV), and hard links stay links after copy-up
+//   (copy-up is by inode, so every name of a lower inode sees the copy).
+// - Whiteouts live in PackFS's own index, never as look-alike files: a user's character
+//   device 0:0 or a file named ".wh.x" is an ordinary entry.
+// - snapshot() is O(1), as the mem backend's (a frozen version of the upper, over the same
+//   immutable lower).
+// - Inode numbers: a lower inode keeps its lower number (a pack's, or for other backends the
+//   order in which the overlay first reached it); new inodes are numbered above every lower
+//   number, so the two never collide.
+#pragma once
+
+#include <memory>
+
+#include "packfs/backend.hpp"
+#include "packfs/mem.hpp"
+
+namespace packfs {
+
+struct OverlayOptions {
+    // Owner of the new inodes (the root and its times come from the lower).
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    // statfs capacity of the upper; 0 reports the host's free memory.
+    uint64_t capacity_bytes = 0;
+};
+
+// A writable overlay over `lower` (read-only from then on: it must not change underneath).
+// A pack opened with open_pack() is walked through its own index; any other backend by path.
+Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
+                                              const OverlayOptions& options = {});
+
+}  // namespace packfs

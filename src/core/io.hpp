@@ -1,0 +1,59 @@
+// The durable-write primitives: every write, fsync, truncate and rename that PackFS relies on
+// for durability (pack files, the journal, the manifest) goes through these, so that tests
+// can inject faults where the kernel would give them.
+//
+// Each call retries EINTR, loops over short writes, never crashes, and answers failure as an
+// Error whose op is the system call ("write", "fdatasync", ...) and whose path is `what`
+// (a name for the file or the step, chosen by the caller: never shown to a Vfs user as is).
+//
+// Fault injection (tests only): set_fault_hook() installs one process-wide hook. Before each
+// real call the hook is asked (op, what); 0 lets the call go ahead, any other value is an
+// errno the call then fails with WITHOUT doing the I/O. For IoOp::write the hook may answer
+// kShortWrite: the first half of the bytes are written for real and the call fails with
+// ENOSPC (a torn write, exactly what a full disk gives). With no hook set the cost is one
+// relaxed atomic load per call. The hook runs on the thread doing the I/O, with no PackFS
+// lock of this file held; it may block, count, or raise(SIGKILL) to simulate a crash.
+//
+// step(name) is a named failpoint in a multi-step protocol (e.g. "compact.after_pack_fsync"):
+// it does no I/O; it asks the hook (IoOp::step) and fails with its errno, so the caller
+// aborts the protocol there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "packfs/error.hpp"
+
+namespace packfs::io {
+
+enum class IoOp : uint8_t { write, fsync, truncate, rename, fsync_dir, step };
+
+// A hook's answer for IoOp::write: write half, then fail with ENOSPC.
+inline constexpr int kShortWrite = -1;
+
+using FaultHook = std::function<int(IoOp op, std::string_view what)>;
+
+// Installs (or, with an empty hook, removes) the process-wide fault hook. Safe to call while
+// other threads do I/O: a call already past its hook check finishes with the old hook.
+void set_fault_hook(FaultHook hook);
+
+// Writes all of `data` at `offset` (pwrite).
+Result<void> pwrite_all(int fd, std::span<const std::byte> data, uint64_t offset,
+                        std::string_view what);
+// Writes all of `data` at the descriptor's current position (write).
+Result<void> write_all(int fd, std::span<const std::byte> data, std::string_view what);
+// Both fdatasync and fsync count as IoOp::fsync for the hook.
+Result<void> fdatasync(int fd, std::string_view what);
+Result<void> fsync(int fd, std::string_view what);
+Result<void> ftruncate(int fd, uint64_t size, std::string_view what);
+Result<void> rename(const std::string& from, const std::string& to, std::string_view what);
+// Opens `dir` and fsyncs it, so that entries created, renamed or removed in it are durable.
+Result<void> fsync_dir(const std::string& dir, std::string_view what);
+// A named failpoint; see above.
+Result<void> step(std::string_view name);
+
+}  // namespace packfs::io
