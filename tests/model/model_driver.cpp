@@ -559,6 +559,20 @@ bool ModelDriver::step(const Op& op) {
     return apply(op, *backend_, model_, inos_) && post_check(op);
 }
 
+bool ModelDriver::rebase() {
+    for (const auto& h : model_.handles()) (void)model_.close(h.id);
+    handles_.clear();
+    snapshots_.clear();
+    std::shared_ptr<Backend> next = config_.rebase.make(backend_);
+    if (!next) return mismatch("rebase: could not make the new backend");
+    backend_ = std::move(next);
+    inos_ = {};
+    ++result_.rebases;
+    history_.push_back("(rebase, then full tree check)");
+    if (history_.size() > config_.compare.history) history_.pop_front();
+    return check_tree(*backend_, model_, inos_, "tree after rebase", true);
+}
+
 RunResult ModelDriver::run(uint64_t ops) {
     for (step_ = 0; step_ < ops && result_.ok; ++step_) {
         std::vector<const ReferenceModel*> snaps;
@@ -567,6 +581,7 @@ RunResult ModelDriver::run(uint64_t ops) {
         history_.push_back(op.describe());
         if (history_.size() > config_.compare.history) history_.pop_front();
         if (!step(op)) break;
+        if (config_.rebase.every && (step_ + 1) % config_.rebase.every == 0 && !rebase()) break;
         if ((step_ + 1) % config_.compare.tree_check_interval == 0) {
             history_.push_back("(full tree check)");
             if (history_.size() > config_.compare.history) history_.pop_front();

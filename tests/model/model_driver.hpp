@@ -41,10 +41,19 @@ struct CompareOptions {
     std::size_t history = 20;
 };
 
+// Every `every` steps, the driver closes every handle, drops its snapshots, and replaces the
+// backend with what `make` returns for the current one (the same tree, in a new form: an
+// overlay whose lower is a pack of the current tree, say); then it checks the whole tree.
+struct Rebase {
+    uint64_t every = 0;  // 0: never
+    std::function<std::shared_ptr<Backend>(std::shared_ptr<Backend> current)> make;
+};
+
 struct DriverConfig {
     ModelOptions model;
     GeneratorOptions generator;
     CompareOptions compare;
+    Rebase rebase;
 };
 
 struct RunResult {
@@ -54,6 +63,7 @@ struct RunResult {
     uint64_t failures = 0;   // ops the model said fail (and the backend agreed)
     uint64_t snapshots_taken = 0;
     uint64_t tolerated = 0;  // deviations CompareOptions::tolerate accepted
+    uint64_t rebases = 0;
     std::map<std::string, uint64_t> per_op;  // executed ops by kind
     std::string report;                      // on a mismatch
 };
@@ -78,6 +88,7 @@ private:
     };
 
     bool step(const Op& op);
+    bool rebase();
     bool apply(const Op& op, Backend& fs, ReferenceModel& m, InoMap& inos);
     bool post_check(const Op& op);
     bool check_tree(Backend& fs, ReferenceModel& m, InoMap& inos, std::string_view what,
