@@ -1,4 +1,4 @@
-// Writes the seed corpus: fuzz_make_corpus <dir> fills <dir>/pack and <dir>/path.
+// Writes the seed corpus: fuzz_make_corpus <dir> fills <dir>/pack, <dir>/path and <dir>/journal.
 //
 // pack/: a few small valid packs, each prefixed with fuzz_pack_reader's mode byte (3: fix the
 // checksums and the file size, so mutations reach the parser):
@@ -13,6 +13,10 @@
 //   mini_kept, tiny_kept_zstd       keeping the mem tree's inode numbers (the inode-numbers
 //                                   feature: inode_numbers and inode_order sections)
 // path/: a few paths for fuzz_path.
+// journal/: small valid journals for fuzz_journal_reader, prefixed with its mode byte (3: fix
+// the header and frame checksums): empty (the header alone), one (one record), mixed (records
+// of 0..300 bytes and odd types, first_seq 41), torn (mixed cut inside its last frame), and
+// mixed_nofix (mode 0).
 //
 // The packs hold the build's timestamps (the mem backend sets ctime), so regenerating gives
 // different bytes; the checked-in corpus is one such run.
@@ -26,6 +30,7 @@
 
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
+#include "volume/journal_writer.hpp"
 
 namespace {
 
@@ -135,6 +140,39 @@ void write_seed(const fs::path& dir, const std::string& name, Backend& tree, Com
     std::printf("%s: %zu bytes\n", (dir / name).c_str(), ss.str().size() + 1);
 }
 
+// A journal with `sizes.size()` records, written by the real writer, as a seed.
+void write_journal(const fs::path& dir, const std::string& name, uint64_t first_seq,
+                   std::initializer_list<std::size_t> sizes, uint8_t mode, std::size_t cut = 0) {
+    using namespace packfs::volume;
+    const fs::path tmp = dir / (name + ".journal.tmp");
+    fs::remove(tmp);
+    JournalHeaderFields header;
+    header.generation = 3;
+    header.first_seq = first_seq;
+    header.volume_id = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    {
+        auto w = must(JournalWriter::create(tmp.string(), header, Durability::explicit_sync),
+                      "create journal");
+        uint16_t type = 1;
+        for (std::size_t size : sizes) {
+            const std::string payload = pattern(size, size + type);
+            must(w->append(type, std::as_bytes(std::span(payload))), "append");
+            type = static_cast<uint16_t>(type * 3 + 1);
+        }
+        must(w->sync(), "sync");
+    }
+    std::ifstream in(tmp, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    fs::remove(tmp);
+    std::string bytes = ss.str();
+    if (cut > 0) bytes.resize(bytes.size() - cut);
+    std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+    out.put(static_cast<char>(mode));
+    out << bytes;
+    std::printf("%s: %zu bytes\n", (dir / name).c_str(), bytes.size() + 1);
+}
+
 void write_path(const fs::path& dir, const std::string& name, const std::string& bytes) {
     std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -161,6 +199,14 @@ int main(int argc, char** argv) {
     write_seed(root / "pack", "empty", *empty, Compression::none, 3);
     write_seed(root / "pack", "mini_kept", *mini, Compression::none, 3, true);
     write_seed(root / "pack", "tiny_kept_zstd", *tiny, Compression::zstd, 3, true);
+
+    const fs::path j = root / "journal";
+    fs::create_directories(j);
+    write_journal(j, "empty", 1, {}, 3);
+    write_journal(j, "one", 1, {12}, 3);
+    write_journal(j, "mixed", 41, {0, 1, 7, 8, 9, 100, 300, 3}, 3);
+    write_journal(j, "torn", 41, {0, 1, 7, 8, 9, 100, 300, 3}, 3, 5);
+    write_journal(j, "mixed_nofix", 41, {0, 1, 7, 8, 9, 100, 300, 3}, 0);
 
     const fs::path p = root / "path";
     write_path(p, "root", "/");

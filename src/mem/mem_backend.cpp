@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "mem/mem_edit.hpp"
+#include "mem/op_clock.hpp"
 #include "mem/mem_state.hpp"
 #include "mem/tree_reader.hpp"
 #include "mem/mem_version.hpp"
@@ -100,18 +101,26 @@ public:
 
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
         if (!writable_) return fail(EBADF, "write");
-        return state_->mutate([&](Tree& next) -> Result<std::size_t> {
-            const NodeRef node = next.node(ino_);
+        return write_inode(*state_, ino_, data, offset, append_);
+    }
+
+    // Shared by pwrite and the volume's replay: writes `data` into regular file `ino`.
+    static Result<std::size_t> write_inode(MemState& state, uint64_t ino,
+                                           std::span<const std::byte> data, uint64_t offset,
+                                           bool append) {
+        return state.mutate([&](Tree& next) -> Result<std::size_t> {
+            const NodeRef node = next.node(ino);
             if (!node) return fail(ESTALE, "write");
-            const uint64_t at = append_ ? stat_of(next, node).size : offset;
+            if (node.type != FileType::regular) return fail(EBADF, "write");
+            const uint64_t at = append ? stat_of(next, node).size : offset;
             if (auto ok = check_fits(at, data.size(), "write"); !ok)
                 return std::unexpected(ok.error());
             if (data.empty()) return 0;
-            Inode& edited = edit_inode(next, ino_);
+            Inode& edited = edit_inode(next, ino);
             const uint64_t before = edited.content.allocated();
             edited.content.write(edited.size, at, data);
             edited.size = std::max<uint64_t>(edited.size, at + data.size());
-            edited.mtime = edited.ctime = Time::now();
+            edited.mtime = edited.ctime = op_now();
             next.bytes_used += edited.content.allocated() - before;
             return data.size();
         });
@@ -145,7 +154,7 @@ public:
         const uint64_t before = edited.content.allocated();
         edited.content.resize(edited.size, size);
         edited.size = size;
-        edited.mtime = edited.ctime = Time::now();
+        edited.mtime = edited.ctime = op_now();
         next.bytes_used += edited.content.allocated() - before;
         return {};
     }
@@ -268,8 +277,8 @@ private:
 
 class MemBackend final : public TreeQueries {
 public:
-    explicit MemBackend(const MemOptions& options, LowerPtr lower = nullptr)
-        : state_(std::make_shared<MemState>(options, std::move(lower))) {}
+    explicit MemBackend(const MemOptions& options, LowerPtr lower = nullptr, uint64_t next_ino = 0)
+        : state_(std::make_shared<MemState>(options, std::move(lower), next_ino)) {}
 
     Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override;
     Result<void> truncate(std::string_view path, uint64_t size) override;
@@ -292,6 +301,8 @@ public:
         return std::make_shared<SnapshotBackend>(state_->load(), capacity());
     }
     bool read_only() const noexcept override { return false; }
+
+    MemState& state() noexcept { return *state_; }
 
 protected:
     TreePtr version() const override { return state_->load(); }
@@ -335,7 +346,7 @@ Result<void> MemBackend::create_entry(std::string_view op, std::string_view path
 
 Inode& MemBackend::add_new_inode(Tree& next, uint64_t parent, std::string_view name,
                                  FileType type, uint32_t mode) {
-    const Time now = Time::now();
+    const Time now = op_now();
     const MemOptions& o = state_->options();
     Inode& inode = new_inode(next, type, mode, now);
     inode.uid = o.uid;
@@ -385,7 +396,7 @@ Result<void> MemBackend::link(std::string_view existing, std::string_view new_pa
         if (next.child(where->dir, where->name())) return fail(EEXIST, "link", new_path);
         if (to->wants_dir()) return fail(ENOENT, "link", new_path);
         if (source->is_dir()) return fail(EPERM, "link", existing);
-        const Time now = Time::now();
+        const Time now = op_now();
         Inode& inode = edit_inode(next, source->ino);
         inode.nlink += 1;
         inode.ctime = now;
@@ -408,7 +419,7 @@ Result<void> MemBackend::unlink(std::string_view path) {
             if (entry.is_dir()) return fail(EISDIR, "unlink", path);
             if (normal->wants_dir()) return fail(ENOTDIR, "unlink", path);
             const uint64_t ino = entry.ino;
-            const Time now = Time::now();
+            const Time now = op_now();
             remove_entry(next, where->dir, where->name());
             drop_link(next, ino, now, state_->is_open_locked(ino));
             touch_dir(next, where->parent, now);
@@ -430,7 +441,7 @@ Result<void> MemBackend::rmdir(std::string_view path) {
             if (!entry.is_dir()) return fail(ENOTDIR, "rmdir", path);
             const uint64_t ino = entry.ino;
             if (next.has_entries(entry)) return fail(ENOTEMPTY, "rmdir", path);
-            const Time now = Time::now();
+            const Time now = op_now();
             remove_entry(next, where->dir, where->name());
             drop_link(next, ino, now, state_->is_open_locked(ino));
             Inode& parent = edit_inode(next, where->parent);
@@ -481,7 +492,7 @@ Result<void> MemBackend::rename(std::string_view from, std::string_view to, Rena
                 if (victim_dir && next.has_entries(victim)) return fail(ENOTEMPTY, "rename", to);
             }
 
-            const Time now = Time::now();
+            const Time now = op_now();
             const uint64_t src_parent = src->parent, dst_parent = dst->parent;
             if (exchange) {
                 edit_inode(next, victim.ino).ctime = now;
@@ -617,7 +628,7 @@ Result<void> MemBackend::edit_attributes(std::string_view op, std::string_view p
     return state_->mutate([&](Tree& next) -> Result<void> {
         auto r = TreeReader(next).resolve(*normal, follow, op, path);
         if (!r) return std::unexpected(r.error());
-        const Time now = Time::now();
+        const Time now = op_now();
         Inode& inode = edit_inode(next, r->ino);
         if (auto ok = edit(inode, now); !ok) return ok;
         inode.ctime = now;
@@ -683,8 +694,27 @@ TreePtr version_of(Backend& backend) {
     return tree->lower ? nullptr : tree;  // an overlay's tree holds only what changed
 }
 
-std::shared_ptr<Backend> make_mem_backend_over(LowerPtr lower, const MemOptions& options) {
-    return std::make_shared<MemBackend>(options, std::move(lower));
+std::shared_ptr<Backend> make_mem_backend_over(LowerPtr lower, const MemOptions& options,
+                                               uint64_t next_ino) {
+    return std::make_shared<MemBackend>(options, std::move(lower), next_ino);
+}
+
+namespace {
+MemState& state_of(Backend& live) { return dynamic_cast<MemBackend&>(live).state(); }
+}  // namespace
+
+TreePtr live_version(Backend& live) { return state_of(live).load(); }
+
+void restore_version(Backend& live, TreePtr version) { state_of(live).restore(std::move(version)); }
+
+Result<std::size_t> write_inode(Backend& live, uint64_t ino, std::span<const std::byte> data,
+                                uint64_t offset, bool append) {
+    return LiveFile::write_inode(state_of(live), ino, data, offset, append);
+}
+
+Result<void> truncate_inode(Backend& live, uint64_t ino, uint64_t size) {
+    return state_of(live).mutate(
+        [&](Tree& next) -> Result<void> { return LiveFile::resize_inode(next, ino, size, {}); });
 }
 
 }  // namespace packfs::mem

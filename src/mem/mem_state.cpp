@@ -6,12 +6,12 @@
 
 namespace packfs::mem {
 
-MemState::MemState(const MemOptions& options, LowerPtr lower)
+MemState::MemState(const MemOptions& options, LowerPtr lower, uint64_t next_ino)
     : options_(options), current_(nullptr) {
     Tree tree;
     if (lower) {
         // The root and everything else come from the lower until they change.
-        tree.next_ino = std::max<uint64_t>(lower->ino_limit(), kRootIno + 1);
+        tree.next_ino = std::max<uint64_t>({lower->ino_limit(), kRootIno + 1, next_ino});
         tree.lower = std::move(lower);
         published_ = std::make_shared<const Tree>(std::move(tree));
         current_.store(published_);
@@ -33,6 +33,28 @@ MemState::MemState(const MemOptions& options, LowerPtr lower)
 void MemState::publish(Tree&& next) {
     published_ = std::make_shared<const Tree>(std::move(next));
     current_.store(published_);
+}
+
+void MemState::restore(TreePtr version) {
+    std::lock_guard writer_lock(writer_);
+    std::lock_guard open_lock(open_mutex_);
+    Tree next = *version;
+    for (const auto& [ino, count] : open_counts_) {
+        bool present = false;
+        try {
+            present = bool(next.node(ino));
+        } catch (const LowerFault&) {
+            present = false;
+        }
+        if (present) continue;
+        const Inode* held = published_->inode(ino);
+        if (!held) continue;  // nothing to carry: the handle's reads will answer ESTALE
+        auto orphan = std::make_shared<Inode>(*held);
+        orphan->nlink = 0;
+        next.bytes_used += orphan->content.allocated();
+        next.inodes.insert_or_assign(ino, std::move(orphan));
+    }
+    publish(std::move(next));
 }
 
 bool MemState::acquire_handle(uint64_t ino) {

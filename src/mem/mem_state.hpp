@@ -29,7 +29,7 @@ namespace packfs::mem {
 class MemState {
 public:
     // A plain mem tree (`lower` null: an empty root of its own), or an overlay over `lower`.
-    explicit MemState(const MemOptions& options, LowerPtr lower = nullptr);
+    explicit MemState(const MemOptions& options, LowerPtr lower = nullptr, uint64_t next_ino = 0);
 
     TreePtr load() const { return current_.load(); }
 
@@ -38,6 +38,10 @@ public:
     // as dropping an inode's last link requires.
     template <class Edit>
     auto mutate(Edit&& edit, bool lock_open_table = false) -> decltype(edit(std::declval<Tree&>()));
+
+    // Publishes `version` in place of the current one, carrying over as orphans the inodes
+    // open handles hold that `version` lacks (restore_version in mem_version.hpp).
+    void restore(TreePtr version);
 
     // Counts a handle on `ino` if the inode is still in the published tree.
     bool acquire_handle(uint64_t ino);

@@ -53,12 +53,13 @@
 
 #include "core/fd.hpp"
 #include "packfs/error.hpp"
+#include "packfs/volume.hpp"
 #include "volume/journal_format.hpp"
 #include "volume/journal_reader.hpp"
 
 namespace packfs::volume {
 
-enum class Durability : uint8_t { always, batch, explicit_sync };
+using Durability = packfs::Durability;  // include/packfs/volume.hpp
 
 struct JournalTicket {
     uint64_t epoch;

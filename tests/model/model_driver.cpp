@@ -563,7 +563,7 @@ bool ModelDriver::rebase() {
     for (const auto& h : model_.handles()) (void)model_.close(h.id);
     handles_.clear();
     snapshots_.clear();
-    std::shared_ptr<Backend> next = config_.rebase.make(backend_);
+    std::shared_ptr<Backend> next = config_.rebase.make(std::move(backend_));
     if (!next) return mismatch("rebase: could not make the new backend");
     backend_ = std::move(next);
     inos_ = {};

@@ -1,0 +1,125 @@
+// The volume (DESIGN §10): a directory holding a pack, the journal of every change made since
+// the pack was written, and a manifest naming both. Opened, it is a writable Backend: the
+// pack is the overlay's lower (overlay.hpp), the journal is replayed into the upper, and every
+// change is appended to the journal before it is acknowledged as durable. Compaction writes
+// the live tree into a fresh pack while readers and writers go on, then switches to it.
+//
+// The durability contract (docs/VOLUME.md says it in full; the crash tests check it):
+// - always:   every mutation is durable when it returns (its own write + fdatasync).
+// - batch:    every mutation is durable when it returns; concurrent mutations share one
+//             fdatasync (group commit), so many threads cost about one fsync per batch.
+// - explicit: a mutation is durable once a later sync() (or File::fsync on any handle of the
+//             volume) returns; until then a crash may lose it, never half of it.
+// In every mode: after a crash at any instant, reopening gives exactly the state of some
+// prefix of the mutations, which contains every mutation acknowledged as durable.
+// A mutation that fails (a full disk, an I/O error) changes nothing, and the volume stays
+// usable for the next one.
+//
+// Inode numbers are the volume's own and survive compaction (packs written by compaction keep
+// them), so handles, st_ino and a FUSE mount's node ids stay valid while the volume is open.
+// One process at a time opens a volume read-write (an advisory lock on DIR/LOCK).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "packfs/backend.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs {
+
+enum class Durability : uint8_t { always, batch, explicit_sync };
+
+const char* durability_name(Durability d) noexcept;  // "always", "batch", "explicit"
+std::optional<Durability> durability_from_name(std::string_view name) noexcept;
+
+// What opening found in the journal and dropped: a torn or damaged tail (never half a record).
+struct RecoveryReport {
+    uint64_t records_replayed = 0;
+    uint64_t dropped_records = 0;  // best effort, see docs/JOURNAL.md
+    uint64_t dropped_bytes = 0;
+    uint64_t dropped_offset = 0;   // where the valid journal ended
+    std::string reason;            // why the scan stopped ("checksum mismatch at offset 4160")
+    bool clean() const noexcept { return dropped_bytes == 0; }
+};
+
+struct CompactionStats {
+    uint64_t generation = 0;        // the new one
+    uint64_t records_carried = 0;   // records made during the compaction, moved to the new journal
+    double seconds = 0;             // whole compaction
+    double pause_seconds = 0;       // writers were blocked this long (the switch)
+    PackStats pack;
+};
+
+struct VolumeStatus {
+    std::string path;
+    uint64_t generation = 0;
+    Durability durability = Durability::batch;
+    uint64_t pack_bytes = 0;
+    uint64_t journal_bytes = 0;
+    uint64_t journal_records = 0;   // since the last compaction (this generation)
+    uint64_t next_ino = 0;
+    std::string pack_digest;
+    std::string created;            // ISO 8601, UTC
+    std::string last_compaction;    // ISO 8601, UTC; empty if never
+    double last_compaction_seconds = 0;
+    RecoveryReport recovery;        // what the last open dropped
+};
+
+struct VolumeInit {
+    // Where the first pack's tree comes from: a pack file, a host directory, or nothing (an
+    // empty volume). At most one of the two.
+    std::string from_pack;
+    std::string from_dir;
+    Durability durability = Durability::batch;
+    PackWriteOptions pack;  // for from_dir and for compactions
+};
+
+struct VolumeOptions {
+    // Overrides the durability mode the volume was created with, for this open only.
+    std::optional<Durability> durability;
+    // Every mutation answers EROFS; nothing in DIR is changed, the lock is not taken, and a
+    // torn journal tail is skipped but not cut off.
+    bool read_only = false;
+    // Compact on its own (in a background thread) once the journal passes this many bytes;
+    // 0: only when asked.
+    uint64_t auto_compact_journal_bytes = 0;
+    // How compactions write their packs (keep_inode_numbers is always on).
+    PackWriteOptions pack;
+};
+
+class Volume : public Backend {
+public:
+    // Makes a new volume in `dir` (created if missing; an existing one must be empty).
+    static Result<void> create(const std::string& dir, const VolumeInit& init);
+    // Opens the volume in `dir`: maps its pack and replays its journal (recovery()).
+    static Result<std::shared_ptr<Volume>> open(const std::string& dir,
+                                                const VolumeOptions& options = {});
+
+    // Makes every mutation so far durable (whatever the mode).
+    virtual Result<void> sync() = 0;
+    // Writes the live tree into a fresh pack and starts a new journal generation; readers
+    // and writers go on meanwhile. `progress` as for write_pack.
+    virtual Result<CompactionStats> compact() = 0;
+    virtual VolumeStatus status() const = 0;
+    virtual const RecoveryReport& recovery() const noexcept = 0;
+};
+
+// What `packfs volume check` reports: the pack verified, the journal scanned and replayed into
+// a scratch copy (nothing in DIR is changed), and what recovery would drop.
+struct VolumeCheck {
+    VerifyReport pack;
+    RecoveryReport journal;
+    std::string replay_error;  // a record that does not apply (a damaged or foreign journal)
+    bool ok() const noexcept { return pack.ok() && journal.clean() && replay_error.empty(); }
+};
+Result<VolumeCheck> check_volume(const std::string& dir);
+
+// Whether `dir` looks like a volume (it holds a manifest), for the CLI's SOURCE detection.
+bool is_volume_dir(const std::string& dir);
+
+}  // namespace packfs

@@ -1,0 +1,315 @@
+#include "volume/records.hpp"
+
+#include <fcntl.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "mem/mem_version.hpp"
+#include "mem/op_clock.hpp"
+
+namespace packfs::volume {
+namespace {
+
+class Encoder {
+public:
+    void u8(uint8_t v) { raw(&v, 1); }
+    void u32(uint32_t v) { raw(&v, 4); }
+    void u64(uint64_t v) { raw(&v, 8); }
+    void i64(int64_t v) { raw(&v, 8); }
+    void bytes(std::span<const std::byte> b) {
+        u32(static_cast<uint32_t>(b.size()));
+        raw(b.data(), b.size());
+    }
+    void str(std::string_view s) { bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+    void time(const Time& t) {
+        i64(t.sec);
+        u32(static_cast<uint32_t>(t.nsec));
+    }
+    void update(const TimeUpdate& u) {
+        u8(static_cast<uint8_t>(u.kind));
+        time(u.time);
+    }
+    std::vector<std::byte> take() { return std::move(out_); }
+
+private:
+    void raw(const void* p, std::size_t n) {
+        const auto* b = static_cast<const std::byte*>(p);
+        out_.insert(out_.end(), b, b + n);
+    }
+    std::vector<std::byte> out_;
+};
+
+class Decoder {
+public:
+    Decoder(std::span<const std::byte> in, RecordType type) : in_(in), type_(type) {}
+    bool u8(uint8_t& v) { return raw(&v, 1); }
+    bool u32(uint32_t& v) { return raw(&v, 4); }
+    bool u64(uint64_t& v) { return raw(&v, 8); }
+    bool i64(int64_t& v) { return raw(&v, 8); }
+    bool bytes(std::span<const std::byte>& out) {
+        uint32_t n = 0;
+        if (!u32(n) || n > in_.size() - at_) return false;
+        out = in_.subspan(at_, n);
+        at_ += n;
+        return true;
+    }
+    bool str(std::string& s) {
+        std::span<const std::byte> b;
+        if (!bytes(b)) return false;
+        s.assign(reinterpret_cast<const char*>(b.data()), b.size());
+        return true;
+    }
+    bool time(Time& t) {
+        uint32_t nsec = 0;
+        if (!i64(t.sec) || !u32(nsec) || nsec > 999'999'999) return false;
+        t.nsec = nsec;
+        return true;
+    }
+    bool update(TimeUpdate& u) {
+        uint8_t kind = 0;
+        if (!u8(kind) || kind > static_cast<uint8_t>(TimeUpdate::Kind::set)) return false;
+        u.kind = static_cast<TimeUpdate::Kind>(kind);
+        return time(u.time);
+    }
+    bool done() const { return at_ == in_.size(); }
+    std::unexpected<Error> bad(std::string_view field) const {
+        return std::unexpected(Error::corrupt(
+            "journal replay", {},
+            Corruption{at_, 0, in_.size(),
+                       fmt::format("{} record: {}", record_type_name(type_), field)}));
+    }
+
+private:
+    bool raw(void* p, std::size_t n) {
+        if (n > in_.size() - at_) return false;
+        std::memcpy(p, in_.data() + at_, n);
+        at_ += n;
+        return true;
+    }
+    std::span<const std::byte> in_;
+    RecordType type_;
+    std::size_t at_ = 0;
+};
+
+bool known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(RecordType::ftruncate); }
+
+}  // namespace
+
+const char* record_type_name(RecordType type) noexcept {
+    switch (type) {
+        case RecordType::mkdir: return "mkdir";
+        case RecordType::rmdir: return "rmdir";
+        case RecordType::unlink: return "unlink";
+        case RecordType::rename: return "rename";
+        case RecordType::symlink: return "symlink";
+        case RecordType::link: return "link";
+        case RecordType::mknod: return "mknod";
+        case RecordType::chmod: return "chmod";
+        case RecordType::chown: return "chown";
+        case RecordType::utimens: return "utimens";
+        case RecordType::truncate: return "truncate";
+        case RecordType::setxattr: return "setxattr";
+        case RecordType::removexattr: return "removexattr";
+        case RecordType::open: return "open";
+        case RecordType::write: return "write";
+        case RecordType::ftruncate: return "ftruncate";
+    }
+    return "unknown";
+}
+
+std::vector<std::byte> encode_record(const OpRecord& r) {
+    Encoder e;
+    e.time(r.time);
+    e.u64(r.next_ino);
+    switch (r.type) {
+        case RecordType::rmdir:
+        case RecordType::unlink:
+            e.str(r.path);
+            break;
+        case RecordType::mkdir:
+        case RecordType::chmod:
+            e.str(r.path);
+            e.u32(r.mode);
+            break;
+        case RecordType::rename:
+        case RecordType::link:
+        case RecordType::symlink:
+            e.str(r.path);
+            e.str(r.path2);
+            e.u32(r.flags);
+            break;
+        case RecordType::mknod:
+            e.str(r.path);
+            e.u32(r.flags);
+            e.u32(r.mode);
+            e.u64(r.offset);
+            break;
+        case RecordType::chown:
+            e.str(r.path);
+            e.u32(r.mode);
+            e.u32(r.gid);
+            e.u32(r.flags);
+            break;
+        case RecordType::utimens:
+            e.str(r.path);
+            e.update(r.atime);
+            e.update(r.mtime);
+            e.u32(r.flags);
+            break;
+        case RecordType::truncate:
+            e.str(r.path);
+            e.u64(r.offset);
+            break;
+        case RecordType::setxattr:
+            e.str(r.path);
+            e.str(r.name);
+            e.str(r.value);
+            e.u32(r.flags);
+            break;
+        case RecordType::removexattr:
+            e.str(r.path);
+            e.str(r.name);
+            break;
+        case RecordType::open:
+            e.str(r.path);
+            e.u32(r.flags);
+            e.u32(r.mode);
+            break;
+        case RecordType::write:
+            e.u64(r.ino);
+            e.u64(r.offset);
+            e.u32(r.flags);
+            e.bytes(r.data);
+            break;
+        case RecordType::ftruncate:
+            e.u64(r.ino);
+            e.u64(r.offset);
+            break;
+    }
+    return e.take();
+}
+
+Result<OpRecord> decode_record(uint16_t raw_type, std::span<const std::byte> payload) {
+    if (!known(raw_type))
+        return std::unexpected(Error::corrupt(
+            "journal replay", {}, Corruption{0, 0, raw_type, "record type (unknown)"}));
+    OpRecord r;
+    r.type = static_cast<RecordType>(raw_type);
+    Decoder d(payload, r.type);
+    if (!d.time(r.time) || !d.u64(r.next_ino)) return d.bad("time or next inode");
+    bool ok = true;
+    switch (r.type) {
+        case RecordType::rmdir:
+        case RecordType::unlink:
+            ok = d.str(r.path);
+            break;
+        case RecordType::mkdir:
+        case RecordType::chmod:
+            ok = d.str(r.path) && d.u32(r.mode);
+            break;
+        case RecordType::rename:
+        case RecordType::link:
+        case RecordType::symlink:
+            ok = d.str(r.path) && d.str(r.path2) && d.u32(r.flags);
+            break;
+        case RecordType::mknod:
+            ok = d.str(r.path) && d.u32(r.flags) && d.u32(r.mode) && d.u64(r.offset);
+            break;
+        case RecordType::chown:
+            ok = d.str(r.path) && d.u32(r.mode) && d.u32(r.gid) && d.u32(r.flags);
+            break;
+        case RecordType::utimens:
+            ok = d.str(r.path) && d.update(r.atime) && d.update(r.mtime) && d.u32(r.flags);
+            break;
+        case RecordType::truncate:
+            ok = d.str(r.path) && d.u64(r.offset);
+            break;
+        case RecordType::setxattr:
+            ok = d.str(r.path) && d.str(r.name) && d.str(r.value) && d.u32(r.flags);
+            break;
+        case RecordType::removexattr:
+            ok = d.str(r.path) && d.str(r.name);
+            break;
+        case RecordType::open:
+            ok = d.str(r.path) && d.u32(r.flags) && d.u32(r.mode);
+            break;
+        case RecordType::write:
+            ok = d.u64(r.ino) && d.u64(r.offset) && d.u32(r.flags) && d.bytes(r.data);
+            break;
+        case RecordType::ftruncate:
+            ok = d.u64(r.ino) && d.u64(r.offset);
+            break;
+    }
+    if (!ok) return d.bad("field past the end of the payload");
+    if (!d.done()) return d.bad("bytes after the last field");
+    return r;
+}
+
+Result<void> apply_record(Backend& overlay, const OpRecord& r) {
+    const uint64_t next_ino = mem::live_version(overlay)->next_ino;
+    if (next_ino != r.next_ino)
+        return std::unexpected(Error::corrupt(
+            "journal replay", r.path,
+            Corruption{0, r.next_ino, next_ino,
+                       fmt::format("next inode number before {} (the journal does not "
+                                   "belong to this tree)",
+                                   record_type_name(r.type))}));
+    mem::OpTimeScope stamp(r.time);
+    switch (r.type) {
+        case RecordType::mkdir: return overlay.mkdir(r.path, r.mode);
+        case RecordType::rmdir: return overlay.rmdir(r.path);
+        case RecordType::unlink: return overlay.unlink(r.path);
+        case RecordType::rename:
+            return overlay.rename(r.path, r.path2, static_cast<RenameFlags>(r.flags));
+        case RecordType::symlink: return overlay.symlink(r.path2, r.path);
+        case RecordType::link: return overlay.link(r.path, r.path2);
+        case RecordType::mknod: {
+            FileType type{};
+            if (r.flags > static_cast<uint32_t>(FileType::socket))
+                return std::unexpected(Error::corrupt("journal replay", r.path,
+                                                      Corruption{0, 0, r.flags, "mknod type"}));
+            type = static_cast<FileType>(r.flags);
+            return overlay.mknod(r.path, type, r.mode, r.offset);
+        }
+        case RecordType::chmod: return overlay.chmod(r.path, r.mode);
+        case RecordType::chown:
+            return overlay.chown(r.path, r.mode, r.gid, r.flags ? Follow::no : Follow::yes);
+        case RecordType::utimens:
+            return overlay.utimens(r.path, r.atime, r.mtime, r.flags ? Follow::no : Follow::yes);
+        case RecordType::truncate: return overlay.truncate(r.path, r.offset);
+        case RecordType::setxattr:
+            if (r.flags > static_cast<uint32_t>(XattrMode::replace))
+                return std::unexpected(Error::corrupt("journal replay", r.path,
+                                                      Corruption{0, 0, r.flags, "xattr mode"}));
+            return overlay.setxattr(r.path, r.name, r.value, static_cast<XattrMode>(r.flags));
+        case RecordType::removexattr: return overlay.removexattr(r.path, r.name);
+        case RecordType::open: {
+            auto file = overlay.open(r.path, static_cast<int>(r.flags), r.mode);
+            if (!file) return std::unexpected(file.error());
+            return {};
+        }
+        case RecordType::write: {
+            auto n = mem::write_inode(overlay, r.ino, r.data, r.offset, r.flags & 1);
+            if (!n) return std::unexpected(n.error());
+            return {};
+        }
+        case RecordType::ftruncate: return mem::truncate_inode(overlay, r.ino, r.offset);
+    }
+    return fail(EINVAL, "journal replay");
+}
+
+std::string describe_record(const OpRecord& r) {
+    switch (r.type) {
+        case RecordType::rename:
+        case RecordType::link: return fmt::format("{} {} -> {}", record_type_name(r.type), r.path, r.path2);
+        case RecordType::symlink: return fmt::format("symlink {} -> {}", r.path, r.path2);
+        case RecordType::write:
+            return fmt::format("write inode {} at {} ({} bytes)", r.ino, r.offset, r.data.size());
+        case RecordType::ftruncate: return fmt::format("ftruncate inode {} to {}", r.ino, r.offset);
+        default: return fmt::format("{} {}", record_type_name(r.type), r.path);
+    }
+}
+
+}  // namespace packfs::volume

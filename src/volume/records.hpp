@@ -1,0 +1,80 @@
+// The journal's records (docs/JOURNAL.md, "Operation records"): every mutation of a volume,
+// as the call that made it, with the time it stamped and the overlay's next inode number
+// before it. Replaying a record makes the same call on the overlay, stamped with the same
+// time, so the replayed tree is the original tree exactly, inode numbers included; the
+// next-inode number is checked before each replay, so a journal that does not belong to the
+// tree it is replayed on is caught at its first record, never applied half-wrong.
+//
+// Path operations name their (normalised, virtual) paths. A handle's writes and truncates name
+// the inode, since a handle has no path; writes to a file with no name left are not recorded
+// (after a crash such a file is gone, as on any filesystem).
+//
+// Payloads are little-endian fields in the order listed per type; strings and data are a u32
+// length and the bytes. A decoder checks every length against the payload and refuses
+// trailing bytes: EUCLEAN naming the record type and the field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "packfs/backend.hpp"
+#include "packfs/error.hpp"
+
+namespace packfs::volume {
+
+enum class RecordType : uint16_t {
+    mkdir = 1,
+    rmdir = 2,
+    unlink = 3,
+    rename = 4,
+    symlink = 5,
+    link = 6,
+    mknod = 7,
+    chmod = 8,
+    chown = 9,
+    utimens = 10,
+    truncate = 11,
+    setxattr = 12,
+    removexattr = 13,
+    open = 14,       // open() with O_CREAT or O_TRUNC
+    write = 15,      // a handle's pwrite, by inode
+    ftruncate = 16,  // a handle's truncate, by inode
+};
+
+const char* record_type_name(RecordType type) noexcept;
+
+// One operation. Which fields a type uses is in docs/JOURNAL.md; the rest stay zero/empty.
+struct OpRecord {
+    RecordType type = RecordType::mkdir;
+    Time time{};            // what the operation stamped as "now"
+    uint64_t next_ino = 0;  // the overlay's next inode number before the operation
+    std::string path;       // the path operated on; rename: from; link: existing
+    std::string path2;      // rename: to; link: the new name; symlink: the target
+    std::string name;       // xattr name
+    std::string value;      // xattr value
+    uint64_t ino = 0;       // write, ftruncate
+    uint64_t offset = 0;    // write: offset; truncate, ftruncate: size; mknod: rdev
+    uint32_t mode = 0;      // mkdir, mknod, chmod, open; chown: uid
+    uint32_t flags = 0;     // rename: RenameFlags; open: O_* flags; setxattr: XattrMode;
+                            // chown, utimens: Follow; mknod: FileType; write: 1 = append
+    uint32_t gid = 0;       // chown
+    TimeUpdate atime{}, mtime{};       // utimens
+    std::span<const std::byte> data;   // write (a view: into the caller's buffer or the frame)
+};
+
+std::vector<std::byte> encode_record(const OpRecord& record);
+// `payload` must outlive the record (data is a view into it).
+Result<OpRecord> decode_record(uint16_t type, std::span<const std::byte> payload);
+
+// Makes the record's call on `overlay` (a live mem engine), stamped with its time. Fails with
+// EUCLEAN when the overlay is not in the state the record was made in (next_ino differs), and
+// with the call's own error when the call fails.
+Result<void> apply_record(Backend& overlay, const OpRecord& record);
+
+// "rename /a -> /b", for reports.
+std::string describe_record(const OpRecord& record);
+
+}  // namespace packfs::volume
