@@ -25,5 +25,6 @@ Command add_extract_command(CLI::App& parent);
 Command add_verify_command(CLI::App& parent);
 Command add_info_command(CLI::App& parent);
 Command add_diff_command(CLI::App& parent);
+Command add_volume_command(CLI::App& parent);
 
 }  // namespace packfs::cli

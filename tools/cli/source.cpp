@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "packfs/dir.hpp"
+#include "packfs/volume.hpp"
 
 namespace packfs::cli {
 
@@ -22,7 +23,7 @@ Result<SourceKind> source_kind(std::string_view spec) {
     struct stat st {};
     if (path.empty()) return fail(ENOENT, kOpen, spec);
     if (::stat(path.c_str(), &st) != 0) return fail(errno, kOpen, spec);
-    if (S_ISDIR(st.st_mode)) return SourceKind::directory;
+    if (S_ISDIR(st.st_mode)) return is_volume_dir(path) ? SourceKind::volume : SourceKind::directory;
     if (S_ISREG(st.st_mode)) return SourceKind::pack;
     return fail(EINVAL, kSourceKind, spec);
 }
@@ -36,10 +37,18 @@ Result<std::shared_ptr<Backend>> open_source(std::string_view spec) {
             if (!pack) return std::unexpected(pack.error());
             return std::shared_ptr<Backend>(std::move(*pack));
         }
+        case SourceKind::volume: {
+            // Opened read-only: the pack and the journal's valid records, nothing changed on
+            // disk and no lock taken, so it works beside the process that has it open.
+            VolumeOptions options;
+            options.read_only = true;
+            auto volume = Volume::open(std::string(spec), options);
+            if (!volume) return std::unexpected(volume.error());
+            return std::shared_ptr<Backend>(std::move(*volume));
+        }
         case SourceKind::directory: {
             // A host directory, read-only and contained: no path given on the command line
-            // and no symlink inside can reach outside it (later: a volume directory, which
-            // holds a manifest, is recognised here first).
+            // and no symlink inside can reach outside it.
             DirOptions options;
             options.read_only = true;
             auto dir = open_dir_backend(std::string(spec), options);
@@ -54,7 +63,7 @@ Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec) {
     auto kind = source_kind(spec);
     if (!kind) return std::unexpected(kind.error());
     // A PACK argument: a directory is simply the wrong kind of file.
-    if (*kind != SourceKind::pack) return fail(EISDIR, kOpen, spec);
+    if (*kind != SourceKind::pack) return fail(EISDIR, kOpen, spec);  // a directory or volume
     return open_pack(spec);
 }
 

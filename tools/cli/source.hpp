@@ -1,6 +1,6 @@
-// The one place a command turns a SOURCE argument into a Backend. A SOURCE is a pack file or
-// a host directory (served by the dir backend, read-only, contained beneath it); a volume
-// directory comes later and is recognised here, so no command changes when it does.
+// The one place a command turns a SOURCE argument into a Backend. A SOURCE is a pack file, a
+// volume directory (one holding a MANIFEST: opened read-only, journal replayed), or any other
+// host directory (served by the dir backend, read-only, contained beneath it).
 #pragma once
 
 #include <memory>
@@ -13,7 +13,7 @@
 namespace packfs::cli {
 
 // What a SOURCE argument names, decided from the host file it points at.
-enum class SourceKind { pack, directory };
+enum class SourceKind { pack, volume, directory };
 
 Result<SourceKind> source_kind(std::string_view spec);
 

@@ -1,0 +1,189 @@
+// `packfs volume init|status|compact|check DIR`: make a volume, say what it holds, fold its
+// journal into a fresh pack, and check it without changing it (DESIGN §10, §12).
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "command.hpp"
+#include "format.hpp"
+#include "packfs/volume.hpp"
+#include "report.hpp"
+
+namespace packfs::cli {
+
+namespace {
+
+VolumeOptions read_only() {
+    VolumeOptions options;
+    options.read_only = true;
+    return options;
+}
+
+struct VolumeArgs {
+    std::string dir;
+    std::string from;
+    std::string durability = "batch";
+    bool json = false;
+};
+
+Json recovery_json(const RecoveryReport& r) {
+    return Json{{"records_replayed", r.records_replayed},
+                {"dropped_records", r.dropped_records},
+                {"dropped_bytes", r.dropped_bytes},
+                {"dropped_offset", r.dropped_offset},
+                {"reason", r.reason}};
+}
+
+void print_recovery(const RecoveryReport& r, std::string_view verb) {
+    if (r.clean()) return;
+    fmt::print("journal: {} {} record{} ({}) at offset {}: {}\n", verb, r.dropped_records,
+               r.dropped_records == 1 ? "" : "s", human_size(r.dropped_bytes), r.dropped_offset,
+               r.reason);
+}
+
+int run_init(const VolumeArgs& args) {
+    const Output out(args.json);
+    auto durability = durability_from_name(args.durability);
+    if (!durability) return out.usage("--durability must be always, batch or explicit");
+    VolumeInit init;
+    init.durability = *durability;
+    if (!args.from.empty()) {
+        struct stat st {};
+        if (::stat(args.from.c_str(), &st) != 0) return out.fail(Error(errno, "volume init", args.from));
+        (S_ISDIR(st.st_mode) ? init.from_dir : init.from_pack) = args.from;
+    }
+    if (auto ok = Volume::create(args.dir, init); !ok) return out.fail(ok.error());
+    auto volume = Volume::open(args.dir, read_only());
+    if (!volume) return out.fail(volume.error());
+    const VolumeStatus s = (*volume)->status();
+    if (out.json()) {
+        Output::emit(Json{{"volume", args.dir},
+                          {"durability", durability_name(s.durability)},
+                          {"pack_bytes", s.pack_bytes},
+                          {"digest", s.pack_digest}});
+    } else {
+        fmt::print("created volume {} ({} durability), pack {} {}\n", args.dir,
+                   durability_name(s.durability), human_size(s.pack_bytes), s.pack_digest);
+    }
+    return kExitOk;
+}
+
+int run_status(const VolumeArgs& args) {
+    const Output out(args.json);
+    auto volume = Volume::open(args.dir, read_only());
+    if (!volume) return out.fail(volume.error());
+    const VolumeStatus s = (*volume)->status();
+    if (out.json()) {
+        Output::emit(Json{{"volume", s.path},
+                          {"generation", s.generation},
+                          {"durability", durability_name(s.durability)},
+                          {"pack_bytes", s.pack_bytes},
+                          {"journal_bytes", s.journal_bytes},
+                          {"journal_records", s.journal_records},
+                          {"next_ino", s.next_ino},
+                          {"digest", s.pack_digest},
+                          {"created", s.created},
+                          {"last_compaction", s.last_compaction},
+                          {"last_compaction_seconds", s.last_compaction_seconds},
+                          {"recovery", recovery_json(s.recovery)}});
+        return kExitOk;
+    }
+    fmt::print("volume {}\n", s.path);
+    fmt::print("  durability   {}\n", durability_name(s.durability));
+    fmt::print("  generation   {}\n", s.generation);
+    fmt::print("  pack         {} ({})\n", human_size(s.pack_bytes), s.pack_digest);
+    fmt::print("  journal      {} in {} record{}\n", human_size(s.journal_bytes), s.journal_records,
+               s.journal_records == 1 ? "" : "s");
+    fmt::print("  created      {}\n", s.created);
+    fmt::print("  compacted    {}\n",
+               s.last_compaction.empty()
+                   ? std::string("never")
+                   : fmt::format("{} ({:.2f} s)", s.last_compaction, s.last_compaction_seconds));
+    print_recovery(s.recovery, "recovery would drop");
+    return kExitOk;
+}
+
+int run_compact(const VolumeArgs& args) {
+    const Output out(args.json);
+    auto volume = Volume::open(args.dir);
+    if (!volume) return out.fail(volume.error());
+    const RecoveryReport recovery = (*volume)->recovery();
+    auto stats = (*volume)->compact();
+    if (!stats) return out.fail(stats.error());
+    if (out.json()) {
+        Output::emit(Json{{"volume", args.dir},
+                          {"generation", stats->generation},
+                          {"records_carried", stats->records_carried},
+                          {"seconds", stats->seconds},
+                          {"pause_seconds", stats->pause_seconds},
+                          {"pack_bytes", stats->pack.pack_bytes},
+                          {"digest", stats->pack.digest},
+                          {"recovery", recovery_json(recovery)}});
+        return kExitOk;
+    }
+    print_recovery(recovery, "dropped");
+    fmt::print("compacted {} into generation {} in {:.2f} s: pack {} ({} files), {}\n", args.dir,
+               stats->generation, stats->seconds, human_size(stats->pack.pack_bytes),
+               stats->pack.regular_files, stats->pack.digest);
+    return kExitOk;
+}
+
+int run_check(const VolumeArgs& args) {
+    const Output out(args.json);
+    auto check = check_volume(args.dir);
+    if (!check) return out.fail(check.error());
+    if (out.json()) {
+        Json problems = Json::array();
+        for (const VerifyProblem& p : check->pack.problems)
+            problems.push_back(Json{{"where", p.where}, {"what", p.what}});
+        Output::emit(Json{{"volume", args.dir},
+                          {"ok", check->ok()},
+                          {"pack_problems", std::move(problems)},
+                          {"journal", recovery_json(check->journal)},
+                          {"replay_error", check->replay_error}});
+    } else {
+        fmt::print("{} {}\n", check->ok() ? "OK" : "FAILED", args.dir);
+        fmt::print("  pack: {} files, {} checked, {} problem{}\n", check->pack.files_checked,
+                   human_size(check->pack.bytes_checked), check->pack.problems.size(),
+                   check->pack.problems.size() == 1 ? "" : "s");
+        for (const VerifyProblem& p : check->pack.problems) fmt::print("    {}: {}\n", p.where, p.what);
+        fmt::print("  journal: {} record{} replay cleanly\n", check->journal.records_replayed,
+                   check->journal.records_replayed == 1 ? "" : "s");
+        print_recovery(check->journal, "recovery would drop");
+        if (!check->replay_error.empty()) fmt::print("  replay: {}\n", check->replay_error);
+    }
+    return check->ok() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+Command add_volume_command(CLI::App& parent) {
+    auto args = std::make_shared<VolumeArgs>();
+    CLI::App* sub = parent.add_subcommand("volume", "Make, inspect, compact and check volumes");
+    sub->require_subcommand(1);
+    CLI::App* init = sub->add_subcommand("init", "Make a new volume in DIR");
+    init->add_option("DIR", args->dir, "Volume directory (created; must be empty)")->required();
+    init->add_option("--from", args->from, "Start from this pack file or host directory");
+    init->add_option("--durability", args->durability,
+                     "always | batch (group commit) | explicit (durable at fsync/sync)")
+        ->check(CLI::IsMember({"always", "batch", "explicit"}));
+    CLI::App* status = sub->add_subcommand("status", "Sizes, journal length, last compaction, mode");
+    status->add_option("DIR", args->dir, "Volume directory")->required();
+    CLI::App* compact = sub->add_subcommand("compact", "Fold the journal into a fresh pack");
+    compact->add_option("DIR", args->dir, "Volume directory")->required();
+    CLI::App* check = sub->add_subcommand(
+        "check", "Verify the pack and the journal; change nothing; say what recovery would drop");
+    check->add_option("DIR", args->dir, "Volume directory")->required();
+    for (CLI::App* s : {init, status, compact, check})
+        s->add_flag("--json", args->json, "Print the result as one JSON object");
+    return {sub, [args, init, status, compact](const std::string&) {
+                if (init->parsed()) return run_init(*args);
+                if (status->parsed()) return run_status(*args);
+                if (compact->parsed()) return run_compact(*args);
+                return run_check(*args);
+            }};
+}
+
+}  // namespace packfs::cli
