@@ -32,7 +32,8 @@ inline void fix_checksums(std::string& file, bool fix_file_size) {
         return std::as_bytes(std::span(file.data() + offset, length));
     };
     if (fix_file_size) h.file_size = size;
-    for (SectionEntry& s : h.sections) {
+    for (std::size_t i = 0; i < kSectionCount; ++i) {  // the numbering sections too
+        SectionEntry& s = section(h, i);
         if (fits(s.offset, s.length)) s.checksum = xxh3_64(bytes(s.offset, s.length));
     }
     const bool meta_fits = fits(h.meta_offset, h.meta_length);
