@@ -78,7 +78,55 @@ BackendFactory fixture_through_lower() {
             caps};
 }
 
+// Stacked lowers: the fixture under an empty pack, and the fixture twice (every directory a
+// merge of two, every name found in both), read-only; and the fixture twice with everything
+// removed through the overlay (whiteouts over merged directories), writable.
+std::shared_ptr<Backend> overlay_over_stack(std::vector<std::shared_ptr<Backend>> lowers) {
+    for (const auto& l : lowers)
+        if (!l) return nullptr;
+    auto overlay = packfs::make_overlay(std::move(lowers));
+    return overlay ? *overlay : nullptr;
+}
+
+BackendFactory fixture_under_empty_pack() {
+    Capabilities caps = overlay_caps();
+    caps.read_only = true;
+    return {"fixture_under_empty_pack",
+            []() -> std::shared_ptr<Backend> {
+                auto fs = overlay_over_stack(
+                    {pack_of([](Backend&) { return true; }), pack_of(build_fixture)});
+                if (!fs) return nullptr;
+                auto snap = fs->snapshot();
+                return snap ? *snap : nullptr;
+            },
+            caps};
+}
+
+BackendFactory fixture_twice() {
+    Capabilities caps = overlay_caps();
+    caps.read_only = true;
+    return {"fixture_twice",
+            []() -> std::shared_ptr<Backend> {
+                auto fs = overlay_over_stack({pack_of(build_fixture), pack_of(build_fixture)});
+                if (!fs) return nullptr;
+                auto snap = fs->snapshot();
+                return snap ? *snap : nullptr;
+            },
+            caps};
+}
+
+BackendFactory over_stacked_whiteouts() {
+    return {"over_stacked_whiteouts",
+            []() -> std::shared_ptr<Backend> {
+                auto fs = overlay_over_stack({pack_of(build_fixture), pack_of(build_fixture)});
+                if (!fs || !remove_tree(*fs, "/")) return nullptr;
+                return fs;
+            },
+            overlay_caps()};
+}
+
 }  // namespace
 
 PACKFS_INSTANTIATE_CONFORMANCE(Overlay, over_empty_pack(), over_empty_dir(), over_whiteouts(),
-                               fixture_through_lower());
+                               fixture_through_lower(), fixture_under_empty_pack(),
+                               fixture_twice(), over_stacked_whiteouts());

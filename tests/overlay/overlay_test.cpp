@@ -186,5 +186,41 @@ TEST(Overlay, UnlinkedLowerFileStaysReadableThroughItsHandle) {
     EXPECT_EQ((*file)->fstat()->nlink, 0u);
 }
 
+TEST(Overlay, StackedLowersFollowOverlayfsRules) {
+    auto top = pack_of([](Backend& fs) {
+        return fs.mkdir("/merged").has_value() && write_file(fs, "/merged/top", "t").has_value() &&
+               write_file(fs, "/shadow", "file on top").has_value() &&
+               write_file(fs, "/both", "top wins").has_value();
+    });
+    auto bottom = pack_of([](Backend& fs) {
+        return fs.mkdir("/merged").has_value() &&
+               write_file(fs, "/merged/bottom", "b").has_value() &&
+               write_file(fs, "/merged/top", "hidden").has_value() && fs.mkdir("/shadow").has_value() &&
+               write_file(fs, "/shadow/under", "hidden").has_value() &&
+               write_file(fs, "/both", "bottom").has_value() &&
+               write_file(fs, "/only-bottom", "deep").has_value();
+    });
+    ASSERT_NE(top, nullptr);
+    ASSERT_NE(bottom, nullptr);
+    auto overlay = make_overlay(std::vector<std::shared_ptr<Backend>>{top, bottom});
+    ASSERT_TRUE(overlay.has_value());
+    Backend& fs = **overlay;
+    EXPECT_EQ(names(fs, "/"), (std::vector<std::string>{"both", "merged", "only-bottom", "shadow"}));
+    EXPECT_EQ(names(fs, "/merged"), (std::vector<std::string>{"bottom", "top"}));
+    EXPECT_EQ(read_file(fs, "/merged/top").value_or(""), "t");
+    EXPECT_EQ(read_file(fs, "/merged/bottom").value_or(""), "b");
+    EXPECT_EQ(read_file(fs, "/both").value_or(""), "top wins");
+    EXPECT_EQ(read_file(fs, "/only-bottom").value_or(""), "deep");
+    // A file on top hides the directory of that name below, and all it holds.
+    EXPECT_EQ(fs.lstat("/shadow")->type, FileType::regular);
+    EXPECT_EQ(fs.stat("/shadow/under").error().code(), ENOTDIR);
+    // Writable over the stack: a lower file of the bottom layer copies up like any other.
+    ASSERT_TRUE(write_file(fs, "/merged/bottom", "changed").has_value());
+    EXPECT_EQ(read_file(fs, "/merged/bottom").value_or(""), "changed");
+    ASSERT_TRUE(fs.unlink("/merged/top").has_value());
+    EXPECT_EQ(names(fs, "/merged"), std::vector<std::string>{"bottom"});
+    EXPECT_EQ(read_file(*bottom, "/merged/bottom").value_or(""), "b");
+}
+
 }  // namespace
 }  // namespace packfs
