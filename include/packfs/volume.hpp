@@ -94,6 +94,8 @@ struct VolumeOptions {
 
 class Volume : public Backend {
 public:
+    using Backend::open;  // a file in the volume: volume->open("/a", O_RDWR)
+
     // Makes a new volume in `dir` (created if missing; an existing one must be empty).
     static Result<void> create(const std::string& dir, const VolumeInit& init);
     // Opens the volume in `dir`: maps its pack and replays its journal (recovery()).

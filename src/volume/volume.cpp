@@ -362,8 +362,11 @@ private:
                            uint64_t handle_ino = 0);
     // Puts the overlay back to `before` after the journal refused or discarded records.
     void undo_locked(const mem::TreePtr& before);
-    void on_batch_failure(const JournalTicket& ticket);
-    void note_appended_locked();
+    void on_batch_failure(const std::shared_ptr<JournalWriter>& writer, const JournalTicket& ticket);
+    // batch: rolls the overlay back to before the first record the writer discarded and
+    // resumes the writer, once per failure (`epoch`: the epoch the failure ended).
+    void roll_back_batch_locked(uint64_t epoch);
+    void note_appended_locked(std::size_t payload_bytes);
 
     // Compaction's steps (volume.cpp, below).
     void start_auto_compaction();
@@ -381,9 +384,11 @@ private:
     mutable std::mutex mu_;  // mutations, the writer pointer, the manifest
     std::shared_ptr<JournalWriter> writer_;
     std::deque<std::pair<uint64_t, mem::TreePtr>> pending_;  // batch: seq -> version before it
-    std::set<uint64_t> rolled_back_epochs_;
+    std::set<uint64_t> rolled_back_epochs_;  // of writer_ (cleared when it is replaced)
+    uint64_t append_epoch_ = 0;               // batch: writer_'s epoch at its last append
     bool broken_ = false;  // the journal could not be put back in order: refuse mutations
     uint64_t journal_records_ = 0;
+    uint64_t journal_bytes_ = 0;  // the journal's length with everything appended
 
     std::mutex compact_mu_;  // one compaction at a time
     std::mutex auto_mu_;
@@ -424,17 +429,31 @@ Result<void> VolumeImpl::journaled(RecordType type, std::string_view path, Op&& 
     fill(record);
     const std::vector<std::byte> payload = encode_record(record);
     std::shared_ptr<JournalWriter> writer = writer_;
+    if (payload.size() > kMaxJournalPayload) {  // refused without failing the writer
+        mem::restore_version(*overlay_, before);
+        return fail(EFBIG, record_type_name(type), path);
+    }
     auto ticket = writer->append(static_cast<uint16_t>(type), payload);
     if (!ticket) {
-        undo_locked(before);
+        if (durability_ == Durability::batch) {
+            // The writer failed a group commit whose waiters have not rolled back yet: the
+            // overlay still holds the discarded records' changes, so undoing only this one
+            // and resuming would let the next record be applied on top of them (and get
+            // lost, acknowledged, when the waiters roll back). Roll back the whole batch now.
+            mem::restore_version(*overlay_, before);
+            roll_back_batch_locked(append_epoch_);
+        } else {
+            undo_locked(before);
+        }
         return std::unexpected(ticket.error().with_path(path));
     }
-    note_appended_locked();
+    note_appended_locked(payload.size());
     if (durability_ != Durability::batch) return result;
+    append_epoch_ = ticket->epoch;
     pending_.emplace_back(ticket->seq, before);
     lock.unlock();
     if (auto durable = writer->wait_durable(*ticket); !durable) {
-        on_batch_failure(*ticket);
+        on_batch_failure(writer, *ticket);
         return std::unexpected(durable.error().with_path(path));
     }
     lock.lock();
@@ -449,9 +468,15 @@ void VolumeImpl::undo_locked(const mem::TreePtr& before) {
     if (auto ok = writer_->resume(); !ok) broken_ = true;
 }
 
-void VolumeImpl::on_batch_failure(const JournalTicket& ticket) {
+void VolumeImpl::on_batch_failure(const std::shared_ptr<JournalWriter>& writer,
+                                  const JournalTicket& ticket) {
     std::lock_guard lock(mu_);
-    if (!rolled_back_epochs_.insert(ticket.epoch).second) return;  // another waiter did it
+    if (writer_ != writer) return;  // a compaction replaced it: nothing of it is pending
+    roll_back_batch_locked(ticket.epoch);
+}
+
+void VolumeImpl::roll_back_batch_locked(uint64_t epoch) {
+    if (!rolled_back_epochs_.insert(epoch).second) return;  // a waiter or an appender did it
     const uint64_t first = writer_->first_discarded_seq();
     auto it = std::find_if(pending_.begin(), pending_.end(),
                            [&](const auto& p) { return p.first == first; });
@@ -462,10 +487,12 @@ void VolumeImpl::on_batch_failure(const JournalTicket& ticket) {
     if (auto ok = writer_->resume(); !ok) broken_ = true;
 }
 
-void VolumeImpl::note_appended_locked() {
+void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
     ++journal_records_;
+    // Counted as appended, not as written: explicit mode holds up to a MiB before writing.
+    journal_bytes_ += journal_frame_size(payload_bytes);
     if (options_.auto_compact_journal_bytes != 0 &&
-        writer_->file_bytes() >= options_.auto_compact_journal_bytes) {
+        journal_bytes_ >= options_.auto_compact_journal_bytes) {
         std::lock_guard auto_lock(auto_mu_);
         auto_wanted_ = true;
         auto_cv_.notify_one();
@@ -550,6 +577,7 @@ Result<void> VolumeImpl::open() {
     if (auto ok = check_header(*scan, manifest_); !ok) return ok;
     recovery_ = report_of(*scan);
     journal_records_ = scan->records;
+    journal_bytes_ = scan->valid_end;
     if (options_.read_only) return {};
     if (!scan->clean()) {
         if (auto ok = truncate_journal(journal, scan->valid_end); !ok) return ok;
@@ -570,7 +598,7 @@ VolumeStatus VolumeImpl::status() const {
     s.pack_bytes = pack_.bytes;
     struct stat st {};
     if (::stat(join(dir_, manifest_.journal).c_str(), &st) == 0) s.journal_bytes = uint64_t(st.st_size);
-    if (writer_) s.journal_bytes = std::max(s.journal_bytes, writer_->file_bytes());
+    s.journal_bytes = std::max(s.journal_bytes, journal_bytes_);
     s.journal_records = journal_records_;
     s.next_ino = mem::live_version(*overlay_)->next_ino;
     s.pack_digest = pack_.digest;
@@ -683,9 +711,12 @@ Result<CompactionStats> VolumeImpl::compact() {
     const std::string retired_journal = old_journal;
     writer_ = writer;
     pending_.clear();  // all durable: the old journal was synced above
+    rolled_back_epochs_.clear();  // the new writer numbers its epochs from 0
+    append_epoch_ = 0;
     manifest_ = next;
     stats.records_carried = copied - snapshot_seq;
     journal_records_ = stats.records_carried;
+    journal_bytes_ = writer_->file_bytes();
     lock.unlock();
     ::unlink(retired_journal.c_str());
     (void)io::fsync_dir(dir_, "volume directory");

@@ -1,0 +1,158 @@
+// The volume's own behaviour beyond the contract and the crash tests: automatic compaction,
+// the lock, read-only opens, inode numbers across compaction and reopen, refusing what it
+// cannot read.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "packfs/volume.hpp"
+#include "support/files.hpp"
+
+namespace packfs {
+namespace {
+
+using test_support::TempDir;
+
+std::string make_volume(const TempDir& scratch, Durability durability = Durability::batch) {
+    const std::string dir = (scratch.path / "vol").string();
+    VolumeInit init;
+    init.durability = durability;
+    EXPECT_TRUE(Volume::create(dir, init).has_value());
+    return dir;
+}
+
+std::shared_ptr<Volume> open_ok(const std::string& dir, const VolumeOptions& options = {}) {
+    auto volume = Volume::open(dir, options);
+    EXPECT_TRUE(volume.has_value()) << (volume ? "" : volume.error().message());
+    return volume ? *volume : nullptr;
+}
+
+TEST(Volume, CompactsByItselfPastTheJournalThreshold) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch, Durability::explicit_sync);
+    VolumeOptions options;
+    options.auto_compact_journal_bytes = 64 * 1024;
+    auto volume = open_ok(dir, options);
+    ASSERT_NE(volume, nullptr);
+    const std::string data(1000, 'x');
+    for (int i = 0; i < 200; ++i)
+        ASSERT_TRUE(write_file(*volume, fmt::format("/f{}", i), data).has_value());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_GE(volume->status().generation, 2u);
+    ASSERT_TRUE(volume->sync().has_value());
+    volume.reset();
+    auto again = open_ok(dir);
+    ASSERT_NE(again, nullptr);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(read_file(*again, fmt::format("/f{}", i)).value_or(""), data);
+}
+
+TEST(Volume, SecondReadWriteOpenIsBusyButReadOnlyOpensWork) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    auto volume = open_ok(dir);
+    ASSERT_NE(volume, nullptr);
+    ASSERT_TRUE(write_file(*volume, "/a", "one").has_value());
+    auto second = Volume::open(dir);
+    ASSERT_FALSE(second.has_value());
+    EXPECT_EQ(second.error().code(), EBUSY);
+    VolumeOptions ro;
+    ro.read_only = true;
+    auto reader = open_ok(dir, ro);
+    ASSERT_NE(reader, nullptr);
+    EXPECT_EQ(read_file(*reader, "/a").value_or(""), "one");  // batch: durable, so visible
+    EXPECT_EQ(reader->mkdir("/b").error().code(), EROFS);
+    EXPECT_EQ(write_file(*reader, "/a", "two").error().code(), EROFS);
+    EXPECT_EQ(reader->compact().error().code(), EROFS);
+}
+
+TEST(Volume, InodeNumbersSurviveCompactionAndReopen) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    auto volume = open_ok(dir);
+    ASSERT_NE(volume, nullptr);
+    ASSERT_TRUE(volume->mkdir("/d").has_value());
+    ASSERT_TRUE(write_file(*volume, "/d/x", "x").has_value());
+    ASSERT_TRUE(volume->link("/d/x", "/y").has_value());
+    ASSERT_TRUE(write_file(*volume, "/gone", "g").has_value());
+    ASSERT_TRUE(volume->unlink("/gone").has_value());
+    const uint64_t d = volume->stat("/d")->ino, x = volume->stat("/d/x")->ino;
+    auto file = volume->open("/d/x", O_RDWR);
+    ASSERT_TRUE(file.has_value());
+    ASSERT_TRUE(volume->compact().has_value());
+    EXPECT_EQ(volume->stat("/d")->ino, d);
+    EXPECT_EQ(volume->stat("/d/x")->ino, x);
+    EXPECT_EQ(volume->stat("/y")->ino, x);
+    // The handle opened before the compaction writes into the same file after it.
+    const std::string more = "x, then more";
+    ASSERT_TRUE((*file)->pwrite(std::as_bytes(std::span(more)), 0).has_value());
+    EXPECT_EQ(read_file(*volume, "/y").value_or(""), more);
+    // A new inode after compaction does not reuse a number (not even the unlinked one's).
+    ASSERT_TRUE(write_file(*volume, "/new", "n").has_value());
+    const uint64_t fresh = volume->stat("/new")->ino;
+    EXPECT_GT(fresh, x);
+    file->reset();
+    volume.reset();
+    auto again = open_ok(dir);
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(again->stat("/d/x")->ino, x);
+    EXPECT_EQ(again->stat("/new")->ino, fresh);
+    EXPECT_EQ(read_file(*again, "/d/x").value_or(""), more);
+    EXPECT_EQ(again->stat("/d/x")->nlink, 2u);
+}
+
+TEST(Volume, NewerManifestVersionIsRefusedNamingIt) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    const std::string manifest = dir + "/MANIFEST";
+    std::string text = test_support::slurp(manifest);
+    const auto at = text.find("\"version\": 1");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 12, "\"version\": 7");
+    std::ofstream(manifest, std::ios::trunc) << text;
+    auto volume = Volume::open(dir);
+    ASSERT_FALSE(volume.has_value());
+    EXPECT_EQ(volume.error().code(), ENOTSUP);
+    EXPECT_NE(volume.error().message().find("version 7"), std::string::npos)
+        << volume.error().message();
+}
+
+TEST(Volume, DamagedManifestIsCorruptionNotACrash) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    for (const char* text : {"", "{", "[]", "{\"format\": \"packfs-volume\", \"version\": 1}",
+                             "{\"format\": \"packfs-volume\", \"version\": 1, \"volume_id\": \"00\"}"}) {
+        std::ofstream(dir + "/MANIFEST", std::ios::trunc) << text;
+        auto volume = Volume::open(dir);
+        ASSERT_FALSE(volume.has_value()) << text;
+        EXPECT_EQ(volume.error().code(), EUCLEAN) << text << ": " << volume.error().message();
+    }
+    // A manifest naming a file outside the volume is refused too.
+    std::ofstream(dir + "/MANIFEST", std::ios::trunc)
+        << R"({"format":"packfs-volume","version":1,"volume_id":"00000000000000000000000000000000",)"
+        << R"("generation":1,"pack":"../x","journal":"journal.1","first_seq":1,"next_ino":2,)"
+        << R"("durability":"batch"})";
+    auto volume = Volume::open(dir);
+    ASSERT_FALSE(volume.has_value());
+    EXPECT_EQ(volume.error().code(), EUCLEAN);
+}
+
+TEST(Volume, CreateRefusesANonEmptyDirectoryAndABadPack) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    EXPECT_EQ(Volume::create(dir, {}).error().code(), ENOTEMPTY);
+    std::ofstream(scratch.path / "not.pack") << "not a pack";
+    VolumeInit init;
+    init.from_pack = (scratch.path / "not.pack").string();
+    auto made = Volume::create((scratch.path / "v2").string(), init);
+    ASSERT_FALSE(made.has_value());
+    EXPECT_EQ(made.error().code(), EUCLEAN);
+}
+
+}  // namespace
+}  // namespace packfs
