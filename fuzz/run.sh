@@ -16,7 +16,8 @@ for s in /usr/lib/llvm-19/bin/llvm-symbolizer "$(command -v llvm-symbolizer || t
 done
 # target:corpus:extra flags
 for spec in "fuzz_pack_reader:pack:-timeout=30" "fuzz_path:path:-max_len=4200" \
-            "fuzz_dir_resolver:dir:-max_len=2048" "fuzz_journal_reader:journal:-max_len=65536"; do
+            "fuzz_dir_resolver:dir:-max_len=2048" "fuzz_journal_reader:journal:-max_len=65536" \
+            "fuzz_journal_records:records:-max_len=4096"; do
   IFS=: read -r target corpus flags <<<"$spec"
   work="$build/corpus/$corpus"
   mkdir -p "$work" "$build/artifacts"

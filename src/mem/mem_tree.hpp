@@ -128,6 +128,15 @@ struct Tree {
         return found ? NodeRef{found->ino, found->type, nullptr, *found} : NodeRef{};
     }
     NodeRef root() const { return node(kRootIno); }
+    // The root as a walk starts from it: enough to look names up in (its number and lower
+    // origin), without the probe for its inode, which only an answer about the root needs
+    // (complete() then makes it whole).
+    NodeRef walk_root() const noexcept {
+        return NodeRef{kRootIno, FileType::directory, nullptr, lower ? lower->root() : LowerNode{}};
+    }
+    NodeRef complete(const NodeRef& ref) const {
+        return ref.upper || ref.ino != kRootIno ? ref : root();
+    }
     // The entry `name` of directory `dir` (a whiteout is no entry). Lower errors throw.
     NodeRef child(const NodeRef& dir, std::string_view name) const {
         if (const DirValue* v = entries.find(DirKeyView(dir.ino, name)))

@@ -36,7 +36,7 @@ Result<NodeRef> TreeReader::walk(std::string_view path, bool follow_last, std::s
     if (start && !(!path.empty() && path.front() == '/')) {
         stack = *start;
     } else {
-        stack.reset(tree_.root());
+        stack.reset(tree_.walk_root());
     }
     std::string_view rest = path;
     std::string spliced;  // the path after a symlink was substituted, when one was
@@ -45,7 +45,7 @@ Result<NodeRef> TreeReader::walk(std::string_view path, bool follow_last, std::s
         while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
         if (rest.empty()) {
             if (parent_out) return fail(EEXIST, op, user_path);  // the final name was "." or root
-            return stack.back();
+            return tree_.complete(stack.back());
         }
         std::size_t end = rest.find('/');
         std::string_view name = rest.substr(0, end);
@@ -62,14 +62,14 @@ Result<NodeRef> TreeReader::walk(std::string_view path, bool follow_last, std::s
         }
         if (name.size() > kMaxNameLength) return fail(ENAMETOOLONG, op, user_path);
         if (last && parent_out) {
-            parent_out->dir = stack.back();
+            parent_out->dir = tree_.complete(stack.back());
             parent_out->parent = parent_out->dir.ino;
             if (spliced.empty()) {
                 parent_out->borrowed = name;
             } else {
                 parent_out->owned = std::string(name);
             }
-            return stack.back();
+            return parent_out->dir;
         }
         const NodeRef child = tree_.child(stack.back(), name);
         if (!child) return fail(ENOENT, op, user_path);
@@ -81,7 +81,7 @@ Result<NodeRef> TreeReader::walk(std::string_view path, bool follow_last, std::s
             next += target;
             next += '/';
             next += rest;
-            if (!target.empty() && target.front() == '/') stack.reset(tree_.root());
+            if (!target.empty() && target.front() == '/') stack.reset(tree_.walk_root());
             spliced = std::move(next);
             rest = spliced;
             continue;

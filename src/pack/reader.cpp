@@ -796,26 +796,11 @@ Result<std::optional<InodeView>> PackReader::lookup(const InodeView& dir, std::s
 }
 
 Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& ctx) const {
+    auto nodes = list_nodes(dir, ctx);
+    if (!nodes) return std::unexpected(nodes.error());
     std::vector<DirEntry> out;
-    const uint64_t count = dir.rec.size;
-    if (count == 0) return out;
-    const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
-    auto base = meta(first_rel, count * sizeof(Dirent), ctx);
-    if (!base) return std::unexpected(base.error());
-    out.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) {
-        const std::byte* at = *base + i * sizeof(Dirent);
-        const uint64_t rel = first_rel + i * sizeof(Dirent);
-        auto name = name_at(at, rel, ctx);
-        if (!name) return std::unexpected(name.error());
-        if (!is_file_name(*name)) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
-                           "dirent name (not a file name)");
-        const Dirent d = load<Dirent>(at);
-        auto node = child(d, rel, ctx);
-        if (!node) return std::unexpected(node.error());
-        out.push_back(DirEntry{std::string(*name), node->number, node->type});
-    }
+    out.reserve(nodes->size());
+    for (auto& [name, node] : *nodes) out.push_back(DirEntry{std::move(name), node.number, node.type});
     return out;
 }
 

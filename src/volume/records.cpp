@@ -14,29 +14,23 @@ namespace {
 
 class Encoder {
 public:
-    void u8(uint8_t v) { raw(&v, 1); }
-    void u32(uint32_t v) { raw(&v, 4); }
-    void u64(uint64_t v) { raw(&v, 8); }
-    void i64(int64_t v) { raw(&v, 8); }
-    void bytes(std::span<const std::byte> b) {
-        u32(static_cast<uint32_t>(b.size()));
-        raw(b.data(), b.size());
+    bool u8(uint8_t v) { return raw(&v, 1); }
+    bool u32(uint32_t v) { return raw(&v, 4); }
+    bool u64(uint64_t v) { return raw(&v, 8); }
+    bool i64(int64_t v) { return raw(&v, 8); }
+    bool bytes(std::span<const std::byte> b) {
+        return u32(static_cast<uint32_t>(b.size())) && raw(b.data(), b.size());
     }
-    void str(std::string_view s) { bytes(std::as_bytes(std::span(s.data(), s.size()))); }
-    void time(const Time& t) {
-        i64(t.sec);
-        u32(static_cast<uint32_t>(t.nsec));
-    }
-    void update(const TimeUpdate& u) {
-        u8(static_cast<uint8_t>(u.kind));
-        time(u.time);
-    }
+    bool str(std::string_view s) { return bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+    bool time(const Time& t) { return i64(t.sec) && u32(static_cast<uint32_t>(t.nsec)); }
+    bool update(const TimeUpdate& u) { return u8(static_cast<uint8_t>(u.kind)) && time(u.time); }
     std::vector<std::byte> take() { return std::move(out_); }
 
 private:
-    void raw(const void* p, std::size_t n) {
+    bool raw(const void* p, std::size_t n) {
         const auto* b = static_cast<const std::byte*>(p);
         out_.insert(out_.end(), b, b + n);
+        return true;
     }
     std::vector<std::byte> out_;
 };
@@ -95,6 +89,38 @@ private:
 
 bool known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(RecordType::ftruncate); }
 
+// The fields of each record type, in payload order: one list for the encoder and the decoder,
+// so the two cannot disagree. `c` is an Encoder or a Decoder; each call returns false when a
+// decoder ran out of payload.
+template <class Codec, class R>
+bool fields(Codec& c, R& r) {
+    if (!c.time(r.time) || !c.u64(r.next_ino)) return false;
+    switch (r.type) {
+        case RecordType::rmdir:
+        case RecordType::unlink: return c.str(r.path);
+        case RecordType::mkdir:
+        case RecordType::chmod: return c.str(r.path) && c.u32(r.mode);
+        case RecordType::rename:
+        case RecordType::link:
+        case RecordType::symlink: return c.str(r.path) && c.str(r.path2) && c.u32(r.flags);
+        case RecordType::mknod:
+            return c.str(r.path) && c.u32(r.flags) && c.u32(r.mode) && c.u64(r.offset);
+        case RecordType::chown:
+            return c.str(r.path) && c.u32(r.mode) && c.u32(r.gid) && c.u32(r.flags);
+        case RecordType::utimens:
+            return c.str(r.path) && c.update(r.atime) && c.update(r.mtime) && c.u32(r.flags);
+        case RecordType::truncate: return c.str(r.path) && c.u64(r.offset);
+        case RecordType::setxattr:
+            return c.str(r.path) && c.str(r.name) && c.str(r.value) && c.u32(r.flags);
+        case RecordType::removexattr: return c.str(r.path) && c.str(r.name);
+        case RecordType::open: return c.str(r.path) && c.u32(r.flags) && c.u32(r.mode);
+        case RecordType::write:
+            return c.u64(r.ino) && c.u64(r.offset) && c.u32(r.flags) && c.bytes(r.data);
+        case RecordType::ftruncate: return c.u64(r.ino) && c.u64(r.offset);
+    }
+    return false;
+}
+
 }  // namespace
 
 const char* record_type_name(RecordType type) noexcept {
@@ -121,73 +147,7 @@ const char* record_type_name(RecordType type) noexcept {
 
 std::vector<std::byte> encode_record(const OpRecord& r) {
     Encoder e;
-    e.time(r.time);
-    e.u64(r.next_ino);
-    switch (r.type) {
-        case RecordType::rmdir:
-        case RecordType::unlink:
-            e.str(r.path);
-            break;
-        case RecordType::mkdir:
-        case RecordType::chmod:
-            e.str(r.path);
-            e.u32(r.mode);
-            break;
-        case RecordType::rename:
-        case RecordType::link:
-        case RecordType::symlink:
-            e.str(r.path);
-            e.str(r.path2);
-            e.u32(r.flags);
-            break;
-        case RecordType::mknod:
-            e.str(r.path);
-            e.u32(r.flags);
-            e.u32(r.mode);
-            e.u64(r.offset);
-            break;
-        case RecordType::chown:
-            e.str(r.path);
-            e.u32(r.mode);
-            e.u32(r.gid);
-            e.u32(r.flags);
-            break;
-        case RecordType::utimens:
-            e.str(r.path);
-            e.update(r.atime);
-            e.update(r.mtime);
-            e.u32(r.flags);
-            break;
-        case RecordType::truncate:
-            e.str(r.path);
-            e.u64(r.offset);
-            break;
-        case RecordType::setxattr:
-            e.str(r.path);
-            e.str(r.name);
-            e.str(r.value);
-            e.u32(r.flags);
-            break;
-        case RecordType::removexattr:
-            e.str(r.path);
-            e.str(r.name);
-            break;
-        case RecordType::open:
-            e.str(r.path);
-            e.u32(r.flags);
-            e.u32(r.mode);
-            break;
-        case RecordType::write:
-            e.u64(r.ino);
-            e.u64(r.offset);
-            e.u32(r.flags);
-            e.bytes(r.data);
-            break;
-        case RecordType::ftruncate:
-            e.u64(r.ino);
-            e.u64(r.offset);
-            break;
-    }
+    fields(e, r);
     return e.take();
 }
 
@@ -198,51 +158,7 @@ Result<OpRecord> decode_record(uint16_t raw_type, std::span<const std::byte> pay
     OpRecord r;
     r.type = static_cast<RecordType>(raw_type);
     Decoder d(payload, r.type);
-    if (!d.time(r.time) || !d.u64(r.next_ino)) return d.bad("time or next inode");
-    bool ok = true;
-    switch (r.type) {
-        case RecordType::rmdir:
-        case RecordType::unlink:
-            ok = d.str(r.path);
-            break;
-        case RecordType::mkdir:
-        case RecordType::chmod:
-            ok = d.str(r.path) && d.u32(r.mode);
-            break;
-        case RecordType::rename:
-        case RecordType::link:
-        case RecordType::symlink:
-            ok = d.str(r.path) && d.str(r.path2) && d.u32(r.flags);
-            break;
-        case RecordType::mknod:
-            ok = d.str(r.path) && d.u32(r.flags) && d.u32(r.mode) && d.u64(r.offset);
-            break;
-        case RecordType::chown:
-            ok = d.str(r.path) && d.u32(r.mode) && d.u32(r.gid) && d.u32(r.flags);
-            break;
-        case RecordType::utimens:
-            ok = d.str(r.path) && d.update(r.atime) && d.update(r.mtime) && d.u32(r.flags);
-            break;
-        case RecordType::truncate:
-            ok = d.str(r.path) && d.u64(r.offset);
-            break;
-        case RecordType::setxattr:
-            ok = d.str(r.path) && d.str(r.name) && d.str(r.value) && d.u32(r.flags);
-            break;
-        case RecordType::removexattr:
-            ok = d.str(r.path) && d.str(r.name);
-            break;
-        case RecordType::open:
-            ok = d.str(r.path) && d.u32(r.flags) && d.u32(r.mode);
-            break;
-        case RecordType::write:
-            ok = d.u64(r.ino) && d.u64(r.offset) && d.u32(r.flags) && d.bytes(r.data);
-            break;
-        case RecordType::ftruncate:
-            ok = d.u64(r.ino) && d.u64(r.offset);
-            break;
-    }
-    if (!ok) return d.bad("field past the end of the payload");
+    if (!fields(d, r)) return d.bad("a field runs past the end of the payload");
     if (!d.done()) return d.bad("bytes after the last field");
     return r;
 }
