@@ -161,14 +161,18 @@ Result<void> check_header(const JournalScan& scan, const Manifest& m) {
     return {};
 }
 
-// Removes files a crash may have left: packs and journals of other generations, a manifest
-// that was never renamed into place. Only names PackFS makes; never what the manifest names.
+// Removes files a crash may have left: packs and journals of other generations, a pack
+// writer's temporary file, a manifest that was never renamed into place. Only names PackFS
+// makes; never what the manifest names.
 void remove_leftovers(const std::string& dir, const Manifest& m) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (name == m.pack || name == m.journal) continue;
+        // ".pack.N.tmp-...": the pack writer's temporary file (output_file.cpp), left by a
+        // crash while a compaction wrote its pack.
         const bool ours = name.starts_with("pack.") || name.starts_with("journal.") ||
+                          (name.starts_with(".pack.") && name.find(".tmp-") != std::string::npos) ||
                           name == std::string(kManifestName) + ".tmp";
         if (ours) ::unlink(entry.path().c_str());
     }

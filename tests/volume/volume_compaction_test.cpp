@@ -1,0 +1,373 @@
+// Compaction (DESIGN §10: "A crash at any step leaves either the old state or the new, both
+// complete"): every call compaction makes to core/io.hpp's hook (the named steps
+// compact.before_pack .. manifest.after_rename and every write, fsync, truncate, rename and
+// directory fsync of the pack writer, the new journal and the manifest) is, in turn, the
+// point where a forked child is SIGKILLed, and separately where an in-process compaction gets
+// EIO. After a reopen the tree is the expected one (compaction does not change the tree), the
+// generation is the old one or the next, and the directory holds nothing but the manifest's
+// files. Also: compaction while a writer thread mutates, open handles across a compaction, and
+// a snapshot that keeps the old pack (file included) alive until it is dropped.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/io.hpp"
+#include "packfs/mem.hpp"
+#include "packfs/volume.hpp"
+#include "support/files.hpp"
+#include "volume/manifest.hpp"
+#include "volume/volume_test_util.hpp"
+
+namespace packfs::volume_test {
+namespace {
+
+using io::IoOp;
+using test_support::TempDir;
+namespace fs = std::filesystem;
+
+const char* op_name(IoOp op) {
+    switch (op) {
+        case IoOp::write: return "write";
+        case IoOp::fsync: return "fsync";
+        case IoOp::truncate: return "truncate";
+        case IoOp::rename: return "rename";
+        case IoOp::fsync_dir: return "fsync_dir";
+        case IoOp::step: return "step";
+    }
+    return "?";
+}
+
+std::shared_ptr<Volume> open_ok(const std::string& dir) {
+    auto v = Volume::open(dir);
+    EXPECT_TRUE(v.has_value()) << v.error().message();
+    return v ? *v : nullptr;
+}
+
+// What a directory must hold once a volume of generation `g` was opened: nothing else.
+std::vector<std::string> clean_listing(uint64_t g) {
+    std::vector<std::string> names = {"LOCK", "MANIFEST", volume::journal_file_name(g),
+                                      volume::pack_file_name(g)};
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+class VolumeCompaction : public ::testing::Test {
+protected:
+    void TearDown() override { io::set_fault_hook({}); }
+
+    // A base volume: ops 1..300 of a seeded sequence, a compaction after op 200 (so the pack
+    // holds a real tree), and 100 ops in the journal after it.
+    void SetUp() override {
+        base_ = (scratch_.path / "base").string();
+        VolumeInit init;
+        init.durability = Durability::batch;
+        ASSERT_TRUE(Volume::create(base_, init).has_value());
+        auto v = open_ok(base_);
+        ASSERT_TRUE(v);
+        auto mem = make_mem_backend();
+        OpGen gen(77, "");
+        for (int i = 1; i <= 300; ++i) {
+            const Op op = gen.next();
+            ASSERT_TRUE(apply_op(*v, op).has_value()) << describe(op);
+            ASSERT_TRUE(apply_op(*mem, op).has_value()) << describe(op);
+            if (i == 200) {
+                ASSERT_TRUE(v->compact().has_value());
+            }
+        }
+        expected_ = *capture(*mem);
+        ASSERT_EQ(diff(expected_, *capture(*v)), "");
+        generation_ = v->status().generation;
+        ASSERT_EQ(generation_, 2u);
+    }
+
+    std::string copy_of_base(const std::string& name) {
+        const std::string dir = (scratch_.path / name).string();
+        copy_dir(base_, dir);
+        return dir;
+    }
+
+    // Reopens `dir` and checks it: the expected tree (plus `/after` if `after`), an old or
+    // new generation, no stray files, and a working volume (a mutation survives a reopen).
+    void check_reopened(const std::string& dir, bool after, const std::string& what) {
+        SCOPED_TRACE(what);
+        auto v = open_ok(dir);
+        ASSERT_TRUE(v);
+        const uint64_t g = v->status().generation;
+        EXPECT_TRUE(g == generation_ || g == generation_ + 1) << "generation " << g;
+        Tree want = expected_;
+        if (after) want["/after"] = Node{FileType::directory, 0755, 0, {}, {}};
+        EXPECT_EQ(diff(want, *capture(*v)), "");
+        EXPECT_EQ(dir_names(dir), clean_listing(g));
+        ASSERT_TRUE(v->mkdir("/again", 0755).has_value());
+        v.reset();
+        v = open_ok(dir);
+        ASSERT_TRUE(v);
+        EXPECT_TRUE(v->stat("/again").has_value());
+        EXPECT_TRUE(v->recovery().clean());
+    }
+
+    TempDir scratch_;
+    std::string base_;
+    Tree expected_;
+    uint64_t generation_ = 0;
+};
+
+struct Call {
+    IoOp op;
+    std::string what;
+};
+
+// Every hook call one compaction of the base makes, in order.
+std::vector<Call> calls_of_one_compaction(const std::string& dir) {
+    auto v = open_ok(dir);
+    std::vector<Call> calls;
+    std::mutex mu;
+    io::set_fault_hook([&](IoOp op, std::string_view what) -> int {
+        std::lock_guard lock(mu);
+        calls.push_back(Call{op, std::string(what)});
+        return 0;
+    });
+    auto done = v->compact();
+    io::set_fault_hook({});
+    EXPECT_TRUE(done.has_value()) << done.error().message();
+    return calls;
+}
+
+TEST_F(VolumeCompaction, CountedCallsIncludeEveryNamedStep) {
+    const auto calls = calls_of_one_compaction(copy_of_base("count"));
+    std::set<std::string> steps;
+    std::map<std::string, int> per_op;
+    for (const auto& c : calls) {
+        ++per_op[op_name(c.op)];
+        if (c.op == IoOp::step) steps.insert(c.what);
+    }
+    for (const char* name : {"compact.before_pack", "compact.after_pack", "compact.caught_up",
+                             "compact.journal_written", "manifest.before_rename",
+                             "manifest.after_rename"})
+        EXPECT_TRUE(steps.contains(name)) << name;
+    EXPECT_GE(per_op["write"], 3);   // the pack, the new journal's header, the manifest
+    EXPECT_GE(per_op["rename"], 2);  // the pack's temp file, the manifest
+    std::string summary;
+    for (const auto& [op, n] : per_op) summary += fmt::format(" {}={}", op, n);
+    fmt::print("one compaction: {} hook calls:{}\n", calls.size(), summary);
+}
+
+// A SIGKILL at each call: the reopened volume is the old state or the new, complete.
+TEST_F(VolumeCompaction, KillAtEveryCallLeavesTheOldOrTheNewStateComplete) {
+    const auto calls = calls_of_one_compaction(copy_of_base("count"));
+    ASSERT_FALSE(calls.empty());
+    std::set<uint64_t> generations_seen;
+    for (std::size_t k = 1; k <= calls.size(); ++k) {
+        const std::string what = fmt::format("SIGKILL at call {} of {} ({} {})", k, calls.size(),
+                                             op_name(calls[k - 1].op), calls[k - 1].what);
+        const std::string dir = copy_of_base(fmt::format("kill{}", k));
+        const pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            auto v = Volume::open(dir);
+            if (!v) ::_exit(3);
+            std::atomic<std::size_t> n{0};
+            io::set_fault_hook([&](IoOp, std::string_view) -> int {
+                if (++n == k) ::raise(SIGKILL);
+                return 0;
+            });
+            auto done = (*v)->compact();
+            ::_exit(done ? 0 : 2);
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << what << ": status " << status;
+        check_reopened(dir, false, what);
+        auto v = open_ok(dir);
+        if (v) generations_seen.insert(v->status().generation);
+        if (HasFailure()) return;
+    }
+    // Kills before the manifest's rename keep the old generation, kills after it the new.
+    EXPECT_TRUE(generations_seen.contains(generation_));
+    EXPECT_TRUE(generations_seen.contains(generation_ + 1));
+}
+
+// EIO at each call, in process: compact() fails (or, for the directory fsync after the
+// switch, which it ignores, succeeds), the live volume keeps its tree, takes mutations when
+// the switch had not happened (after the manifest's rename it refuses them with EIO until
+// reopened: only a reopen can tell which manifest is durable), and reopens complete.
+TEST_F(VolumeCompaction, InjectedErrorAtEveryCallFailsTheCompactionAndTheVolumeGoesOn) {
+    const auto calls = calls_of_one_compaction(copy_of_base("count"));
+    ASSERT_FALSE(calls.empty());
+    int failed = 0, refused_after_rename = 0;
+    for (std::size_t k = 1; k <= calls.size(); ++k) {
+        const std::string what = fmt::format("EIO at call {} of {} ({} {})", k, calls.size(),
+                                             op_name(calls[k - 1].op), calls[k - 1].what);
+        SCOPED_TRACE(what);
+        const std::string dir = copy_of_base(fmt::format("eio{}", k));
+        auto v = open_ok(dir);
+        ASSERT_TRUE(v);
+        auto n = std::make_shared<std::atomic<std::size_t>>(0);
+        io::set_fault_hook([n, k](IoOp, std::string_view) -> int { return ++*n == k ? EIO : 0; });
+        auto done = v->compact();
+        io::set_fault_hook({});
+        EXPECT_EQ(diff(expected_, *capture(*v)), "");
+        auto on_disk = volume::read_manifest(dir);
+        ASSERT_TRUE(on_disk.has_value());
+        const bool switched_on_disk = on_disk->generation == generation_ + 1;
+        bool after = false;
+        if (done) {
+            EXPECT_TRUE(switched_on_disk);
+            EXPECT_EQ(done->generation, generation_ + 1);
+            after = v->mkdir("/after", 0755).has_value();
+            EXPECT_TRUE(after);
+        } else {
+            ++failed;
+            EXPECT_EQ(done.error().code(), EIO) << done.error().message();
+            auto m = v->mkdir("/after", 0755);
+            if (switched_on_disk) {
+                ++refused_after_rename;
+                ASSERT_FALSE(m.has_value()) << "a mutation after an unfinished switch";
+                EXPECT_EQ(m.error().code(), EIO);
+            } else {
+                ASSERT_TRUE(m.has_value()) << m.error().message();
+                after = true;
+                EXPECT_EQ(v->status().generation, generation_);
+                // Nothing of the failed compaction is left but (maybe) the manifest's temp.
+                for (const auto& name : dir_names(dir))
+                    EXPECT_TRUE(name == "LOCK" || name == "MANIFEST" || name == "MANIFEST.tmp" ||
+                                name == volume::pack_file_name(generation_) ||
+                                name == volume::journal_file_name(generation_))
+                        << "left behind: " << name;
+                // And a retry succeeds at once.
+                auto retry = v->compact();
+                EXPECT_TRUE(retry.has_value()) << retry.error().message();
+            }
+        }
+        v.reset();
+        check_reopened(dir, after, what);
+        if (HasFailure()) return;
+    }
+    fmt::print("{} injected errors: {} compactions failed, {} of them after the manifest's rename\n",
+               calls.size(), failed, refused_after_rename);
+    EXPECT_GT(failed, 0);
+}
+
+// A writer thread goes on mutating during compactions: every op it saw acknowledged is there
+// after a reopen, and so the ops carried into each new journal were carried right.
+TEST_F(VolumeCompaction, WriterDuringCompactionsKeepsEveryAcknowledgedOp) {
+    auto v = open_ok(base_);
+    ASSERT_TRUE(v);
+    ASSERT_TRUE(v->mkdir("/w", 0755).has_value());
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> acked{0};
+    std::string writer_error;
+    std::thread writer([&] {
+        OpGen gen(4242, "/w");
+        while (!stop.load()) {
+            const Op op = gen.next();
+            if (auto ok = apply_op(*v, op); !ok) {
+                writer_error = fmt::format("op {} ({}): {}", gen.count(), describe(op),
+                                           ok.error().message());
+                return;
+            }
+            acked = gen.count();
+        }
+    });
+    const int compactions = sanitizer_run() ? 3 : 8;
+    uint64_t carried = 0;
+    for (int i = 0; i < compactions; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        auto done = v->compact();
+        ASSERT_TRUE(done.has_value()) << done.error().message();
+        carried += done->records_carried;
+    }
+    stop = true;
+    writer.join();
+    ASSERT_EQ(writer_error, "");
+    v.reset();
+    v = open_ok(base_);
+    ASSERT_TRUE(v);
+    auto mem = make_mem_backend();
+    ASSERT_TRUE(mem->mkdir("/w", 0755).has_value());
+    OpGen gen(4242, "/w");
+    while (gen.count() < acked.load()) ASSERT_TRUE(apply_op(*mem, gen.next()).has_value());
+    EXPECT_EQ(diff(*capture(*mem, "/w"), *capture(*v, "/w")), "");
+    EXPECT_EQ(diff(expected_, [&] {
+                  Tree t = *capture(*v);
+                  std::erase_if(t, [](const auto& e) { return e.first.starts_with("/w"); });
+                  return t;
+              }()),
+              "");
+    EXPECT_EQ(v->status().generation, generation_ + uint64_t(compactions));
+    fmt::print("writer during {} compactions: {} ops acked, {} records carried into new journals\n",
+               compactions, acked.load(), carried);
+}
+
+// Handles opened before a compaction (for reading, on a file in the pack; for writing, on a
+// file of the journal) keep working after it, and what they write is journaled.
+TEST_F(VolumeCompaction, OpenHandlesKeepWorkingAcrossACompaction) {
+    auto v = open_ok(base_);
+    ASSERT_TRUE(v);
+    ASSERT_TRUE(write_file(*v, "/h_read", "contents that move to the new pack").has_value());
+    ASSERT_TRUE(v->compact().has_value());  // /h_read is now in the pack
+    ASSERT_TRUE(write_file(*v, "/h_write", "journal only").has_value());
+    Backend& b = *v;
+    auto reader = b.open("/h_read", O_RDONLY);
+    auto writer = b.open("/h_write", O_RDWR);
+    ASSERT_TRUE(reader.has_value() && writer.has_value());
+    ASSERT_TRUE(v->compact().has_value());
+    std::string buf(64, '\0');
+    auto n = (*reader)->pread(std::as_writable_bytes(std::span(buf.data(), buf.size())), 0);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(buf.substr(0, *n), "contents that move to the new pack");
+    ASSERT_TRUE((*writer)->pwrite(std::as_bytes(std::span("JOURNAL", 7)), 0).has_value());
+    ASSERT_TRUE((*writer)->truncate(10).has_value());
+    n = (*writer)->pread(std::as_writable_bytes(std::span(buf.data(), buf.size())), 0);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(buf.substr(0, *n), "JOURNAL on");
+    EXPECT_EQ(*read_file(*v, "/h_write"), "JOURNAL on");
+    ASSERT_TRUE(v->compact().has_value());  // and once more, with the handles still open
+    ASSERT_TRUE((*writer)->pwrite(std::as_bytes(std::span("!", 1)), 10).has_value());
+    reader->reset();
+    writer->reset();
+    v.reset();
+    v = open_ok(base_);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(*read_file(*v, "/h_write"), "JOURNAL on!");
+    EXPECT_EQ(*read_file(*v, "/h_read"), "contents that move to the new pack");
+}
+
+// A snapshot taken before a compaction reads its old contents after it; the old pack file
+// stays until the snapshot goes, then it is removed.
+TEST_F(VolumeCompaction, SnapshotKeepsTheOldPackUntilItIsDropped) {
+    auto v = open_ok(base_);
+    ASSERT_TRUE(v);
+    ASSERT_TRUE(write_file(*v, "/snap", "old contents").has_value());
+    ASSERT_TRUE(v->compact().has_value());  // /snap in pack.3
+    const std::string old_pack = volume::pack_file_name(generation_ + 1);
+    auto snap = v->snapshot();
+    ASSERT_TRUE(snap.has_value());
+    const Tree at_snapshot = *capture(**snap);
+    ASSERT_TRUE(write_file(*v, "/snap", "new contents").has_value());
+    ASSERT_TRUE(v->compact().has_value());  // pack.4; pack.3 is retired but still read
+    auto names = dir_names(base_);
+    EXPECT_TRUE(std::find(names.begin(), names.end(), old_pack) != names.end())
+        << "the old pack went while a snapshot reads it";
+    EXPECT_EQ(*read_file(**snap, "/snap"), "old contents");
+    EXPECT_EQ(diff(at_snapshot, *capture(**snap)), "");
+    EXPECT_EQ(*read_file(*v, "/snap"), "new contents");
+    snap->reset();
+    names = dir_names(base_);
+    EXPECT_TRUE(std::find(names.begin(), names.end(), old_pack) == names.end())
+        << "the old pack stayed after its last reader went";
+    EXPECT_EQ(names, clean_listing(generation_ + 2));
+}
+
+}  // namespace
+}  // namespace packfs::volume_test
