@@ -20,6 +20,7 @@
 #include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/temp_dir.hpp"
+#include "bench/volume_categories.hpp"
 
 namespace packfs::bench {
 namespace {
@@ -49,6 +50,12 @@ Sizes quick_sizes() {
     s.pack_big = 100'000;
     s.dedup_large_files = 16;
     s.dedup_large_copies = 4;
+    s.volume_files = 2'000;
+    s.volume_fsync_files = 200;
+    s.volume_pack_files = 2'000;
+    s.volume_entries = 2'000;
+    s.volume_journal_changes = 100;
+    s.volume_writes = 20'000;
     return s;
 }
 
@@ -152,13 +159,13 @@ int run(const Options& options) {
         }
     }
     for (const std::string& name : options.backends) {
-        if (name == kPackBackend) continue;
+        if (name == kPackBackend || name == kVolumeBackend) continue;
         const bool known = std::any_of(backend_adapters().begin(), backend_adapters().end(),
                                        [&](const BackendAdapter& a) { return a.name == name; });
         if (!known) {
             std::string all;
             for (const BackendAdapter& a : backend_adapters()) all += fmt::format(" {}", a.name);
-            all += fmt::format(" {}", kPackBackend);
+            all += fmt::format(" {} {}", kPackBackend, kVolumeBackend);
             fmt::print(stderr, "packfs bench: unknown backend '{}' (known:{})\n", name, all);
             return 2;
         }
@@ -193,10 +200,16 @@ int run(const Options& options) {
     std::vector<Group> groups = make_groups(sizes, adapters, session->path());
     const bool packs = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
                                                              kPackBackend) != options.backends.end();
+    const bool with_raw = std::any_of(adapters.begin(), adapters.end(),
+                                      [](const BackendAdapter* a) { return a->role == AdapterRole::baseline; });
     if (packs) {
-        const bool with_raw = std::any_of(adapters.begin(), adapters.end(),
-                                          [](const BackendAdapter* a) { return a->role == AdapterRole::baseline; });
         for (Group& g : pack_groups(sizes, with_raw, session->path())) groups.push_back(std::move(g));
+    }
+    const bool volumes = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
+                                                               kVolumeBackend) != options.backends.end();
+    auto volume_facts = std::make_shared<VolumeFacts>();
+    if (volumes) {
+        for (Group& g : volume_groups(sizes, with_raw, session->path(), volume_facts)) groups.push_back(std::move(g));
     }
     if (options.list) {
         list_categories(groups);
@@ -256,6 +269,7 @@ int run(const Options& options) {
     print_order(stdout, *figures);
     print_targets(stdout, *figures);
     print_pack_targets(stdout, *figures);
+    print_volume_targets(stdout, *figures, *volume_facts);
     fmt::print("\nload:     {} at end; wall time {:.1f} s\n", load_average(), wall);
     std::fflush(stdout);
     if (!options.json_path.empty()) {

@@ -53,6 +53,21 @@ struct Sizes {
     std::size_t dedup_large_files = 64;
     std::size_t dedup_large_copies = 16;
     int pack_big_runs = 5;  // at most, in the opt-in section
+    // Volumes and overlays (volume_categories.hpp): volume_files creates (volume_fsync_files
+    // where each file costs an fsync) with 1 and volume_threads threads; an overlay over a pack
+    // of volume_pack_files files (listed volume_readdirs times) and copy-up from a
+    // volume_copy_up_mib MiB lower file; volume_writes creates into a volume of volume_entries
+    // entries (volume_journal_changes of them changed since its last compaction) while it
+    // compacts back to back.
+    std::size_t volume_files = 20'000;
+    std::size_t volume_fsync_files = 1'000;
+    std::size_t volume_threads = 8;
+    std::size_t volume_pack_files = 20'000;
+    std::size_t volume_readdirs = 20;
+    std::size_t volume_copy_up_mib = 64;
+    std::size_t volume_entries = 20'000;
+    std::size_t volume_journal_changes = 300;
+    std::size_t volume_writes = 100'000;
 };
 
 // The names of the extra sections, as --filter and the report use them.
