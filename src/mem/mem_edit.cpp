@@ -6,10 +6,6 @@ namespace packfs::mem {
 
 uint64_t name_hash(std::string_view name) noexcept { return XXH3_64bits(name.data(), name.size()); }
 
-namespace {
-
-// The tree's own copy of a lower node: everything but the content's bytes, which stay in the
-// lower until a chunk of them is changed.
 std::shared_ptr<Inode> copy_up(const LowerLayer& lower, const LowerNode& node) {
     const Stat st = lower_value(lower.stat(node));
     auto inode = std::make_shared<Inode>();
@@ -32,8 +28,6 @@ std::shared_ptr<Inode> copy_up(const LowerLayer& lower, const LowerNode& node) {
         inode->xattrs.insert_or_assign(std::move(name), std::move(value));
     return inode;
 }
-
-}  // namespace
 
 Inode& edit_inode(Tree& tree, uint64_t ino) {
     std::shared_ptr<Inode> copy;

@@ -11,6 +11,10 @@
 
 namespace packfs::mem {
 
+// The tree's own copy of a lower node: metadata, target and xattrs copied, the content
+// referenced (it stays in the lower until a chunk is changed). Lower errors throw LowerFault.
+std::shared_ptr<Inode> copy_up(const LowerLayer& lower, const LowerNode& node);
+
 // A private copy of inode `ino`, already installed in `tree`, to edit in place. A lower inode
 // is copied up first (metadata, target and xattrs copied; content referenced by chunk).
 Inode& edit_inode(Tree& tree, uint64_t ino);

@@ -47,9 +47,17 @@ void MemState::restore(TreePtr version) {
             present = false;
         }
         if (present) continue;
-        const Inode* held = published_->inode(ino);
-        if (!held) continue;  // nothing to carry: the handle's reads will answer ESTALE
-        auto orphan = std::make_shared<Inode>(*held);
+        std::shared_ptr<Inode> orphan;
+        try {
+            if (const Inode* held = published_->inode(ino)) {
+                orphan = std::make_shared<Inode>(*held);
+            } else if (const NodeRef node = published_->node(ino); node && published_->lower) {
+                orphan = copy_up(*published_->lower, node.lower);  // only in the old lower
+            }
+        } catch (const LowerFault&) {
+            orphan = nullptr;
+        }
+        if (!orphan) continue;  // nothing to carry: the handle's reads will answer ESTALE
         orphan->nlink = 0;
         next.bytes_used += orphan->content.allocated();
         next.inodes.insert_or_assign(ino, std::move(orphan));

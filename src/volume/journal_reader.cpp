@@ -158,7 +158,8 @@ Result<uint64_t> count_dropped(Window& window, uint64_t offset, uint64_t file_si
 
 }  // namespace
 
-Result<JournalScan> scan_journal(const std::string& path, const JournalRecordFn& on_record) {
+Result<JournalScan> scan_journal(const std::string& path, const JournalRecordFn& on_record,
+                                 std::optional<JournalPosition> from) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return fail(errno, "scan_journal", path);
     struct stat st;
@@ -170,6 +171,12 @@ Result<JournalScan> scan_journal(const std::string& path, const JournalRecordFn&
 
     uint64_t offset = scan.header_size;
     uint64_t expected_seq = scan.header.first_seq;
+    if (from && from->offset >= offset && from->offset % 8 == 0 && from->seq >= expected_seq) {
+        offset = from->offset;
+        expected_seq = from->seq;
+        scan.last_seq = expected_seq - 1;
+        scan.valid_end = offset;
+    }
     const uint64_t size = scan.file_size;
     while (offset < size) {
         const uint64_t left = size - offset;

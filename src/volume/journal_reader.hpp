@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -57,7 +58,18 @@ struct JournalScan {
 
 using JournalRecordFn = std::function<Result<void>(const JournalRecordView&)>;
 
-Result<JournalScan> scan_journal(const std::string& path, const JournalRecordFn& on_record);
+// Where a scan may resume: the offset of a frame boundary an earlier scan of the same file
+// reached (a record's offset plus its frame size) and the seq the frame there must carry.
+struct JournalPosition {
+    uint64_t offset = 0;
+    uint64_t seq = 0;
+};
+
+// Scans from the first record, or from `from` (the header is checked either way). Resuming
+// is for a reader that follows a journal as it grows (a compaction catching up): it reads
+// only what is new.
+Result<JournalScan> scan_journal(const std::string& path, const JournalRecordFn& on_record,
+                                 std::optional<JournalPosition> from = std::nullopt);
 
 // Cuts the journal at `valid_end` (the torn tail a scan reported) and makes that durable.
 Result<void> truncate_journal(const std::string& path, uint64_t valid_end);

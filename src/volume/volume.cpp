@@ -35,6 +35,7 @@
 #include "mem/mem_version.hpp"
 #include "mem/op_clock.hpp"
 #include "overlay/pack_layer.hpp"
+#include "overlay/tree_layer.hpp"
 #include "pack/pack_access.hpp"
 #include "packfs/mem.hpp"
 #include "volume/journal_reader.hpp"
@@ -117,27 +118,35 @@ std::array<uint8_t, 16> random_volume_id() {
 }
 
 // Replays the records of the journal at `path` with seq > `after` into `target` (and copies
-// them into `copy_to` when given). `last` is the last seq applied.
+// them into `copy_to` when given). `last` is the last seq applied; `resume`, when given, is
+// where to start reading and is moved past every record read, so the next call reads only
+// what was appended since.
 Result<JournalScan> replay_journal(const std::string& path, uint64_t after, Backend& target,
-                                   JournalWriter* copy_to, uint64_t& last) {
-    return scan_journal(path, [&](const JournalRecordView& view) -> Result<void> {
-        if (view.seq <= after) return {};
-        auto record = decode_record(view.type, view.payload);
-        if (!record) return std::unexpected(record.error());
-        if (auto ok = apply_record(target, *record); !ok) {
-            return std::unexpected(Error::corrupt(
-                "journal replay", record->path,
-                Corruption{view.offset, 0, view.seq,
-                           fmt::format("record {} ({}) does not apply: {}", view.seq,
-                                       describe_record(*record), ok.error().message())}));
-        }
-        if (copy_to) {
-            auto copied = copy_to->append(view.type, view.payload);
-            if (!copied) return std::unexpected(copied.error());
-        }
-        last = view.seq;
-        return {};
-    });
+                                   JournalWriter* copy_to, uint64_t& last,
+                                   std::optional<JournalPosition>* resume = nullptr) {
+    return scan_journal(
+        path,
+        [&](const JournalRecordView& view) -> Result<void> {
+            if (resume) *resume = JournalPosition{view.offset + journal_frame_size(view.payload.size()),
+                                                  view.seq + 1};
+            if (view.seq <= after) return {};
+            auto record = decode_record(view.type, view.payload);
+            if (!record) return std::unexpected(record.error());
+            if (auto ok = apply_record(target, *record); !ok) {
+                return std::unexpected(Error::corrupt(
+                    "journal replay", record->path,
+                    Corruption{view.offset, 0, view.seq,
+                               fmt::format("record {} ({}) does not apply: {}", view.seq,
+                                           describe_record(*record), ok.error().message())}));
+            }
+            if (copy_to) {
+                auto copied = copy_to->append(view.type, view.payload);
+                if (!copied) return std::unexpected(copied.error());
+            }
+            last = view.seq;
+            return {};
+        },
+        resume ? *resume : std::nullopt);
 }
 
 RecoveryReport report_of(const JournalScan& scan) {
@@ -391,6 +400,8 @@ private:
     std::set<uint64_t> rolled_back_epochs_;  // of writer_ (cleared when it is replaced)
     uint64_t append_epoch_ = 0;               // batch: writer_'s epoch at its last append
     bool broken_ = false;  // the journal could not be put back in order: refuse mutations
+    uint64_t rollbacks_ = 0;  // times the tree went back to an earlier version (a compaction
+                              // that saw one meanwhile gives up: its journal copy is void)
     uint64_t journal_records_ = 0;
     uint64_t journal_bytes_ = 0;  // the journal's length with everything appended
 
@@ -435,6 +446,7 @@ Result<void> VolumeImpl::journaled(RecordType type, std::string_view path, Op&& 
     std::shared_ptr<JournalWriter> writer = writer_;
     if (payload.size() > kMaxJournalPayload) {  // refused without failing the writer
         mem::restore_version(*overlay_, before);
+        ++rollbacks_;
         return fail(EFBIG, record_type_name(type), path);
     }
     auto ticket = writer->append(static_cast<uint16_t>(type), payload);
@@ -445,6 +457,7 @@ Result<void> VolumeImpl::journaled(RecordType type, std::string_view path, Op&& 
             // and resuming would let the next record be applied on top of them (and get
             // lost, acknowledged, when the waiters roll back). Roll back the whole batch now.
             mem::restore_version(*overlay_, before);
+            ++rollbacks_;
             roll_back_batch_locked(append_epoch_);
         } else {
             undo_locked(before);
@@ -468,6 +481,7 @@ Result<void> VolumeImpl::journaled(RecordType type, std::string_view path, Op&& 
 
 void VolumeImpl::undo_locked(const mem::TreePtr& before) {
     mem::restore_version(*overlay_, before);
+    ++rollbacks_;
     if (durability_ == Durability::explicit_sync) return;  // the writer keeps what it had
     if (auto ok = writer_->resume(); !ok) broken_ = true;
 }
@@ -486,6 +500,7 @@ void VolumeImpl::roll_back_batch_locked(uint64_t epoch) {
                            [&](const auto& p) { return p.first == first; });
     if (it != pending_.end()) {
         mem::restore_version(*overlay_, it->second);
+        ++rollbacks_;
         pending_.erase(it, pending_.end());
     }
     if (auto ok = writer_->resume(); !ok) broken_ = true;
@@ -613,15 +628,59 @@ VolumeStatus VolumeImpl::status() const {
     return s;
 }
 
+// Copies the frames of the journal at `path` with seq > `after` into `to`, reading from
+// `resume` (moved past every frame read). `last` is the last seq copied.
+Result<void> copy_records(const std::string& path, uint64_t after, JournalWriter& to,
+                          uint64_t& last, std::optional<JournalPosition>& resume) {
+    auto scan = scan_journal(
+        path,
+        [&](const JournalRecordView& view) -> Result<void> {
+            resume = JournalPosition{view.offset + journal_frame_size(view.payload.size()),
+                                     view.seq + 1};
+            if (view.seq <= after) return {};
+            auto copied = to.append(view.type, view.payload);
+            if (!copied) return std::unexpected(copied.error());
+            last = view.seq;
+            return {};
+        },
+        resume);
+    if (!scan) return std::unexpected(scan.error());
+    return {};
+}
+
+// The live tree `live` (an upper over the frozen version the pack was written from) moved
+// onto `pack`, which holds that version with the same inode numbers: the lower is swapped,
+// and the copied-up directories learn their nodes' ids in the pack (ids are per layer).
+mem::TreePtr onto_pack(const mem::Tree& live, const mem::LowerPtr& pack) {
+    mem::Tree next = live;
+    next.lower = pack;
+    std::vector<std::pair<uint64_t, mem::InodePtr>> relinked;
+    for (auto it = live.inodes.begin(); it != live.inodes.end(); ++it) {
+        const mem::InodePtr& inode = it.value();
+        if (!inode || inode->lower_id == 0) continue;
+        auto found = pack->by_ino(it.key());
+        const uint64_t id = found && *found ? (*found)->id : 0;
+        if (id == inode->lower_id) continue;
+        auto copy = std::make_shared<mem::Inode>(*inode);
+        copy->lower_id = id;
+        relinked.emplace_back(it.key(), std::move(copy));
+    }
+    for (auto& [ino, inode] : relinked) next.inodes.insert_or_assign(ino, std::move(inode));
+    return std::make_shared<const mem::Tree>(std::move(next));
+}
+
 Result<CompactionStats> VolumeImpl::compact() {
     if (options_.read_only) return fail(EROFS, "compact", dir_);
     std::lock_guard one_at_a_time(compact_mu_);
     const auto t0 = std::chrono::steady_clock::now();
     CompactionStats stats;
 
-    // 1. The tree to write, and where the journal stands at that instant.
+    // 1. For an instant, under the lock: the version to write, where the journal stands, and
+    //    the live tree restarted as a fresh upper over that frozen version, so that what is
+    //    done from now on is exactly what the new pack will not hold.
+    mem::TreePtr frozen;
     std::shared_ptr<Backend> snap;
-    uint64_t snapshot_seq = 0, next_ino = 0, generation = 0;
+    uint64_t snapshot_seq = 0, generation = 0, rollbacks = 0;
     std::shared_ptr<JournalWriter> old_writer;
     {
         std::lock_guard lock(mu_);
@@ -629,15 +688,22 @@ Result<CompactionStats> VolumeImpl::compact() {
         auto s = overlay_->snapshot();
         if (!s) return std::unexpected(s.error());
         snap = std::move(*s);
+        frozen = mem::live_version(*overlay_);
         snapshot_seq = writer_->last_seq();
-        next_ino = mem::live_version(*overlay_)->next_ino;
         generation = manifest_.generation + 1;
         old_writer = writer_;
+        rollbacks = rollbacks_;
+        mem::Tree fresh_upper;
+        fresh_upper.next_ino = frozen->next_ino;
+        fresh_upper.lower = overlay::make_tree_layer(frozen);
+        mem::restore_version(*overlay_, std::make_shared<const mem::Tree>(std::move(fresh_upper)));
     }
+    const uint64_t next_ino = frozen->next_ino;
     const std::string pack_name = pack_file_name(generation);
     const std::string journal_name = journal_file_name(generation);
     const std::string pack_path = join(dir_, pack_name), journal_path = join(dir_, journal_name);
-    // Nothing of a failed compaction may stay behind (the live volume is untouched by it).
+    // Nothing of a failed compaction may stay behind. (The live tree stays over the frozen
+    // version, which is the same tree: correct, one level deeper until the next compaction.)
     struct Cleanup {
         std::string pack, journal;
         bool armed = true;
@@ -660,8 +726,8 @@ Result<CompactionStats> VolumeImpl::compact() {
     auto fresh = open_volume_pack(pack_path);
     if (!fresh) return std::unexpected(fresh.error());
 
-    // 3. The new journal, holding what was done since the snapshot, replayed onto the new
-    //    pack in a private overlay: first what is there now, without the lock ...
+    // 3. The new journal: the records made since the instant of step 1, copied frame by frame
+    //    (no replay: the live tree already holds them). First what is there, without the lock.
     Manifest next = manifest_;
     next.generation = generation;
     next.pack = pack_name;
@@ -674,21 +740,27 @@ Result<CompactionStats> VolumeImpl::compact() {
                               durability_);
     if (!new_writer) return std::unexpected(new_writer.error());
     std::shared_ptr<JournalWriter> writer = std::move(*new_writer);
-    auto rebased = mem::make_mem_backend_over(fresh->layer, {}, next_ino);
     uint64_t copied = snapshot_seq;
     const std::string old_journal = join(dir_, manifest_.journal);
-    if (auto ok = old_writer->sync(); !ok) return std::unexpected(ok.error());
-    if (auto scan = replay_journal(old_journal, copied, *rebased, writer.get(), copied); !scan)
-        return std::unexpected(scan.error());
+    std::optional<JournalPosition> resume;
+    for (int pass = 0; pass < 4; ++pass) {  // copying is far faster than writers add
+        if (auto ok = old_writer->sync(); !ok) return std::unexpected(ok.error());
+        const uint64_t before_pass = copied;
+        if (auto ok = copy_records(old_journal, copied, *writer, copied, resume); !ok)
+            return std::unexpected(ok.error());
+        if (copied - before_pass < 256) break;
+    }
     if (auto ok = io::step("compact.caught_up"); !ok) return std::unexpected(ok.error());
 
-    // ... then the rest, and the switch, with writers held.
+    // 4. The switch, with writers held: the last records, the manifest, the lower swapped.
     const auto pause_start = std::chrono::steady_clock::now();
     std::unique_lock lock(mu_);
     if (writer_ != old_writer || broken_) return fail(EIO, "compact", dir_);
     if (auto ok = writer_->sync(); !ok) return std::unexpected(ok.error());
-    if (auto scan = replay_journal(old_journal, copied, *rebased, writer.get(), copied); !scan)
-        return std::unexpected(scan.error());
+    if (rollbacks_ != rollbacks)  // records it copied may have been discarded since
+        return fail(EAGAIN, "compact (the journal failed meanwhile; try again)", dir_);
+    if (auto ok = copy_records(old_journal, copied, *writer, copied, resume); !ok)
+        return std::unexpected(ok.error());
     if (copied != writer_->last_seq()) return fail(EIO, "compact (journal copy incomplete)", dir_);
     if (auto ok = writer->sync(); !ok) return std::unexpected(ok.error());
     if (auto ok = io::step("compact.journal_written"); !ok) return std::unexpected(ok.error());
@@ -708,8 +780,8 @@ Result<CompactionStats> VolumeImpl::compact() {
         return std::unexpected(switched.error());
     }
     cleanup.armed = false;
-    // The live tree moves onto the new pack (handles keep working: restore_version).
-    mem::restore_version(*overlay_, mem::live_version(*rebased));
+    // Handles go on working (restore_version carries what they hold).
+    mem::restore_version(*overlay_, onto_pack(*mem::live_version(*overlay_), fresh->layer));
     pack_.lease->retire = true;  // unlinked when its last reader goes
     pack_ = std::move(*fresh);
     const std::string retired_journal = old_journal;

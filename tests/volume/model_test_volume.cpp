@@ -8,7 +8,9 @@
 // Replay a failure with PACKFS_MODEL_SEED=<seed> PACKFS_MODEL_OPS=<step+1>.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -71,6 +73,49 @@ void run_mode(Durability durability, const std::vector<uint64_t>& seeds) {
 
 TEST(VolumeModel, Batch) { run_mode(Durability::batch, {1}); }
 TEST(VolumeModel, Explicit) { run_mode(Durability::explicit_sync, {2}); }
+
+// Compaction changes nothing a user can see: while the driver runs its random operations and
+// checks (handles and snapshots included, open across compactions), another thread compacts
+// the volume over and over, so operations land before, during and after every step of it.
+TEST(VolumeModel, CompactingAllTheTime) {
+    for (const auto& item : run_plan_from_env(kDefaultOps, {3})) {
+        test_support::TempDir scratch;
+        const std::string dir = (scratch.path / "vol").string();
+        VolumeInit init;
+        init.durability = Durability::explicit_sync;
+        ASSERT_TRUE(Volume::create(dir, init).has_value());
+        auto opened = Volume::open(dir);
+        ASSERT_TRUE(opened.has_value()) << opened.error().message();
+        std::shared_ptr<Volume> volume = *opened;
+        std::atomic<bool> stop{false};
+        std::atomic<uint64_t> compactions{0};
+        std::string failure;
+        std::thread compactor([&] {
+            while (!stop) {
+                auto done = volume->compact();
+                if (!done) {
+                    failure = done.error().message();
+                    return;
+                }
+                ++compactions;
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+        });
+        DriverConfig config;
+        ModelDriver driver(volume, item.seed, config);
+        RunResult r = driver.run(item.ops);
+        stop = true;
+        compactor.join();
+        fmt::print("volume model (compacting all the time) seed={} ops={} ok={} compactions={}\n",
+                   item.seed, r.steps, r.ok, compactions.load());
+        EXPECT_TRUE(failure.empty()) << failure;
+        EXPECT_GT(compactions.load(), 0u);
+        EXPECT_TRUE(r.ok) << r.report;
+        if (!r.ok) return;
+        // And the journal written meanwhile replays to the same tree.
+        ASSERT_TRUE(volume->sync().has_value());
+    }
+}
 
 }  // namespace
 }  // namespace packfs::model
