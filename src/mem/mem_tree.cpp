@@ -2,6 +2,8 @@
 // map probe.
 #include "mem/mem_tree.hpp"
 
+#include <unordered_set>
+
 namespace packfs::mem {
 
 Stat stat_of(const Tree& tree, const NodeRef& node) {
@@ -15,27 +17,27 @@ bool Tree::has_entries(const NodeRef& dir) const {
         if (it.value().ino != 0) return true;
     }
     if (!dir.lower.id) return false;
-    for (const auto& [name, node] : lower_value(lower->list(dir.lower))) {
-        if (!entries.find(DirKeyView(dir.ino, name))) return true;
+    for (const DirEntry& e : lower_value(lower->readdir(dir.lower))) {
+        if (!entries.find(DirKeyView(dir.ino, e.name))) return true;
     }
     return false;
 }
 
 std::vector<DirEntry> list_entries(const Tree& tree, const NodeRef& dir) {
     std::vector<DirEntry> out;
-    bool own_entries = false;
+    // The tree's own names here (whiteouts included): a lower entry of one of them is hidden.
+    std::unordered_set<std::string_view> own;
     for (auto it = tree.entries.lower_bound(DirKeyView::first_of(dir.ino));
          it != tree.entries.end() && it.key().parent == dir.ino; ++it) {
-        own_entries = true;
+        own.insert(it.key().name);
         if (it.value().ino != 0) out.push_back(DirEntry{it.key().name, it.value().ino, it.value().type});
     }
     if (!dir.lower.id) return out;
-    auto lower = lower_value(tree.lower->list(dir.lower));
+    auto lower = lower_value(tree.lower->readdir(dir.lower));
+    if (own.empty()) return lower;  // the common case: a directory the tree never changed
     out.reserve(out.size() + lower.size());
-    for (auto& [name, node] : lower) {
-        // The tree's own entry of that name (a change or a whiteout) was listed above, or hides it.
-        if (own_entries && tree.entries.find(DirKeyView(dir.ino, name))) continue;
-        out.push_back(DirEntry{std::move(name), node.ino, node.type});
+    for (DirEntry& e : lower) {
+        if (!own.contains(e.name)) out.push_back(std::move(e));
     }
     return out;
 }

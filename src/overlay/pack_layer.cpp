@@ -79,6 +79,16 @@ public:
         return out;
     }
 
+    Result<std::vector<DirEntry>> readdir(const mem::LowerNode& dir) const override {
+        const Ctx ctx{"readdir", {}};
+        auto view = view_of(dir, ctx);
+        if (!view) return std::unexpected(view.error());
+        auto entries = reader_->list(*view, ctx);
+        if (reader_->image().damaged()) [[unlikely]]
+            return damage(ctx);
+        return entries;
+    }
+
     Result<Stat> stat(const mem::LowerNode& node) const override {
         const Ctx ctx{"stat", {}};
         auto view = view_of(node, ctx);
