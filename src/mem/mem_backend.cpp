@@ -549,7 +549,7 @@ Result<FileHandle> MemBackend::open_existing(std::string_view path, const Normal
             return lower_content_of(*tree, *r);
         });
         if (!lower) return std::unexpected(lower.error());
-        if (state_->acquire_handle(r->ino))
+        if (state_->acquire_handle(r->ino, tree.get()))
             return std::make_unique<LiveFile>(state_, r->ino, flags, std::move(*lower),
                                               tree->lower, r->lower.id);
     }

@@ -65,14 +65,15 @@ void MemState::restore(TreePtr version) {
     publish(std::move(next));
 }
 
-bool MemState::acquire_handle(uint64_t ino) {
+bool MemState::acquire_handle(uint64_t ino, const Tree* seen) {
     {
         std::lock_guard lock(open_mutex_);
         ++open_counts_[ino];
     }
     bool exists = false;
     try {
-        exists = bool(load()->node(ino));
+        const TreePtr now = load();
+        exists = now.get() == seen || bool(now->node(ino));
     } catch (const LowerFault&) {
         exists = false;
     }

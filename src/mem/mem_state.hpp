@@ -43,8 +43,9 @@ public:
     // open handles hold that `version` lacks (restore_version in mem_version.hpp).
     void restore(TreePtr version);
 
-    // Counts a handle on `ino` if the inode is still in the published tree.
-    bool acquire_handle(uint64_t ino);
+    // Counts a handle on `ino` if the inode is still in the published tree (`seen`, the
+    // version the caller found it in, spares the look when nothing was published since).
+    bool acquire_handle(uint64_t ino, const Tree* seen = nullptr);
     // Counts a handle while the caller holds the writer lock and knows `ino` exists.
     void acquire_handle_locked(uint64_t ino);
     // Drops a handle; the last handle of an unlinked inode frees it.

@@ -1,5 +1,7 @@
 #include "overlay/pack_layer.hpp"
 
+#include <atomic>
+
 namespace packfs::overlay {
 namespace {
 
@@ -30,6 +32,12 @@ private:
     ContentRef content_;
 };
 
+// The record a thread's last lookup in a pack layer returned (see PackLayer::view_of).
+struct LastView {
+    uint64_t layer = 0;  // the layer's serial (an address could be reused by another)
+    InodeView view{};
+};
+
 class PackLayer final : public mem::LowerLayer {
 public:
     explicit PackLayer(std::shared_ptr<const PackReader> reader) : reader_(std::move(reader)) {
@@ -53,7 +61,7 @@ public:
             return damage(ctx);
         if (!found) return std::unexpected(found.error());
         if (!*found) return std::nullopt;
-        return node_of(**found);
+        return remember(**found);
     }
 
     Result<std::optional<mem::LowerNode>> by_ino(uint64_t ino) const override {
@@ -61,7 +69,7 @@ public:
         auto found = reader_->by_inode_number(ino, ctx);
         if (!found) return std::unexpected(found.error());
         if (!*found) return std::nullopt;
-        return node_of(**found);
+        return remember(**found);
     }
 
     Result<std::vector<std::pair<std::string, mem::LowerNode>>> list(
@@ -162,9 +170,20 @@ public:
     }
 
 private:
+    // The record of `node`: the engine walks by asking for the node a lookup just returned
+    // (as the next directory, or to stat it), so the last record this thread was handed is
+    // kept and handed again without a second decode.
     Result<InodeView> view_of(const mem::LowerNode& node, const Ctx& ctx) const {
+        if (last_.layer == serial_ && last_.view.ino == node.id) return last_.view;
         return reader_->inode(node.id, ctx);
     }
+    mem::LowerNode remember(const InodeView& view) const {
+        last_ = {serial_, view};
+        return node_of(view);
+    }
+    static inline thread_local LastView last_;
+    static inline std::atomic<uint64_t> next_serial_{1};
+    const uint64_t serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
 
     std::shared_ptr<const PackReader> reader_;
     mem::LowerNode root_;
