@@ -95,7 +95,15 @@ void MemState::release_handle(uint64_t ino) {
         if (--it->second > 0) return;
         open_counts_.erase(it);
     }
-    // The last handle: free the inode if it was unlinked while open.
+    // The last handle: free the inode if it was unlinked while open. Only an orphan needs the
+    // writer's lock, and an orphan is an inode of the tree's own with no link: a look at the
+    // published version (no lock) spares every other close the writer's lock. (An unlink
+    // that comes after this point sees no handle and frees the inode itself.)
+    {
+        const TreePtr now = load();
+        const Inode* inode = now->inode(ino);
+        if (!inode || inode->nlink != 0) return;
+    }
     std::lock_guard writer_lock(writer_);
     std::lock_guard open_lock(open_mutex_);
     if (open_counts_.contains(ino)) return;  // reopened meanwhile (possible only while linked)
