@@ -197,6 +197,67 @@ TEST_F(VolumeCompaction, KillAtEveryCallLeavesTheOldOrTheNewStateComplete) {
     EXPECT_TRUE(generations_seen.contains(generation_ + 1));
 }
 
+// A SIGKILL at each named step of a compaction while another thread of the same process
+// keeps making directories (batch mode: each acknowledged when durable, reported through a
+// pipe): after reopen the tree is the base plus a prefix of the writer's directories that
+// holds every acknowledged one, whichever generation won.
+TEST_F(VolumeCompaction, KillAtEveryStepWhileAWriterRunsKeepsItsAcknowledgedOps) {
+    std::vector<std::string> steps;
+    for (const Call& c : calls_of_one_compaction(copy_of_base("steps")))
+        if (c.op == IoOp::step) steps.push_back(c.what);
+    ASSERT_GE(steps.size(), 6u);
+    for (std::size_t k = 1; k <= steps.size(); ++k) {
+        const std::string what = fmt::format("SIGKILL at step {} ({}) with a writer", k, steps[k - 1]);
+        SCOPED_TRACE(what);
+        const std::string dir = copy_of_base(fmt::format("writer-kill{}", k));
+        int acks[2];
+        ASSERT_EQ(::pipe(acks), 0);
+        const pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::close(acks[0]);
+            auto v = Volume::open(dir);
+            if (!v) ::_exit(3);
+            std::shared_ptr<Volume> volume = *v;
+            std::thread writer([&] {
+                for (uint32_t i = 1;; ++i) {
+                    if (!volume->mkdir(fmt::format("/w{}", i), 0755)) ::_exit(4);
+                    if (::write(acks[1], &i, sizeof i) != sizeof i) ::_exit(5);
+                }
+            });
+            // Let the writer get going, then compact with the kill armed at step k.
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            std::atomic<std::size_t> n{0};
+            io::set_fault_hook([&](IoOp op, std::string_view) -> int {
+                if (op == IoOp::step && ++n == k) ::raise(SIGKILL);
+                return 0;
+            });
+            (void)volume->compact();
+            ::raise(SIGKILL);  // the last step passed: die mid-write anyway
+        }
+        ::close(acks[1]);
+        uint32_t acked = 0, value = 0;
+        while (::read(acks[0], &value, sizeof value) == sizeof value) acked = value;
+        ::close(acks[0]);
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+        auto v = open_ok(dir);
+        ASSERT_TRUE(v);
+        const uint64_t g = v->status().generation;
+        EXPECT_TRUE(g == generation_ || g == generation_ + 1) << "generation " << g;
+        // The writer's directories: /w1 .. /wm with no gap, m >= the last acknowledged.
+        Tree got = *capture(*v);
+        uint32_t m = 0;
+        while (got.erase(fmt::format("/w{}", m + 1)) == 1) ++m;
+        EXPECT_GE(m, acked) << "acknowledged " << acked << ", recovered " << m;
+        fmt::print("  {}: {} acknowledged, {} recovered, generation {}\n", what, acked, m, g);
+        EXPECT_EQ(diff(expected_, got), "");
+        EXPECT_EQ(dir_names(dir), clean_listing(g));
+        if (HasFailure()) return;
+    }
+}
+
 // EIO at each call, in process: compact() fails (or, for the directory fsync after the
 // switch, which it ignores, succeeds), the live volume keeps its tree, takes mutations when
 // the switch had not happened (after the manifest's rename it refuses them with EIO until
