@@ -322,16 +322,6 @@ Result<double> time_snapshots(Backend& fs, std::size_t calls) {
 
 using Body = std::function<Result<double>(Target&)>;
 
-// After a run's teardown (untimed), flush the scratch filesystem (writeback, the journal
-// commit and, on a filesystem mounted with `discard`, the trims of what the teardown
-// deleted), so that work does not land inside whichever timed run comes next.
-void settle_host_filesystem(const std::string& scratch) {
-    const int fd = ::open(scratch.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::syncfs(fd);
-    ::close(fd);
-}
-
 using MultiBody = std::function<Result<std::vector<double>>(Target&)>;
 
 // One run on a fresh target from `adapter`; the target is torn down (untimed) and the host

@@ -73,14 +73,6 @@ Result<void> check_read(const std::string& path, std::span<const std::byte> got,
     return {};
 }
 
-// After an untimed teardown that deleted a pack, flush the scratch filesystem so its
-// writeback and trims do not land in the next timed run (as categories.cpp does).
-void settle(const std::string& scratch) {
-    const int fd = ::open(scratch.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::syncfs(fd);
-    ::close(fd);
-}
 
 // "d/file-<i>" for i < files, `bytes` each, created in the create order; every file stamped
 // with its index (unique) or all alike (identical).
@@ -262,7 +254,7 @@ Group compact_group(const Sizes& s, const std::string& scratch) {
                 auto stats = write_pack(fs, out, plain_options());
                 const double seconds = clock.seconds();
                 ::unlink(out.c_str());
-                settle(scratch);
+                settle_host_filesystem(scratch);
                 if (!stats) return std::unexpected(stats.error());
                 const uint64_t want_unique = unique ? uint64_t{files} * bytes : bytes;
                 if (stats->regular_files != files || stats->unique_bytes != want_unique) {
@@ -313,7 +305,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
             for (std::size_t i = 0; i < n; ++i)
                 state->raw_paths.push_back((*raw)->path(fmt::format("d/file-{}", i)));
             state->raw = std::move(*raw);
-            settle(scratch);
+            settle_host_filesystem(scratch);
         }
         return {};
     };
@@ -516,7 +508,7 @@ Group dedup_group(std::size_t files, std::size_t copies, std::size_t mib,
             auto stats = write_pack(*state->fs, out, o);
             const double seconds = clock.seconds();
             ::unlink(out.c_str());
-            settle(scratch);
+            settle_host_filesystem(scratch);
             if (!stats) return std::unexpected(stats.error());
             if (dedup && stats->unique_bytes != files * file_bytes) {
                 return fail(EIO, "write_pack (copies not deduplicated)", out);

@@ -1,12 +1,16 @@
 // What every category times with and in what order it visits its files.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace packfs::bench {
@@ -28,6 +32,16 @@ inline std::vector<std::size_t> shuffled(std::size_t n, uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::shuffle(order.begin(), order.end(), rng);
     return order;
+}
+
+// After a run's teardown (untimed), flush the scratch filesystem (writeback, the journal
+// commit and, on a filesystem mounted with `discard`, the trims of what the teardown
+// deleted), so that work does not land inside whichever timed run comes next.
+inline void settle_host_filesystem(const std::string& scratch) {
+    const int fd = ::open(scratch.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::syncfs(fd);
+    ::close(fd);
 }
 
 }  // namespace packfs::bench

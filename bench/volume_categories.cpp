@@ -82,13 +82,6 @@ Result<void> check_read(const std::string& path, std::span<const std::byte> got,
     return {};
 }
 
-// Flushes the scratch filesystem after an untimed teardown (see the top of the file).
-void settle(const std::string& scratch) {
-    const int fd = ::open(scratch.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::syncfs(fd);
-    ::close(fd);
-}
 
 Result<void> expect_entries(Target& t, const std::string& dir, std::size_t want) {
     auto n = t.list_dir(dir);
@@ -274,7 +267,7 @@ Group create_group(const Sizes& s, std::size_t threads, bool with_raw, const std
                 out = time_creates(*vt, threads, per_thread, bytes);
                 vt->volume.reset();  // the target owns the volume's directory: last
             }
-            settle(scratch);
+            settle_host_filesystem(scratch);
             return out;
         };
         group.arms.push_back(std::move(arm));
@@ -504,7 +497,7 @@ Result<void> prepare_copy_up(CopyUpState& st, uint64_t size, const std::string& 
     ::unlink(pack_path.c_str());  // the mapping keeps it
     if (!pack) return std::unexpected(pack.error());
     st.pack = *pack;
-    settle(scratch);
+    settle_host_filesystem(scratch);
     return {};
 }
 
@@ -576,7 +569,7 @@ Result<double> time_raw_copy_up(CopyUpState& st, const std::string& scratch) {
     if (out && (::stat(st.upper_host.c_str(), &sb) != 0 || static_cast<uint64_t>(sb.st_size) != st.size))
         out = fail(EIO, "copy (wrong size)", st.upper_host);
     ::unlink(st.upper_host.c_str());
-    settle(scratch);
+    settle_host_filesystem(scratch);
     if (!out) return out;
     return seconds;
 }
@@ -784,7 +777,7 @@ Group compaction_group(const Sizes& s, const std::string& scratch,
         state->scratch = scratch;
         state->template_dir = std::move(*dir);
         for (std::size_t i = 0; i < writes; ++i) state->paths.push_back(fmt::format("/w/file-{}", i));
-        settle(scratch);
+        settle_host_filesystem(scratch);
         return {};
     };
     group.finish = [state] { *state = {}; };
@@ -797,7 +790,7 @@ Group compaction_group(const Sizes& s, const std::string& scratch,
         return Measure{name, n, b, plain, {}, 0};
     };
     auto settled = [scratch](Result<std::vector<double>> r) {
-        settle(scratch);
+        settle_host_filesystem(scratch);
         return r;
     };
     Arm alone;

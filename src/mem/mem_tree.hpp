@@ -147,10 +147,6 @@ struct Tree {
         if (const InodePtr* p = inodes.find(found->ino)) return own(p->get());
         return NodeRef{found->ino, found->type, nullptr, *found};
     }
-    // The tree's own entry (dir, name), whiteouts included.
-    const DirValue* entry(uint64_t parent, std::string_view name) const {
-        return entries.find(DirKeyView(parent, name));
-    }
     // Whether the lower shows `name` in `dir` (before the tree's own entries are applied).
     bool lower_has(const NodeRef& dir, std::string_view name) const {
         return dir.lower.id && lower_value(lower->lookup(dir.lower, name)).has_value();

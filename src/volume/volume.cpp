@@ -117,36 +117,20 @@ std::array<uint8_t, 16> random_volume_id() {
     return id;
 }
 
-// Replays the records of the journal at `path` with seq > `after` into `target` (and copies
-// them into `copy_to` when given). `last` is the last seq applied; `resume`, when given, is
-// where to start reading and is moved past every record read, so the next call reads only
-// what was appended since.
-Result<JournalScan> replay_journal(const std::string& path, uint64_t after, Backend& target,
-                                   JournalWriter* copy_to, uint64_t& last,
-                                   std::optional<JournalPosition>* resume = nullptr) {
-    return scan_journal(
-        path,
-        [&](const JournalRecordView& view) -> Result<void> {
-            if (resume) *resume = JournalPosition{view.offset + journal_frame_size(view.payload.size()),
-                                                  view.seq + 1};
-            if (view.seq <= after) return {};
-            auto record = decode_record(view.type, view.payload);
-            if (!record) return std::unexpected(record.error());
-            if (auto ok = apply_record(target, *record); !ok) {
-                return std::unexpected(Error::corrupt(
-                    "journal replay", record->path,
-                    Corruption{view.offset, 0, view.seq,
-                               fmt::format("record {} ({}) does not apply: {}", view.seq,
-                                           describe_record(*record), ok.error().message())}));
-            }
-            if (copy_to) {
-                auto copied = copy_to->append(view.type, view.payload);
-                if (!copied) return std::unexpected(copied.error());
-            }
-            last = view.seq;
-            return {};
-        },
-        resume ? *resume : std::nullopt);
+// Replays the records of the journal at `path` into `target` (opening a volume).
+Result<JournalScan> replay_journal(const std::string& path, Backend& target) {
+    return scan_journal(path, [&](const JournalRecordView& view) -> Result<void> {
+        auto record = decode_record(view.type, view.payload);
+        if (!record) return std::unexpected(record.error());
+        if (auto ok = apply_record(target, *record); !ok) {
+            return std::unexpected(Error::corrupt(
+                "journal replay", record->path,
+                Corruption{view.offset, 0, view.seq,
+                           fmt::format("record {} ({}) does not apply: {}", view.seq,
+                                       describe_record(*record), ok.error().message())}));
+        }
+        return {};
+    });
 }
 
 RecoveryReport report_of(const JournalScan& scan) {
@@ -590,8 +574,7 @@ Result<void> VolumeImpl::open() {
     overlay_ = mem::make_mem_backend_over(pack_.layer, {}, manifest_.next_ino);
 
     const std::string journal = join(dir_, manifest_.journal);
-    uint64_t last = 0;
-    auto scan = replay_journal(journal, 0, *overlay_, nullptr, last);
+    auto scan = replay_journal(journal, *overlay_);
     if (!scan) return std::unexpected(scan.error());
     if (auto ok = check_header(*scan, manifest_); !ok) return ok;
     recovery_ = report_of(*scan);
