@@ -26,5 +26,7 @@ Command add_verify_command(CLI::App& parent);
 Command add_info_command(CLI::App& parent);
 Command add_diff_command(CLI::App& parent);
 Command add_volume_command(CLI::App& parent);
+Command add_mount_command(CLI::App& parent);
+Command add_umount_command(CLI::App& parent);
 
 }  // namespace packfs::cli

@@ -1,0 +1,371 @@
+// `packfs mount SOURCE MOUNTPOINT` and `packfs umount MOUNTPOINT` (DESIGN §12): a pack
+// read-only, a volume read-write (journaled, in the volume's durability mode), a host
+// directory read-write through the dir backend (nothing reaches outside it).
+//
+// Daemon mode (the default) forks before anything is opened, so no thread of the library
+// crosses a fork; the parent waits on a pipe and exits 0 only once the child has mounted and
+// serves requests, or prints the child's error and exits 1. -f stays in the foreground.
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "command.hpp"
+#include "fuse/control.hpp"
+#include "fuse/mountinfo.hpp"
+#include "fuse/node_fs.hpp"
+#include "fuse/serve.hpp"
+#include "packfs/dir.hpp"
+#include "packfs/volume.hpp"
+#include "report.hpp"
+#include "source.hpp"
+
+namespace packfs::cli {
+
+namespace {
+
+struct MountArgs {
+    std::string source;
+    std::string mountpoint;
+    std::vector<std::string> options;  // -o, comma lists split
+    bool foreground = false;
+    bool debug = false;
+    unsigned threads = 0;
+    std::string compact_at;  // volume: compact by itself past this journal size
+    bool lazy = false;       // umount: detach now, finish when no longer busy
+};
+
+std::optional<std::string> absolute(const std::string& path) {
+    char buf[PATH_MAX];
+    if (!::realpath(path.c_str(), buf)) return std::nullopt;
+    return std::string(buf);
+}
+
+// What serves a mount, and whatever keeps it alive (the backend, the volume).
+struct Served {
+    std::shared_ptr<Backend> backend;
+    std::shared_ptr<Volume> volume;
+    std::unique_ptr<fuse::NodeFs> nodes;
+    std::string description;  // "pack, read-only"
+};
+
+Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compact_at) {
+    auto kind = source_kind(args.source);
+    if (!kind) return std::unexpected(kind.error());
+    Served out;
+    switch (*kind) {
+        case SourceKind::pack: {
+            auto pack = open_pack(args.source);
+            if (!pack) return std::unexpected(pack.error());
+            out.backend = std::move(*pack);
+            auto nodes = fuse::pack_nodes(out.backend);
+            if (!nodes) return std::unexpected(nodes.error());
+            out.nodes = std::move(*nodes);
+            out.description = "pack, read-only";
+            return out;
+        }
+        case SourceKind::volume: {
+            VolumeOptions options;
+            options.read_only = read_only;
+            options.auto_compact_journal_bytes = compact_at;
+            auto volume = Volume::open(args.source, options);
+            if (!volume) return std::unexpected(volume.error());
+            out.volume = *volume;
+            out.backend = *volume;
+            fuse::BackendNodesOptions nodes_options;
+            nodes_options.exclusive = true;  // the lock: nobody else writes it
+            Volume* v = out.volume.get();
+            nodes_options.sync = [v] { return v->sync(); };
+            nodes_options.compact = [v]() -> Result<fuse::CompactReply> {
+                auto stats = v->compact();
+                if (!stats) return std::unexpected(stats.error());
+                return fuse::CompactReply{stats->generation, stats->records_carried,
+                                          v->status().pack_bytes,
+                                          static_cast<uint64_t>(stats->seconds * 1e6)};
+            };
+            auto nodes = fuse::backend_nodes(out.backend, std::move(nodes_options));
+            if (!nodes) return std::unexpected(nodes.error());
+            out.nodes = std::move(*nodes);
+            out.description = fmt::format("volume, {}, {} durability",
+                                          read_only ? "read-only" : "read-write",
+                                          durability_name(v->status().durability));
+            return out;
+        }
+        case SourceKind::directory: {
+            DirOptions options;
+            options.read_only = read_only;
+            auto dir = open_dir_backend(args.source, options);
+            if (!dir) return std::unexpected(dir.error());
+            out.backend = std::move(*dir);
+            auto nodes = fuse::backend_nodes(out.backend, {});
+            if (!nodes) return std::unexpected(nodes.error());
+            out.nodes = std::move(*nodes);
+            out.description = fmt::format("host directory, {}", read_only ? "read-only" : "read-write");
+            return out;
+        }
+    }
+    return fail(EINVAL, "source", args.source);
+}
+
+// The failure to show for a mount error, in words a user can act on.
+Failure mount_failure(const Error& error, const MountArgs& args) {
+    Failure out = source_failure(error);
+    if (error.op() == "mount" && error.code() == EBUSY && error.path() == args.mountpoint)
+        out.message = "already a mount point (packfs umount it first)";
+    else if (error.op() == "open volume" && error.code() == EBUSY)
+        out.message = "the volume is open in another process (mounted already?)";
+    else if (error.op() == "mount" && error.code() == EIO)
+        out.message = "the kernel refused the mount (libfuse said why above)";
+    else if (error.op() == "mount" && error.code() == EINVAL)
+        out.message = "an option libfuse does not know (see above)";
+    return out;
+}
+
+// Splits "-o a,b -o c" into {a, b, c}; ro/rw decide the mode and are kept out of the list.
+bool take_mode(std::vector<std::string>& options, bool& read_only) {
+    std::vector<std::string> rest;
+    bool ok = true;
+    for (const auto& list : options) {
+        std::size_t at = 0;
+        while (at <= list.size()) {
+            const std::size_t comma = std::min(list.find(',', at), list.size());
+            std::string o = list.substr(at, comma - at);
+            at = comma + 1;
+            if (o.empty()) continue;
+            if (o == "ro") read_only = true;
+            else if (o == "rw") read_only = false;
+            else if (o == "default_permissions" || o.starts_with("fsname=") ||
+                     o.starts_with("subtype="))
+                ok = false;  // ours to set
+            else rest.push_back(std::move(o));
+        }
+    }
+    options = std::move(rest);
+    return ok;
+}
+
+std::optional<uint64_t> parse_size(const std::string& text) {
+    if (text.empty()) return 0;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+    if (errno || end == text.c_str()) return std::nullopt;
+    const std::string unit(end);
+    const uint64_t scale = unit.empty() ? 1
+                           : unit == "K" || unit == "KiB" ? 1ull << 10
+                           : unit == "M" || unit == "MiB" ? 1ull << 20
+                           : unit == "G" || unit == "GiB" ? 1ull << 30
+                                                          : 0;
+    if (scale == 0) return std::nullopt;
+    return n * scale;
+}
+
+void write_all(int fd, std::string_view text) {
+    while (!text.empty()) {
+        const ssize_t n = ::write(fd, text.data(), text.size());
+        if (n <= 0) return;
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
+
+// Daemon: everything after readiness goes to syslog, for nothing is left to print to.
+void detach_stdio() {
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0) return;
+    for (int fd : {0, 1, 2}) ::dup2(null, fd);
+    ::close(null);
+}
+
+int serve_mount(MountArgs args, int ready_fd) {
+    bool read_only = false;
+    const Output out(false);
+    if (!take_mode(args.options, read_only))
+        return out.usage("-o default_permissions, fsname= and subtype= are set by packfs mount");
+    auto compact_at = parse_size(args.compact_at);
+    if (!compact_at) return out.usage("--compact-at wants a size such as 64M");
+    auto served = open_served(args, read_only, *compact_at);
+    if (!served) return out.fail(mount_failure(served.error(), args));
+
+    fuse::ServeOptions options;
+    options.mountpoint = args.mountpoint;
+    options.fsname = args.source;
+    options.options = args.options;
+    options.debug = args.debug;
+    options.max_threads = args.threads;
+    const std::string what = served->description;
+    options.on_ready = [&] {
+        if (ready_fd >= 0) {
+            write_all(ready_fd, "ready\n");
+            ::close(ready_fd);
+            detach_stdio();
+            ::openlog("packfs", LOG_PID, LOG_DAEMON);
+        } else {
+            fmt::print(stderr, "packfs: {} mounted on {} ({})\n", args.source, args.mountpoint,
+                       what);
+        }
+    };
+    auto served_ok = fuse::serve(*served->nodes, options);
+    // Unmounted (or never mounted): make what was acknowledged durable, then close.
+    auto synced = served->nodes->sync();
+    served->nodes.reset();
+    served->volume.reset();
+    served->backend.reset();
+    const bool daemon = ready_fd >= 0;
+    auto report = [&](const Error& e) {
+        if (daemon) ::syslog(LOG_ERR, "%s", e.message().c_str());
+        return out.fail(mount_failure(e, args));
+    };
+    if (!served_ok) return report(served_ok.error());
+    if (!synced) return report(synced.error());
+    return kExitOk;
+}
+
+int run_mount(MountArgs args) {
+    const Output out(false);
+    auto source = absolute(args.source);
+    if (!source) return out.fail(Error(errno, "open", args.source));
+    auto mountpoint = absolute(args.mountpoint);
+    if (!mountpoint) return out.fail(Error(errno, "mount", args.mountpoint));
+    args.source = *source;
+    args.mountpoint = *mountpoint;
+    if (auto ok = fuse::check_can_mount(args.mountpoint); !ok)
+        return out.fail(mount_failure(ok.error(), args));
+    if (args.foreground) return serve_mount(std::move(args), -1);
+
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return out.fail(Error(errno, "mount", "pipe"));
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) return out.fail(Error(errno, "mount", "fork"));
+    if (pid == 0) {
+        ::close(pipe_fds[0]);
+        ::setsid();
+        if (::chdir("/") != 0) {}
+        std::_Exit(serve_mount(std::move(args), pipe_fds[1]));
+    }
+    ::close(pipe_fds[1]);
+    std::string said;
+    char buf[64];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        said.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(pipe_fds[0]);
+    if (said == "ready\n") return kExitOk;
+    // The child said why on our stderr (it shares it) and exits.
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : kExitFailed;
+}
+
+// Waits until nobody holds the volume's lock: the daemon has synced its journal and exited.
+bool wait_for_volume_release(const std::string& dir, std::chrono::seconds limit) {
+    const std::string lock_path = dir + "/LOCK";
+    const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    bool said = false;
+    bool free = false;
+    for (auto start = std::chrono::steady_clock::now();;) {
+        if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+            free = true;
+            break;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) break;
+        if (!said && now - start > std::chrono::seconds(1)) {
+            fmt::print(stderr, "packfs: waiting for the daemon to finish writing {}\n", dir);
+            said = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::close(fd);
+    return free;
+}
+
+int run_umount(const MountArgs& args) {
+    const Output out(false);
+    auto mountpoint = absolute(args.mountpoint);
+    if (!mountpoint) return out.fail(Error(errno, "umount", args.mountpoint));
+    auto record = fuse::mount_at(*mountpoint);
+    if (!record) {
+        Failure f = Failure::from(Error(EINVAL, "umount", args.mountpoint));
+        f.message = "not a mount point";
+        return out.fail(f);
+    }
+    if (record->fstype != fuse::kFsType) {
+        Failure f = Failure::from(Error(EINVAL, "umount", args.mountpoint));
+        f.message = fmt::format("not a packfs mount (it is {})", record->fstype);
+        return out.fail(f);
+    }
+    if (::geteuid() == 0) {
+        if (::umount2(mountpoint->c_str(), args.lazy ? MNT_DETACH : 0) != 0) {
+            Failure f = Failure::from(Error(errno, "umount", args.mountpoint));
+            if (errno == EBUSY) f.message = "busy: a process uses it (--lazy detaches it now)";
+            return out.fail(f);
+        }
+    } else {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            if (args.lazy)
+                ::execlp("fusermount3", "fusermount3", "-u", "-z", mountpoint->c_str(), nullptr);
+            else
+                ::execlp("fusermount3", "fusermount3", "-u", mountpoint->c_str(), nullptr);
+            std::_Exit(127);
+        }
+        int status = 0;
+        while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return out.fail(Error(EIO, "umount", args.mountpoint));  // fusermount3 said why
+    }
+    if (is_volume_dir(record->source) &&
+        !wait_for_volume_release(record->source, std::chrono::seconds(120))) {
+        Output::warn(fmt::format("unmounted, but the daemon still holds {} after 120 s",
+                                 record->source));
+        return kExitFailed;
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_mount_command(CLI::App& parent) {
+    auto args = std::make_shared<MountArgs>();
+    CLI::App* sub = parent.add_subcommand(
+        "mount", "Mount a pack (read-only), a volume or a host directory (read-write) with FUSE");
+    sub->add_option("SOURCE", args->source, "A pack file, a volume directory or a host directory")
+        ->required();
+    sub->add_option("MOUNTPOINT", args->mountpoint, "An existing empty directory")->required();
+    sub->add_option("-o", args->options,
+                    "Mount options: ro, rw, allow_other, allow_root, auto_unmount, ... (repeatable)");
+    sub->add_flag("-f,--foreground", args->foreground, "Stay in the foreground");
+    sub->add_flag("-d,--debug", args->debug, "Log every request (implies nothing else)");
+    sub->add_option("--threads", args->threads, "At most this many worker threads");
+    sub->add_option("--compact-at", args->compact_at,
+                    "Volume: compact by itself once the journal passes this size (e.g. 256M)");
+    return {sub, [args](const std::string&) { return run_mount(*args); }};
+}
+
+Command add_umount_command(CLI::App& parent) {
+    auto args = std::make_shared<MountArgs>();
+    CLI::App* sub = parent.add_subcommand(
+        "umount", "Unmount a packfs mount; for a volume, wait until its journal is synced");
+    sub->add_option("MOUNTPOINT", args->mountpoint, "Where it is mounted")->required();
+    sub->add_flag("-l,--lazy", args->lazy, "Detach now even if busy; finish when it is not");
+    return {sub, [args](const std::string&) { return run_umount(*args); }};
+}
+
+}  // namespace packfs::cli
