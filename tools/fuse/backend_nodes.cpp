@@ -161,7 +161,7 @@ public:
         if (!path) return std::unexpected(path.error());
         return backend_->readlink(*path);
     }
-    Result<std::vector<ListedEntry>> list(uint64_t id) override {
+    Result<Listing> list(uint64_t id) override {
         std::shared_lock ns(namespace_);
         auto path = path_of(id);
         if (!path) return std::unexpected(path.error());
@@ -175,7 +175,7 @@ public:
             listed.stat.type = e.type;
             out.push_back(std::move(listed));
         }
-        return out;
+        return std::make_shared<const std::vector<ListedEntry>>(std::move(out));
     }
     Result<Entry> entry(uint64_t parent, const ListedEntry& listed) override {
         return lookup(parent, listed.name);

@@ -1,7 +1,7 @@
 // The kernel's requests, translated onto NodeFs. Each callback replies exactly once. Errors
 // are the Backend's errno (EUCLEAN for a damaged pack). Open files and directory listings
-// live in fi->fh: a file keeps its OpenFile; a directory keeps the listing taken at opendir,
-// so offsets stay valid across the many readdir calls of a large directory.
+// live in fi->fh: a file keeps its OpenFile; a directory keeps the listing taken at its first
+// readdir, so offsets stay valid across the many readdir calls of a large directory.
 #include "fuse_ops.hpp"
 
 #include <sys/stat.h>
@@ -22,7 +22,7 @@ struct OpenState {
 };
 
 struct DirState {
-    std::vector<ListedEntry> items;
+    NodeFs::Listing items;  // null until the first readdir
 };
 
 MountContext& mount_of(fuse_req_t req) {
@@ -99,6 +99,10 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     conn->max_write = 1u << 20;
     conn->max_readahead = 1u << 20;
     conn->want &= ~FUSE_CAP_SPLICE_READ;
+    // A pack needs no open state: ENOSYS from open/opendir tells the kernel to stop sending
+    // OPEN, OPENDIR and RELEASE at all, and it then keeps pages and listings cached.
+    const uint64_t zero_open = FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
+    m.stateless_open = m.policy.stateless_open && (conn->capable & zero_open) == zero_open;
 }
 
 void op_destroy(void*) {}
@@ -222,6 +226,8 @@ void set_open_flags(const MountContext& m, fuse_file_info* fi) {
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
+    if (m.stateless_open && (fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC))
+        return (void)fuse_reply_err(req, ENOSYS);
     auto file = m.fs->open(ino, fi->flags);
     if (!file) return reply_error(req, file.error());
     auto state = std::make_unique<OpenState>(OpenState{ino, std::move(*file)});
@@ -258,9 +264,17 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     }
 }
 
-void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
     thread_local std::string scratch;
-    auto bytes = open_of(fi)->file->read(static_cast<uint64_t>(off), size, scratch);
+    std::unique_ptr<OpenFile> opened;  // a zero-message open: this read opens for itself
+    OpenFile* file = fi->fh ? open_of(fi)->file.get() : nullptr;
+    if (!file) {
+        auto made = fs_of(req).open(ino, O_RDONLY);
+        if (!made) return reply_error(req, made.error());
+        opened = std::move(*made);
+        file = opened.get();
+    }
+    auto bytes = file->read(static_cast<uint64_t>(off), size, scratch);
     if (!bytes) return reply_error(req, bytes.error());
     // Straight from the mapping (or the scratch copy) into the kernel's buffer.
     fuse_reply_buf(req, reinterpret_cast<const char*>(bytes->data()), bytes->size());
@@ -274,9 +288,12 @@ void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t of
     fuse_reply_write(req, *n);
 }
 
-void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+// close() is no durability point (fsync is): ENOSYS tells the kernel never to send FLUSH
+// again, which zero-message opens (no open reply to carry noflush) would otherwise send.
+void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, ENOSYS); }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+    if (!fi->fh) return (void)fuse_reply_err(req, 0);
     std::unique_ptr<OpenState> state(open_of(fi));
     fs_of(req).release(state->node, *state->file);
     state.reset();
@@ -287,11 +304,12 @@ void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
     reply_void(req, open_of(fi)->file->fsync(datasync != 0));
 }
 
-void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
-    auto items = m.fs->list(ino);
-    if (!items) return reply_error(req, items.error());
-    auto state = std::make_unique<DirState>(DirState{std::move(*items)});
+    if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
+    // The listing is taken at the first readdir: a kernel that cached the directory's
+    // listing (a pack) opens it and reads nothing, and must not pay for a listing.
+    auto state = std::make_unique<DirState>();
     fi->fh = reinterpret_cast<uint64_t>(state.get());
     if (m.policy.cache_directories) {
         fi->cache_readdir = 1;
@@ -304,7 +322,16 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 template <bool Plus>
 void readdir_impl(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
-    auto& items = reinterpret_cast<DirState*>(fi->fh)->items;
+    // The kernel serialises readdir on one open directory: no lock needed for the listing.
+    // Without an open (zero-message opendir) every call lists again: list() is cheap then.
+    DirState unopened;
+    auto& state = fi->fh ? *reinterpret_cast<DirState*>(fi->fh) : unopened;
+    if (!state.items) {
+        auto items = m.fs->list(ino);
+        if (!items) return reply_error(req, items.error());
+        state.items = std::move(*items);
+    }
+    const auto& items = *state.items;
     std::string buf(size, '\0');
     size_t used = 0;
     auto add = [&](const char* name, const fuse_entry_param& e, off_t next) {
@@ -355,7 +382,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     readdir_impl<true>(req, ino, size, off, fi);
 }
 
-void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {  // fh 0: not opened
     delete reinterpret_cast<DirState*>(fi->fh);
     fuse_reply_err(req, 0);
 }

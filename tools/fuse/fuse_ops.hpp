@@ -14,6 +14,7 @@ struct MountContext {
     CachePolicy policy;
     bool xattrs = true;
     bool read_only = false;
+    bool stateless_open = false;  // the kernel does zero-message opens (set at init)
 };
 
 const fuse_lowlevel_ops& operations();

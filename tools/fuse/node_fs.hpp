@@ -71,6 +71,10 @@ struct CachePolicy {
     bool cache_negative = false;  // a missing name may be remembered as missing
     bool keep_page_cache = false; // file contents stay cached across opens
     bool cache_directories = false;  // listings stay cached (FOPEN_CACHE_DIR)
+    // Opens need no state (a pack): the kernel may skip OPEN/OPENDIR and RELEASE entirely
+    // (zero-message opens); reads then come without a handle and list() is asked per readdir,
+    // so it must be cheap to repeat.
+    bool stateless_open = false;
 };
 
 class NodeFs {
@@ -96,7 +100,8 @@ public:
     // `file` is the open file the change came through (ftruncate, futimens), or null.
     virtual Result<Stat> setattr(uint64_t node, const AttrChange& change, OpenFile* file) = 0;
     virtual Result<std::string> readlink(uint64_t node) = 0;
-    virtual Result<std::vector<ListedEntry>> list(uint64_t node) = 0;
+    using Listing = std::shared_ptr<const std::vector<ListedEntry>>;
+    virtual Result<Listing> list(uint64_t node) = 0;
     // The whole Entry of a listed one (a lookup, uncounted).
     virtual Result<Entry> entry(uint64_t parent, const ListedEntry& listed) = 0;
 

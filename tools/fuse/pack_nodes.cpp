@@ -3,6 +3,9 @@
 // record read. st_ino is the pack's inode number (the stored one, when the pack keeps them).
 // Nothing can change, so the kernel may cache everything for as long as it likes.
 #include <cerrno>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
 
 #include "node_fs.hpp"
 #include "pack/format.hpp"
@@ -40,6 +43,37 @@ private:
     pack::ContentRef content_;
 };
 
+// The listings lately served. With zero-message opendir the kernel holds no handle between
+// the readdir calls of one directory, so each call asks for the listing again; a big
+// directory must not be listed once per call. Bounded by entries, oldest out first.
+class ListingCache {
+public:
+    NodeFs::Listing find(uint64_t node) {
+        std::lock_guard lock(mutex_);
+        auto it = listings_.find(node);
+        return it == listings_.end() ? nullptr : it->second;
+    }
+    void add(uint64_t node, NodeFs::Listing listing) {
+        std::lock_guard lock(mutex_);
+        if (!listings_.emplace(node, listing).second) return;
+        order_.push_back(node);
+        entries_ += listing->size();
+        while (entries_ > kMaxEntries && order_.size() > 1) {
+            auto oldest = listings_.find(order_.front());
+            entries_ -= oldest->second->size();
+            listings_.erase(oldest);
+            order_.pop_front();
+        }
+    }
+
+private:
+    static constexpr std::size_t kMaxEntries = 1 << 20;
+    std::mutex mutex_;
+    std::unordered_map<uint64_t, NodeFs::Listing> listings_;
+    std::deque<uint64_t> order_;
+    std::size_t entries_ = 0;
+};
+
 class PackNodes final : public NodeFs {
 public:
     PackNodes(std::shared_ptr<Backend> backend, std::shared_ptr<const PackReader> reader)
@@ -55,7 +89,8 @@ public:
                 .attr_seconds = kForever,
                 .cache_negative = true,
                 .keep_page_cache = true,
-                .cache_directories = true};
+                .cache_directories = true,
+                .stateless_open = true};
     }
     bool has_xattrs() const noexcept override { return has_xattrs_; }
 
@@ -88,7 +123,8 @@ public:
         if (!target) return std::unexpected(target.error());
         return std::string(*target);
     }
-    Result<std::vector<ListedEntry>> list(uint64_t node) override {
+    Result<Listing> list(uint64_t node) override {
+        if (auto cached = listings_.find(node)) return cached;
         const Ctx ctx{"readdir", {}};
         auto dir = reader_->inode(node, ctx);
         if (!dir) return std::unexpected(dir.error());
@@ -98,7 +134,9 @@ public:
         out.reserve(nodes->size());
         for (auto& [name, view] : *nodes)
             out.push_back({std::move(name), view.ino, reader_->stat_of(view), true});
-        return out;
+        auto listing = std::make_shared<const std::vector<ListedEntry>>(std::move(out));
+        listings_.add(node, listing);
+        return listing;
     }
     Result<Entry> entry(uint64_t, const ListedEntry& listed) override {
         return Entry{listed.node, listed.stat};
@@ -170,6 +208,7 @@ private:
     std::shared_ptr<Backend> backend_;  // keeps the mapping alive
     std::shared_ptr<const PackReader> reader_;
     bool has_xattrs_ = true;
+    ListingCache listings_;
 };
 
 }  // namespace
