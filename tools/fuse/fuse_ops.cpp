@@ -458,6 +458,16 @@ void op_ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_inf
     fuse_reply_ioctl(req, 0, &*reply, sizeof(CompactReply));
 }
 
+// Only without default_permissions, where the only caller is root (serve.cpp): root may do
+// everything but execute a file no one may execute.
+void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
+    if (!(mask & X_OK)) return (void)fuse_reply_err(req, 0);
+    auto st = fs_of(req).getattr(ino, nullptr);
+    if (!st) return reply_error(req, st.error());
+    const bool runnable = st->type == FileType::directory || (st->mode & 0111) != 0;
+    fuse_reply_err(req, runnable ? 0 : EACCES);
+}
+
 fuse_lowlevel_ops make_operations() {
     fuse_lowlevel_ops ops{};
     ops.init = op_init;
@@ -493,6 +503,7 @@ fuse_lowlevel_ops make_operations() {
     ops.setxattr = op_setxattr;
     ops.removexattr = op_removexattr;
     ops.ioctl = op_ioctl;
+    ops.access = op_access;
     return ops;
 }
 
