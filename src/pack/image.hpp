@@ -77,6 +77,9 @@ public:
     // Reads exactly out.size() bytes at file `offset` with pread(2). False on an error or a
     // short read (the file shrank).
     bool read_at(uint64_t offset, std::span<std::byte> out) const noexcept;
+    // The open file itself, for callers that move bytes kernel to kernel (splice) instead of
+    // through the mapping. Valid while the image lives.
+    int fd() const noexcept { return fd_; }
 
     // True once a SIGBUS was absorbed for this mapping: the file shrank underneath it.
     bool damaged() const noexcept { return damage_.load(std::memory_order_acquire) != 0; }

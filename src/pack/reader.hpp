@@ -15,6 +15,7 @@
 // (sharded mutexes). It is safe to share between threads.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -155,6 +156,23 @@ public:
     Result<std::span<const std::byte>> view(const ContentRef& content, uint64_t offset,
                                             std::size_t length, std::string& scratch,
                                             const Ctx& ctx) const;
+
+    // Where bytes [offset, offset + length) of `content` (clipped) lie in the pack file when
+    // they are stored there raw (an uncompressed pack's stream): the file offset and the
+    // count, for a caller that reads them with pread or splice from image().fd(). nullopt for
+    // inline, compressed or empty ranges (use view()).
+    struct FileExtent {
+        uint64_t offset;
+        std::size_t length;
+    };
+    std::optional<FileExtent> file_extent(const ContentRef& content, uint64_t offset,
+                                          std::size_t length) const noexcept {
+        if (content.where != ContentRef::Where::stream || codec_ != Codec::none ||
+            offset >= content.size || length == 0)
+            return std::nullopt;
+        return FileExtent{data_offset_ + content.offset + offset,
+                          static_cast<std::size_t>(std::min<uint64_t>(length, content.size - offset))};
+    }
 
     // Everything: sections, metadata blocks, compressed blocks, contents, image digest
     // (verify.cpp).

@@ -99,6 +99,8 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     conn->max_write = 1u << 20;
     conn->max_readahead = 1u << 20;
     conn->want &= ~FUSE_CAP_SPLICE_READ;
+    if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
+    if (conn->capable & FUSE_CAP_SPLICE_MOVE) conn->want |= FUSE_CAP_SPLICE_MOVE;
     // A pack needs no open state: ENOSYS from open/opendir tells the kernel to stop sending
     // OPEN, OPENDIR and RELEASE at all, and it then keeps pages and listings cached.
     const uint64_t zero_open = FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
@@ -274,9 +276,18 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
         opened = std::move(*made);
         file = opened.get();
     }
+    if (auto raw = file->file_bytes(static_cast<uint64_t>(off), size)) {
+        // Kernel to kernel: libfuse splices the range from the pack file into the reply.
+        fuse_bufvec buf = FUSE_BUFVEC_INIT(raw->length);
+        buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+        buf.buf[0].fd = raw->fd;
+        buf.buf[0].pos = static_cast<off_t>(raw->offset);
+        fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+        return;
+    }
     auto bytes = file->read(static_cast<uint64_t>(off), size, scratch);
     if (!bytes) return reply_error(req, bytes.error());
-    // Straight from the mapping (or the scratch copy) into the kernel's buffer.
+    // From the mapping (inline bytes) or the scratch copy into the kernel's buffer.
     fuse_reply_buf(req, reinterpret_cast<const char*>(bytes->data()), bytes->size());
 }
 

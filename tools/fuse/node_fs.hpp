@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,6 +59,16 @@ public:
     // the bytes lie there raw (no copy), else copied into `scratch`.
     virtual Result<std::span<const std::byte>> read(uint64_t offset, std::size_t size,
                                                     std::string& scratch) = 0;
+    // Where bytes [offset, offset + size) lie raw in a host file (a pack's stream, stored
+    // uncompressed), so the driver can splice them from that file into the kernel: no copy
+    // through the daemon and no page of the mapping touched (the daemon's RSS stays its own).
+    // nullopt: use read().
+    struct FileBytes {
+        int fd;
+        uint64_t offset;
+        std::size_t length;
+    };
+    virtual std::optional<FileBytes> file_bytes(uint64_t, std::size_t) { return std::nullopt; }
     virtual Result<std::size_t> write(std::span<const std::byte> data, uint64_t offset) = 0;
     virtual Result<void> truncate(uint64_t size) = 0;
     virtual Result<void> fsync(bool data_only) = 0;

@@ -31,6 +31,11 @@ public:
                                             std::string& scratch) override {
         return reader_.view(content_, offset, size, scratch, Ctx{"read", {}});
     }
+    std::optional<FileBytes> file_bytes(uint64_t offset, std::size_t size) override {
+        auto extent = reader_.file_extent(content_, offset, size);
+        if (!extent) return std::nullopt;
+        return FileBytes{reader_.image().fd(), extent->offset, extent->length};
+    }
     Result<std::size_t> write(std::span<const std::byte>, uint64_t) override {
         return fail(EBADF, "write");
     }
