@@ -85,7 +85,10 @@ public:
         // The only writer: whatever the kernel was told stays true until the kernel itself
         // changes it (and it updates or drops what it cached when it does).
         if (options_.exclusive)
-            return {.entry_seconds = 3600, .attr_seconds = 3600, .keep_page_cache = true};
+            return {.entry_seconds = 3600,
+                    .attr_seconds = 3600,
+                    .cache_negative = true,
+                    .keep_page_cache = true};
         return {};
     }
     bool has_xattrs() const noexcept override { return true; }
