@@ -84,6 +84,11 @@ Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compa
             if (!volume) return std::unexpected(volume.error());
             out.volume = *volume;
             out.backend = *volume;
+            if (const RecoveryReport& r = out.volume->recovery(); !r.clean())
+                Output::warn(fmt::format("{}: the journal's tail was torn (a crash): dropped {} "
+                                         "bytes at offset {} ({}); everything before is there",
+                                         args.source, r.dropped_bytes, r.dropped_offset,
+                                         r.reason));
             fuse::BackendNodesOptions nodes_options;
             nodes_options.exclusive = true;  // the lock: nobody else writes it
             Volume* v = out.volume.get();
