@@ -194,6 +194,27 @@ private:
     bool append_;
 };
 
+// A read-only handle in explicit mode: reads are the overlay's, and fsync is still a
+// durability point for the whole volume (coreutils' `sync FILE` opens O_RDONLY).
+class SyncingReadFile final : public File {
+public:
+    SyncingReadFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner)
+        : volume_(std::move(volume)), inner_(std::move(inner)) {}
+    Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
+        return inner_->pread(buf, offset);
+    }
+    Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
+        return inner_->pwrite(data, offset);  // EBADF: opened read-only
+    }
+    Result<void> truncate(uint64_t size) override { return inner_->truncate(size); }
+    Result<void> fsync(bool data_only) override;
+    Result<Stat> fstat() override { return inner_->fstat(); }
+
+private:
+    std::shared_ptr<VolumeImpl> volume_;
+    FileHandle inner_;
+};
+
 class VolumeImpl final : public Volume, public std::enable_shared_from_this<VolumeImpl> {
 public:
     VolumeImpl(std::string dir, VolumeOptions options) : dir_(std::move(dir)), options_(std::move(options)) {}
@@ -397,6 +418,7 @@ private:
     std::thread auto_thread_;
 
     friend class VolumeFile;
+    friend class SyncingReadFile;
 };
 
 template <class Op, class Fill>
@@ -533,7 +555,11 @@ Result<FileHandle> VolumeImpl::open(std::string_view path, int flags, uint32_t m
         if (!file) return std::unexpected(file.error());
         inner = std::move(*file);
     }
-    if (access == O_RDONLY) return inner;  // reads need nothing of the journal
+    if (access == O_RDONLY) {
+        // Reads need nothing of the journal; in explicit mode fsync on them still syncs.
+        if (options_.read_only || durability() != Durability::explicit_sync) return inner;
+        return std::make_unique<SyncingReadFile>(shared_from_this(), std::move(inner));
+    }
     auto st = inner->fstat();
     if (!st) return std::unexpected(st.error());
     return std::make_unique<VolumeFile>(shared_from_this(), std::move(inner), st->ino,
@@ -553,6 +579,8 @@ Result<void> VolumeFile::fsync(bool) {
     if (volume_->durability() != Durability::explicit_sync) return {};
     return volume_->sync();
 }
+
+Result<void> SyncingReadFile::fsync(bool) { return volume_->sync(); }
 
 Result<void> VolumeImpl::open() {
     if (!options_.read_only) {

@@ -445,8 +445,16 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     reply_xattr_bytes(req, joined, size);
 }
 
+// POSIX ACLs are not supported (no FUSE_CAP_POSIX_ACL), so the kernel passes their xattrs
+// through as plain ones. Storing them would be a lie: cp -a sets the mode through
+// system.posix_acl_access and falls back to chmod only when that is refused.
+bool is_posix_acl(std::string_view name) {
+    return name == "system.posix_acl_access" || name == "system.posix_acl_default";
+}
+
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                  size_t size, int flags) {
+    if (is_posix_acl(name)) return (void)fuse_reply_err(req, EOPNOTSUPP);
     XattrMode mode = XattrMode::any;
     if (flags == XATTR_CREATE) mode = XattrMode::create;
     else if (flags == XATTR_REPLACE) mode = XattrMode::replace;

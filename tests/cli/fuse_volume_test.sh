@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# A mounted volume (packfs mount VOLUME MNT, read-write, journaled), with ordinary tools:
+# cp -a a tree in, mv of files and directories across directories (and over an existing
+# file), rm -rf of a subtree, ln, ln -s, touch -d, truncate up and down, appends, chmod,
+# setfattr; the same commands applied to a plain directory (the reference) give the same tree,
+# live and after umount and a remount (diff -r, and names, types, modes, sizes, nlinks, owners,
+# mtimes with ns). `packfs volume compact` while mounted and written to by a background loop:
+# nothing lost, the new generation shown by `volume status` after umount. A writer that
+# fsyncs and is SIGKILLed together with the daemon, in durability always, batch and explicit:
+# after cleaning the dead mount and remounting, what was fsync'd is there byte for byte.
+set -euo pipefail
+export LC_ALL=C
+packfs=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+cd "$work"
+source "$here/common.sh"
+source "$here/fuse_common.sh"
+fuse_setup
+
+# ---- a tree to copy in: every mtime in the past (the ops below renew what they touch) ----
+tree="$work/tree"
+mkdir -p "$tree/sub one/deeper" "$tree/sub two/x" "$tree/empty" "$tree/ünï dir"
+head -c 200000 /dev/urandom >"$tree/big"
+head -c 4097 /dev/urandom >"$tree/sub one/f 4097"
+head -c 65536 /dev/urandom >"$tree/sub one/deeper/f 65536"
+printf 'one\n' >"$tree/one"
+printf 'two\n' >"$tree/two"
+printf 'three\n' >"$tree/three"
+printf 'to be cut down to ten bytes\n' >"$tree/cut"
+printf 'grows\n' >"$tree/grow"
+printf 'first line\n' >"$tree/appended"
+printf 'x\n' >"$tree/sub two/x/in x"
+: >"$tree/empty file"
+printf '日本語\n' >"$tree/ünï dir/ファイル"
+ln "$tree/one" "$tree/sub one/one hard"
+ln -s one "$tree/link to one"
+ln -s "sub one/deeper" "$tree/link to dir"
+ln -s nowhere "$tree/dangling"
+chmod 0600 "$tree/two"
+chmod 0755 "$tree/three"
+chmod 04755 "$tree/big"
+chmod 0700 "$tree/sub two"
+setfattr -n user.color -v blue "$tree/one"
+setfattr -n user.d -v dir "$tree/sub one"
+i=0
+while IFS= read -r -d '' p; do
+    i=$((i + 1))
+    touch -h -d "2012-03-0$((i % 9 + 1)) 08:00:00.$(printf '%09d' $((i * 104729)))" "$p"
+done < <(find "$tree" -depth -print0)
+if [ "$(id -u)" -eq 0 ]; then chown -h 1234:5678 "$tree/two" "$tree/dangling"; fi
+
+# The commands, applied to a root: the mount or the reference directory.
+apply_ops() {
+    local r="$1"
+    touch "$work/stamp"
+    sleep 0.01
+    cp -a "$tree/." "$r/tree"
+    mkdir -p "$r/a/b" "$r/c"
+    mv "$r/tree/three" "$r/a/b/three moved"                 # a file across directories
+    mv "$r/tree/sub one" "$r/c/sub one moved"               # a directory across directories
+    mv "$r/c/sub one moved/deeper" "$r/a/deeper moved"      # and one out of it again
+    mv "$r/tree/two" "$r/tree/one"                          # over an existing file (a hard link)
+    mv "$r/tree/ünï dir" "$r/ünï dir renamed"
+    rm -rf "$r/tree/sub two"                                # a subtree
+    ln "$r/tree/big" "$r/c/big hard"
+    ln "$r/c/big hard" "$r/a/b/big hard 2"
+    ln -s "../tree/big" "$r/c/big sym"
+    ln -s "/absolute/nowhere" "$r/c/abs sym"
+    touch -d '2005-06-07 08:09:10.111213141' "$r/tree/grow"
+    truncate -s 300000 "$r/tree/grow"                       # up: a hole
+    truncate -s 10 "$r/tree/cut"                            # down
+    truncate -s 0 "$r/tree/empty file"
+    truncate -s 5000 "$r/tree/empty file"
+    printf 'second line\n' >>"$r/tree/appended"
+    for i in $(seq 1 40); do printf 'log line %d\n' "$i" >>"$r/log"; done
+    head -c 70000 "$tree/big" >>"$r/tree/appended"
+    printf 'new\n' >"$r/new file"
+    chmod 0640 "$r/new file"
+    chmod 0711 "$r/a"
+    setfattr -n user.added -v "later" "$r/new file"
+    setfattr -n user.via -v link "$r/tree/link to one"      # through the link: on "one"
+    setfattr -x user.d "$r/c/sub one moved"
+    mkdir "$r/made/" && rmdir "$r/made"
+    mkdir -p "$r/p/q/r" && touch "$r/p/q/r/s" && rm -rf "$r/p/q"
+    # What the commands renewed gets one fixed mtime, on both sides alike (find -newer on the
+    # mount is tested by this as well); the rest kept the tree's.
+    find "$r" -newer "$work/stamp" -print0 | xargs -0 -r touch -h -d '2024-02-02 02:02:02.020202020'
+    touch -d '2023-01-01 00:00:00.5' "$r/tree/cut"
+}
+
+meta() {  # names, types, modes, sizes (not of directories), nlinks, owners, mtimes (ns)
+    (cd "$1" && find . -print0 | sort -z | xargs -0 stat -c '%F|%n|%a|%s|%h|%u|%g|%y') |
+        awk -F'|' -v OFS='|' '$1 == "directory" { $4 = "-" } { print }'
+}
+xattrs_of() {
+    (cd "$1" && getfattr -R -P -h -d -e hex . 2>&1) |
+        awk '/^# file: / { f = substr($0, 9); next } /^$/ { next } { print f " :: " $0 }' | sort
+}
+same_tree() {  # same_tree "what" REF ROOT
+    check "$1: diff -r" timeout 120 diff -r --no-dereference "$2" "$3"
+    meta "$2" >"$work/meta.ref"
+    meta "$3" >"$work/meta.got"
+    check "$1: names, types, modes, sizes, nlinks, owners, mtimes" diff "$work/meta.ref" "$work/meta.got"
+    check "$1: xattrs" diff <(xattrs_of "$2") <(xattrs_of "$3")
+}
+
+ref="$work/ref"
+mkdir "$ref"
+apply_ops "$ref"
+expect_code "volume init (batch)" 0 "$packfs" volume init "$work/vol" --durability batch
+mnt="$work/mnt"
+expect_code "mount VOLUME" 0 do_mount "$work/vol" "$mnt"
+check "  mounted read-write, type fuse.packfs" \
+    grep -qE "^[0-9]+ [0-9]+ [0-9:]+ / $mnt rw,.* - fuse\\.packfs $work/vol " /proc/self/mountinfo
+check "  the volume is locked by the daemon (compact asks it)" test -n "$(daemon_pid "$mnt")"
+expect_code "cp -a, mv, rm -rf, ln, ln -s, touch -d, truncate, >>, chmod, setfattr on the mount" 0 \
+    timeout 120 bash -c "$(declare -f apply_ops); work='$work'; tree='$tree'; set -e; apply_ops '$mnt'"
+same_tree "live mount vs reference" "$ref" "$mnt"
+# cp -a creates each file 0700 and then hands the mode over as system.posix_acl_access: a
+# filesystem without ACLs must refuse that xattr (EOPNOTSUPP) so that cp falls back to chmod.
+check "  cp -a kept the modes (a 0755 file is 0755, a 0644 one 0644)" \
+    test "$(stat -c %a "$mnt/a/b/three moved")" = 755 -a "$(stat -c %a "$mnt/tree/cut")" = 644
+check "  no system.posix_acl_* xattr stored as a plain one" \
+    bash -c '! getfattr -R -h -d -m "^system\.posix_acl" "$1" 2>/dev/null | grep -q posix_acl' _ "$mnt"
+check "  hard links: one inode, nlink 3" \
+    test "$(stat -c '%i %h' "$mnt/tree/big")" = "$(stat -c '%i %h' "$mnt/a/b/big hard 2")" \
+    -a "$(stat -c %h "$mnt/c/big hard")" = 3
+check "  truncate up reads zeros past the old end" \
+    cmp -s <(tail -c 1000 "$mnt/tree/grow") <(head -c 1000 /dev/zero)
+check "  df on the mount works (statfs)" df "$mnt"
+
+expect_code "packfs umount" 0 do_umount "$mnt"
+check "  the mount is gone" bash -c '! grep -q " $1 " /proc/self/mountinfo' _ "$mnt"
+check "  the volume is released (the daemon has exited)" test -z "$(daemon_pid "$mnt")"
+expect_code "  volume check" 0 "$packfs" volume check "$work/vol"
+expect_code "  packfs diff REF VOLUME (unmounted)" 0 "$packfs" diff "$ref" "$work/vol"
+expect_code "remount" 0 do_mount "$work/vol" "$mnt"
+same_tree "after remount" "$ref" "$mnt"
+
+# ---- compaction while mounted and written to ----
+gen_before=$("$packfs" volume status --json "$work/vol" | sed -n 's/.*"generation": \([0-9]*\).*/\1/p')
+rm -f "$work/stop"
+mkdir "$mnt/busy"
+(
+    i=0
+    while [ ! -e "$work/stop" ]; do
+        i=$((i + 1))
+        printf 'line %d\n' "$i" >>"$mnt/busy/log" || { echo "writer: append $i failed"; exit 1; }
+        if [ $((i % 50)) -eq 0 ]; then : >"$mnt/busy/file $i"; fi
+    done
+    echo "$i" >"$work/written"
+) &
+writer=$!
+track_pid $writer
+wait_for test -s "$mnt/busy/log" || true
+sleep 0.3
+expect_code "volume compact while mounted and written to" 0 "$packfs" volume compact "$work/vol"
+check "  says it went through the mount, into the next generation" \
+    grep -q "mounted on $mnt) into generation $((gen_before + 1))" "$work/last.out"
+sleep 0.3
+expect_code "volume compact again, still written to" 0 "$packfs" volume compact "$work/vol"
+check "  generation $((gen_before + 2))" grep -q "into generation $((gen_before + 2))" "$work/last.out"
+sleep 0.3
+touch "$work/stop"
+check "the writer finished without an error" wait $writer
+written=$(cat "$work/written" 2>/dev/null || echo 0)
+echo "  the writer appended $written lines"
+check "  every appended line is there, in order" cmp -s <(seq 1 "$written" | sed 's/^/line /') "$mnt/busy/log"
+check "  every file it made is there" \
+    test "$(ls "$mnt/busy" | grep -c '^file ')" -eq $((written / 50))
+# The reference gets what the writer made, as it is on the mount; both roots one mtime.
+cp -a "$mnt/busy" "$ref/busy"
+touch -d '2024-03-03 03:03:03.3' "$ref" "$mnt"
+same_tree "after compactions" "$ref" "$mnt"
+expect_code "packfs umount" 0 do_umount "$mnt"
+expect_code "  volume status" 0 "$packfs" volume status "$work/vol"
+check "  shows generation $((gen_before + 2))" grep -qE "generation +$((gen_before + 2))\$" "$work/last.out"
+check "  the old generations' files are gone" \
+    test ! -e "$work/vol/pack.$gen_before" -a ! -e "$work/vol/pack.$((gen_before + 1))"
+expect_code "  volume check" 0 "$packfs" volume check "$work/vol"
+expect_code "remount after the compactions" 0 do_mount "$work/vol" "$mnt"
+same_tree "after compactions and a remount" "$ref" "$mnt"
+expect_code "packfs umount" 0 do_umount "$mnt"
+
+# ---- crash survival: SIGKILL the writer and the daemon, then remount ----
+head -c 300000 /dev/urandom >"$work/payload.1"
+head -c 200000 /dev/urandom >"$work/payload.2"
+head -c 5000 /dev/urandom >"$work/payload.3"
+gone() { [ ! -d "/proc/$1" ] || [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+crash_case() {
+    local durability="$1"
+    local vol="$work/crash-$durability" cm="$work/cmnt-$durability" ready="$work/ready-$durability"
+    echo "-- durability $durability"
+    expect_code "volume init --durability $durability" 0 "$packfs" volume init "$vol" --durability "$durability"
+    expect_code "  mount" 0 do_mount "$vol" "$cm"
+    # The writer: a new directory and file (sync FILE fsyncs it), another file by dd
+    # conv=fsync, an existing file rewritten and fsync'd; then it says so and writes on
+    # without syncing until it is killed.
+    printf 'old content, longer than the new one\n' >"$cm/rewritten"
+    (
+        set -e
+        mkdir -p "$cm/d/e"
+        cp "$work/payload.1" "$cm/d/e/synced by sync"
+        sync "$cm/d/e/synced by sync"
+        dd if="$work/payload.2" of="$cm/d/dd conv=fsync" bs=64k conv=fsync status=none
+        cp "$work/payload.3" "$cm/rewritten"
+        sync "$cm/rewritten"                    # coreutils: fsync on an O_RDONLY descriptor
+        touch "$ready"
+        i=0
+        while :; do i=$((i + 1)); printf 'unsynced %d\n' "$i" >>"$cm/unsynced"; done
+    ) &
+    local writer=$!
+    track_pid $writer
+    check "  the writer fsync'd and is ready" wait_for test -e "$ready"
+    local daemon
+    daemon=$(daemon_pid "$cm")
+    check "  the daemon found by its mount point ($daemon)" test -n "$daemon"
+    sleep 0.2
+    kill -9 $writer $daemon 2>/dev/null || true
+    wait $writer 2>/dev/null || true
+    check "  the daemon is dead" wait_for gone "$daemon"
+    check "  the mount is dead (ENOTCONN)" bash -c '! stat "$1" >/dev/null 2>&1' _ "$cm"
+    fusermount3 -uz "$cm" 2>/dev/null || umount -l "$cm"
+    check "  the dead mount is cleaned" bash -c '! grep -q " $1 " /proc/self/mountinfo' _ "$cm"
+    expect_code "  remount" 0 do_mount "$vol" "$cm"
+    check "  sync FILE: the bytes are there" cmp "$work/payload.1" "$cm/d/e/synced by sync"
+    check "  dd conv=fsync: the bytes are there" cmp "$work/payload.2" "$cm/d/dd conv=fsync"
+    check "  rewritten, then fsync'd by sync FILE (a read-only fd): the new bytes, and only those" cmp "$work/payload.3" "$cm/rewritten"
+    if [ -e "$cm/unsynced" ]; then
+        check "  what was not synced is a clean prefix of what was written" \
+            bash -c 'n=$(wc -l <"$1"); cmp -s "$1" <(seq 1 "$n" | sed "s/^/unsynced /")' _ "$cm/unsynced"
+    fi
+    expect_code "  packfs umount" 0 do_umount "$cm"
+    expect_code "  volume check" 0 "$packfs" volume check "$vol"
+}
+crash_case always
+crash_case batch
+crash_case explicit
+
+if [ "$failures" -ne 0 ]; then
+    echo "fuse volume: $failures failure(s)"
+    exit 1
+fi
+echo "fuse volume ok"
