@@ -336,6 +336,8 @@ int run_umount(const MountArgs& args) {
         if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
             return out.fail(Error(EIO, "umount", args.mountpoint));  // fusermount3 said why
     }
+    // Lazy: the mount lives on until its last open file closes; do not wait for that.
+    if (args.lazy) return kExitOk;
     if (is_volume_dir(record->source) &&
         !wait_for_volume_release(record->source, std::chrono::seconds(120))) {
         Output::warn(fmt::format("unmounted, but the daemon still holds {} after 120 s",
@@ -369,7 +371,9 @@ Command add_umount_command(CLI::App& parent) {
     CLI::App* sub = parent.add_subcommand(
         "umount", "Unmount a packfs mount; for a volume, wait until its journal is synced");
     sub->add_option("MOUNTPOINT", args->mountpoint, "Where it is mounted")->required();
-    sub->add_flag("-l,--lazy", args->lazy, "Detach now even if busy; finish when it is not");
+    sub->add_flag("-l,--lazy", args->lazy,
+                  "Detach now even if busy (returns at once; the daemon syncs and exits once "
+                  "the last open file closes)");
     return {sub, [args](const std::string&) { return run_umount(*args); }};
 }
 

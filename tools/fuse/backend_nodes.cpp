@@ -6,7 +6,12 @@
 //
 // Node id = the Backend's st_ino, with the root's st_ino and 1 swapped (FUSE's root is 1): a
 // bijection, so ids are as stable as the Backend's inode numbers (a volume's survive
-// compaction and remounts) and are never reused while the mount lives.
+// compaction and remounts). A host directory reuses the inode number of a removed file at
+// once, while the kernel may still hold the removed file's node (an O_PATH descriptor, a
+// cwd, or just not forgotten yet): the kernel would take the new file for the old one (its
+// nlink 0, its attributes). So a node whose file died through the mount keeps its id, and
+// the next file with that inode number gets a fresh id (kFreshIds on) until it goes; ids
+// are never reused while the mount lives.
 //
 // Locking: `namespace_` is held shared by every call that turns nodes into paths and uses
 // them, and exclusively by rename, the one call that moves other nodes' paths; `table_`
@@ -16,6 +21,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -30,6 +36,10 @@ namespace {
 // holds at most 2048 components).
 constexpr std::size_t kMaxDepth = 4096;
 
+// Node ids for files whose inode number still names a dead node (see above): far above any
+// inode number a filesystem hands out in practice.
+constexpr uint64_t kFreshIds = 0xFFFF'FF00'0000'0000ull;
+
 struct Link {
     uint64_t parent;
     std::string name;
@@ -41,6 +51,10 @@ struct Node {
     uint64_t children = 0;      // links of other nodes naming this one as their parent
     std::vector<Link> links;    // links[0] gives the path
     std::vector<OpenFile*> open;  // open files, for an unlinked file's attributes
+    // Its last name went through the mount (unlink, rmdir, rename over it): the file is gone,
+    // though the kernel may still hold the node. `last` is what it looked like then (nlink 0).
+    bool dead = false;
+    Stat last;
 };
 
 class BackendFile final : public OpenFile {
@@ -120,6 +134,8 @@ public:
         if (!path) {
             // Unlinked, but open somewhere: the handle still knows it.
             if (OpenFile* open = any_open(id)) return open->fstat();
+            // Gone, but still held by the kernel: what it was when its last name went.
+            if (auto last = last_of(id)) return *last;
             return std::unexpected(path.error());
         }
         return backend_->lstat(*path);
@@ -208,6 +224,7 @@ public:
         Entry entry{node_of(st->ino), *st};
         auto out = std::make_unique<BackendFile>(std::move(*file));
         track_open(entry.node, out.get());
+        learn(parent, name, entry);
         return std::pair{entry, std::unique_ptr<OpenFile>(std::move(out))};
     }
     void release(uint64_t id, OpenFile& file) override {
@@ -260,12 +277,16 @@ public:
         const Link old_link{parent, std::string(name)}, new_link{new_parent, std::string(new_name)};
         // Unlink the target's name first: when both names are links of one inode, rename is a
         // no-op and both links must survive.
-        if (replaced && !(moved && moved->ino == replaced->ino)) {
-            const uint64_t target = node_of(replaced->ino);
-            relink(target, new_link, flags == RenameFlags::exchange ? &old_link : nullptr);
+        // Both ids first: marking the replaced file dead changes what its inode number maps to.
+        const bool same = moved && replaced && moved->ino == replaced->ino;
+        const uint64_t target = replaced && !same ? node_of_locked(replaced->ino) : 0;
+        const uint64_t mover = moved && !same ? node_of_locked(moved->ino) : 0;
+        if (target) {
+            const bool exchange = flags == RenameFlags::exchange;
+            relink(target, new_link, exchange ? &old_link : nullptr);
+            if (!exchange) died(target, *replaced);
         }
-        if (moved && !(replaced && moved->ino == replaced->ino))
-            relink(node_of(moved->ino), old_link, &new_link);
+        if (mover) relink(mover, old_link, &new_link);
         return {};
     }
 
@@ -297,8 +318,40 @@ public:
     }
 
 private:
-    uint64_t node_of(uint64_t ino) const noexcept {
-        return ino == root_ino_ ? kRootNode : ino == kRootNode ? root_ino_ : ino;
+    uint64_t node_of(uint64_t ino) {
+        std::lock_guard lock(table_);
+        return node_of_locked(ino);
+    }
+    // table_ held.
+    uint64_t node_of_locked(uint64_t ino) {
+        if (ino == root_ino_) return kRootNode;
+        auto remapped = fresh_.find(ino);
+        const uint64_t id = remapped != fresh_.end() ? remapped->second
+                            : ino == kRootNode       ? root_ino_
+                                                     : ino;
+        auto it = nodes_.find(id);
+        if (it == nodes_.end() || !it->second.dead) return id;
+        // The id is a dead file's the kernel still holds; this inode number is another file's.
+        uint64_t fresh = next_fresh_++;
+        while (nodes_.contains(fresh)) fresh = next_fresh_++;
+        fresh_[ino] = fresh;
+        return fresh;
+    }
+    std::optional<Stat> last_of(uint64_t id) const {
+        std::lock_guard lock(table_);
+        auto it = nodes_.find(id);
+        if (it == nodes_.end() || !it->second.dead) return std::nullopt;
+        return it->second.last;
+    }
+    // table_ held. `was` (lstat before the removal) has lost one name: when that was its last,
+    // the file is gone and its node (if the kernel holds it) is dead.
+    void died(uint64_t id, const Stat& was) {
+        if (was.type != FileType::directory && was.nlink > 1) return;
+        auto it = nodes_.find(id);
+        if (it == nodes_.end()) return;
+        it->second.dead = true;
+        it->second.last = was;
+        it->second.last.nlink = 0;
     }
 
     Result<std::string> path_of(uint64_t id) const {
@@ -343,6 +396,15 @@ private:
         std::lock_guard lock(table_);
         nodes_[id].open.push_back(file);
     }
+    // A node just made under (parent, name) gets that link at once, before the kernel holds
+    // it (remember() counts the reference later): the driver may change it in between, as
+    // it does to give a new file to the caller who made it (fuse_ops.cpp, owned_by_caller),
+    // and that needs its path. Without the link, every mkdir, mknod, symlink and create by
+    // anyone but the daemon's own user failed with ENOENT, leaving the entry made behind.
+    void learn(uint64_t parent, std::string_view name, const Entry& entry) {
+        std::lock_guard lock(table_);
+        add_link(nodes_[entry.node], entry.stat.type, Link{parent, std::string(name)});
+    }
 
     template <typename Make>
     Result<Entry> make(uint64_t parent, std::string_view name, Make&& make_it) {
@@ -350,7 +412,9 @@ private:
         auto path = child_path(parent, name);
         if (!path) return std::unexpected(path.error());
         if (auto r = make_it(*path); !r) return std::unexpected(r.error());
-        return entry_at(*path);
+        auto entry = entry_at(*path);
+        if (entry) learn(parent, name, *entry);
+        return entry;
     }
     template <typename Remove>
     Result<void> remove(uint64_t parent, std::string_view name, Remove&& remove_it) {
@@ -361,7 +425,9 @@ private:
         if (auto r = remove_it(*path); !r) return std::unexpected(r.error());
         if (victim) {
             std::lock_guard lock(table_);
-            relink(node_of(victim->ino), Link{parent, std::string(name)}, nullptr);
+            const uint64_t id = node_of_locked(victim->ino);
+            died(id, *victim);
+            relink(id, Link{parent, std::string(name)}, nullptr);
         }
         return {};
     }
@@ -422,6 +488,7 @@ private:
         std::vector<uint64_t> parents;
         for (const auto& l : node.links) parents.push_back(l.parent);
         nodes_.erase(it);
+        if (id >= kFreshIds) std::erase_if(fresh_, [id](const auto& kv) { return kv.second == id; });
         for (uint64_t p : parents) unparent(p);
     }
 
@@ -431,6 +498,8 @@ private:
     mutable std::shared_mutex namespace_;
     mutable std::mutex table_;
     std::unordered_map<uint64_t, Node> nodes_;
+    std::unordered_map<uint64_t, uint64_t> fresh_;  // inode number -> fresh id (see above)
+    uint64_t next_fresh_ = kFreshIds;
 };
 
 }  // namespace
