@@ -133,7 +133,7 @@ public:
         auto path = path_of(id);
         if (!path) {
             // Unlinked, but open somewhere: the handle still knows it.
-            if (OpenFile* open = any_open(id)) return open->fstat();
+            if (auto st = fstat_open(id)) return *st;
             // Gone, but still held by the kernel: what it was when its last name went.
             if (auto last = last_of(id)) return *last;
             return std::unexpected(path.error());
@@ -387,10 +387,13 @@ private:
         if (!st) return std::unexpected(st.error());
         return Entry{node_of(st->ino), *st};
     }
-    OpenFile* any_open(uint64_t id) const {
+    // fstat through any file open on `id`, under the table's lock so the file cannot be
+    // released meanwhile; nullopt when none is open.
+    std::optional<Result<Stat>> fstat_open(uint64_t id) const {
         std::lock_guard lock(table_);
         auto it = nodes_.find(id);
-        return it == nodes_.end() || it->second.open.empty() ? nullptr : it->second.open.front();
+        if (it == nodes_.end() || it->second.open.empty()) return std::nullopt;
+        return it->second.open.front()->fstat();
     }
     void track_open(uint64_t id, OpenFile* file) {
         std::lock_guard lock(table_);
