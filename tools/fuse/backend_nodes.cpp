@@ -276,8 +276,8 @@ public:
         std::lock_guard lock(table_);
         const Link old_link{parent, std::string(name)}, new_link{new_parent, std::string(new_name)};
         // Unlink the target's name first: when both names are links of one inode, rename is a
-        // no-op and both links must survive.
-        // Both ids first: marking the replaced file dead changes what its inode number maps to.
+        // no-op and both links must survive. Both ids before either changes: marking the
+        // replaced file dead changes what its inode number maps to.
         const bool same = moved && replaced && moved->ino == replaced->ino;
         const uint64_t target = replaced && !same ? node_of_locked(replaced->ino) : 0;
         const uint64_t mover = moved && !same ? node_of_locked(moved->ino) : 0;
