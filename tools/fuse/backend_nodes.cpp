@@ -443,15 +443,21 @@ private:
     }
 
     // --- the table (table_ held) ---------------------------------------------------------
+    // The newest link goes first, and so gives the path: it was just looked up (or made), so it
+    // holds even when an older one was renamed or removed behind the daemon's back (a host
+    // directory), where the older one would make the file unreachable by any name.
     void add_link(Node& node, FileType type, Link link) {
-        if (std::ranges::find(node.links, link) != node.links.end()) return;
+        if (auto at = std::ranges::find(node.links, link); at != node.links.end()) {
+            std::rotate(node.links.begin(), at, at + 1);
+            return;
+        }
         // A directory has one name: a new one replaces whatever the table had.
         if (type == FileType::directory && !node.links.empty()) {
             unparent(node.links.front().parent);
             node.links.clear();
         }
         nodes_[link.parent].children++;
-        node.links.push_back(std::move(link));
+        node.links.insert(node.links.begin(), std::move(link));
     }
     // `id` is no longer linked as `from`; it is linked as `*to` instead when `to` is given.
     void relink(uint64_t id, const Link& from, const Link* to) {

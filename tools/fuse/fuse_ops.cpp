@@ -75,16 +75,32 @@ void reply_new_entry(fuse_req_t req, fuse_ino_t parent, std::string_view name,
 }
 
 // New files belong to the caller, as on a kernel filesystem; the Backend made them as the
-// daemon. One chown when the two differ (never for a daemon serving its own user).
-Result<Entry> owned_by_caller(fuse_req_t req, Result<Entry> made) {
+// daemon. In a set-group-ID directory they take the directory's group instead, and a new
+// subdirectory the S_ISGID bit too. One setattr when that differs from what was made (never
+// for a daemon serving its own user outside such directories).
+Result<Entry> owned_by_caller(fuse_req_t req, fuse_ino_t parent, Result<Entry> made) {
     if (!made) return made;
+    NodeFs& fs = fs_of(req);
     const fuse_ctx* ctx = fuse_req_ctx(req);
-    if (made->stat.uid == ctx->uid && made->stat.gid == ctx->gid) return made;
+    uint32_t gid = ctx->gid;
+    bool inherit_setgid = false;
+    auto dir = fs.getattr(parent, nullptr);
+    if (dir && (dir->mode & S_ISGID)) {
+        gid = dir->gid;
+        inherit_setgid = made->stat.type == FileType::directory && !(made->stat.mode & S_ISGID);
+    }
     AttrChange change;
-    change.uid = change.gid = true;
-    change.to.uid = ctx->uid;
-    change.to.gid = ctx->gid;
-    auto st = fs_of(req).setattr(made->node, change, nullptr);
+    if (made->stat.uid != ctx->uid || made->stat.gid != gid) {
+        change.uid = change.gid = true;
+        change.to.uid = ctx->uid;
+        change.to.gid = gid;
+    }
+    if (inherit_setgid) {
+        change.mode = true;
+        change.to.mode = made->stat.mode | S_ISGID;
+    }
+    if (!change.uid && !change.mode) return made;
+    auto st = fs.setattr(made->node, change, nullptr);
     if (!st) return std::unexpected(st.error());
     made->stat = *st;
     return made;
@@ -182,17 +198,17 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
         type == FileType::symlink)
         return (void)fuse_reply_err(req, EINVAL);
     reply_new_entry(req, parent, name,
-                    owned_by_caller(req, fs_of(req).mknod(parent, name, type, mode & 07777, rdev)));
+                    owned_by_caller(req, parent, fs_of(req).mknod(parent, name, type, mode & 07777, rdev)));
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     reply_new_entry(req, parent, name,
-                    owned_by_caller(req, fs_of(req).mkdir(parent, name, mode & 07777)));
+                    owned_by_caller(req, parent, fs_of(req).mkdir(parent, name, mode & 07777)));
 }
 
 void op_symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
     reply_new_entry(req, parent, name,
-                    owned_by_caller(req, fs_of(req).symlink(parent, name, target)));
+                    owned_by_caller(req, parent, fs_of(req).symlink(parent, name, target)));
 }
 
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {
@@ -248,7 +264,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     auto made = m.fs->create(parent, name, fi->flags, mode & 07777);
     if (!made) return reply_error(req, made.error());
     auto& [entry_made, file] = *made;
-    auto entry = owned_by_caller(req, entry_made);
+    auto entry = owned_by_caller(req, parent, entry_made);
     if (!entry) {
         m.fs->release(entry_made.node, *file);
         return reply_error(req, entry.error());
