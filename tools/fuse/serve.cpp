@@ -68,6 +68,7 @@ Result<void> serve(NodeFs& fs, const ServeOptions& options) {
 
     std::unique_ptr<fuse_session, SessionDeleter> se(
         fuse_session_new(&args, &operations(), sizeof(fuse_lowlevel_ops), &context));
+    fuse_opt_free_args(&args);  // parsing may have copied them
     if (!se) return fail(EINVAL, "mount", "-o " + o);  // libfuse named the option on stderr
     if (fuse_set_signal_handlers(se.get()) != 0) return fail(EIO, "mount", "signal handlers");
     if (fuse_session_mount(se.get(), options.mountpoint.c_str()) != 0) {
