@@ -50,7 +50,9 @@ private:
 
 // The listings lately served. With zero-message opendir the kernel holds no handle between
 // the readdir calls of one directory, so each call asks for the listing again; a big
-// directory must not be listed once per call. Bounded by entries, oldest out first.
+// directory must not be listed once per call. A listing is needed only until the kernel has
+// read it all (it caches it from then on), so the cache is small: bounded by entries (about
+// 3 MiB), oldest out first, the newest always kept however big.
 class ListingCache {
 public:
     NodeFs::Listing find(uint64_t node) {
@@ -72,7 +74,7 @@ public:
     }
 
 private:
-    static constexpr std::size_t kMaxEntries = 1 << 20;
+    static constexpr std::size_t kMaxEntries = 1 << 14;
     std::mutex mutex_;
     std::unordered_map<uint64_t, NodeFs::Listing> listings_;
     std::deque<uint64_t> order_;
