@@ -227,6 +227,16 @@ public:
         learn(parent, name, entry);
         return std::pair{entry, std::unique_ptr<OpenFile>(std::move(out))};
     }
+    Result<std::unique_ptr<OpenFile>> opendir(uint64_t id) override {
+        std::shared_lock ns(namespace_);
+        auto path = path_of(id);
+        if (!path) return std::unexpected(path.error());
+        auto dir = backend_->open(*path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        if (!dir) return std::unexpected(dir.error());
+        auto out = std::make_unique<BackendFile>(std::move(*dir));
+        track_open(id, out.get());
+        return std::unique_ptr<OpenFile>(std::move(out));
+    }
     void release(uint64_t id, OpenFile& file) override {
         std::lock_guard lock(table_);
         auto it = nodes_.find(id);

@@ -22,7 +22,9 @@ struct OpenState {
 };
 
 struct DirState {
-    NodeFs::Listing items;  // null until the first readdir
+    uint64_t node = 0;
+    std::unique_ptr<OpenFile> held;  // NodeFs::opendir's, while the directory is open
+    NodeFs::Listing items;           // null until the first readdir
 };
 
 MountContext& mount_of(fuse_req_t req) {
@@ -331,18 +333,26 @@ void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
     reply_void(req, open_of(fi)->file->fsync(datasync != 0));
 }
 
-void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
     // The listing is taken at the first readdir: a kernel that cached the directory's
     // listing (a pack) opens it and reads nothing, and must not pay for a listing.
     auto state = std::make_unique<DirState>();
+    state->node = ino;
+    auto held = m.fs->opendir(ino);
+    if (!held) return reply_error(req, held.error());
+    state->held = std::move(*held);
     fi->fh = reinterpret_cast<uint64_t>(state.get());
     if (m.policy.cache_directories) {
         fi->cache_readdir = 1;
         fi->keep_cache = 1;
     }
-    if (fuse_reply_open(req, fi) == 0) state.release();
+    if (fuse_reply_open(req, fi) == 0) {
+        state.release();
+    } else if (state->held) {
+        m.fs->release(ino, *state->held);
+    }
 }
 
 // Offsets: 1 after ".", 2 after "..", 2 + i + 1 after item i.
@@ -410,7 +420,8 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {  // fh 0: not opened
-    delete reinterpret_cast<DirState*>(fi->fh);
+    std::unique_ptr<DirState> state(reinterpret_cast<DirState*>(fi->fh));
+    if (state && state->held) fs_of(req).release(state->node, *state->held);
     fuse_reply_err(req, 0);
 }
 

@@ -126,6 +126,10 @@ public:
                                                                        uint32_t mode) = 0;
     // The open file is closed (its handle is gone).
     virtual void release(uint64_t node, OpenFile& file) = 0;
+    // What an open directory holds for as long as it is open, released with release(): a
+    // directory removed while open stays alive (its inode number is not reused, fstat works),
+    // as on a kernel filesystem. Null when nothing needs holding (a pack).
+    virtual Result<std::unique_ptr<OpenFile>> opendir(uint64_t) { return nullptr; }
 
     virtual Result<Entry> mkdir(uint64_t parent, std::string_view name, uint32_t mode) = 0;
     virtual Result<Entry> mknod(uint64_t parent, std::string_view name, FileType type,
