@@ -1,8 +1,8 @@
 // The model through the kernel: random operations applied with plain syscalls (the test-only
 // host backend) to a mounted volume, and to the reference model, compared after every step;
 // now and then the volume is remounted or compacted while mounted, and the whole tree compared.
-// What the kernel's own model run (model_test_host.cpp) switches off is off here too, for the
-// same reasons: the mount is a kernel filesystem to the caller.
+// What the kernel's own model run (model_test_host.cpp) switches off is off here too
+// (kernel_driver_config): the mount is a kernel filesystem to the caller.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -22,23 +22,6 @@ using fuse_test::ScratchDir;
 
 constexpr uint64_t kDefaultOps = 20'000;
 
-DriverConfig fuse_config() {
-    DriverConfig config;
-    config.generator.snapshots = false;
-    config.generator.special_files = false;  // a fifo would block open
-    config.model.linux_user_xattrs = true;   // the kernel refuses user.* on symlinks
-    config.generator.suid_bits = false;      // the kernel clears them on chown/write
-    config.generator.zero_length_writes = false;
-    config.generator.utimens_both_omit = false;
-    config.generator.trailing_slashes = false;
-    config.compare.tolerate = [](const Op& op, int expected, int got) {
-        auto lookup_error = [](int e) { return e == ENOENT || e == ENOTDIR || e == ELOOP; };
-        return op.kind == OpKind::link && lookup_error(expected) && lookup_error(got);
-    };
-    config.compare.atime = false;
-    return config;
-}
-
 void run_mode(const char* durability) {
     ::umask(0);  // the model applies no umask
     for (const auto& item : run_plan_from_env(kDefaultOps, {1})) {
@@ -49,7 +32,7 @@ void run_mode(const char* durability) {
             << out;
         FuseMount mount(volume);
         PACKFS_REQUIRE_MOUNT(mount);
-        DriverConfig config = fuse_config();
+        DriverConfig config = kernel_driver_config();
         ::chmod(mount.path().c_str(), config.model.root_mode);
         // Every 1,500 steps (handles closed first), in turn: unmount and mount again (the
         // daemon synced and exited, a new one replayed the journal), or compact while mounted.
@@ -98,7 +81,7 @@ TEST(FuseModel, RandomOperationsOnAMountedHostDirectoryMatchTheModel) {
         ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
         FuseMount mount(dir);
         PACKFS_REQUIRE_MOUNT(mount);
-        DriverConfig config = fuse_config();
+        DriverConfig config = kernel_driver_config();
         ::chmod(mount.path().c_str(), config.model.root_mode);
         auto backend = testing::make_host_backend(mount.path());
         ASSERT_NE(backend, nullptr);

@@ -115,6 +115,13 @@ private:
     RunResult result_;
 };
 
+// What a run against a real kernel filesystem switches off (the host directory itself, or a
+// FUSE mount of PackFS, both reached through the test-only host backend): snapshots
+// (ENOTSUP), special files (a fifo would block open), xattrs on symlinks (Linux refuses
+// user.* there), setuid bits (the kernel clears them on chown/write), and the host backend's
+// own known differences (see model_driver.cpp); atime is not compared.
+DriverConfig kernel_driver_config();
+
 // The run plan from the environment: PACKFS_MODEL_SEED (one seed, all ops), PACKFS_MODEL_OPS
 // (total ops), PACKFS_SANITIZER_RUN=1 (5x fewer). Otherwise `fixed_seeds` plus one random
 // seed, sharing `default_ops`.

@@ -24,28 +24,7 @@ constexpr uint64_t kDefaultOps = 20'000;
 
 TEST(HostModel, RandomOperationsMatchTheKernel) {
     ::umask(0);  // the model applies no umask
-    DriverConfig config;
-    config.generator.snapshots = false;
-    config.generator.special_files = false;
-    config.model.linux_user_xattrs = true;
-    config.generator.suid_bits = false;
-    // The host backend answers a zero-length pwrite on a read-only handle with success
-    // (Linux's pwrite(2) says EBADF): not what this test is about.
-    config.generator.zero_length_writes = false;
-    // utimensat(2) with both times UTIME_OMIT returns 0 without looking the path up.
-    config.generator.utimens_both_omit = false;
-    // The host backend's trailing-slash handling differs from the kernel's for readlink and
-    // the xattr calls (e.g. readlink "loop/" gives ENOENT where Linux says ELOOP).
-    config.generator.trailing_slashes = false;
-    // The host backend opens both parents before linkat(2), so when both paths are bad it
-    // reports the new path's error where Linux reports the existing path's first.
-    config.compare.tolerate = [](const Op& op, int expected, int got) {
-        auto lookup_error = [](int e) { return e == ENOENT || e == ENOTDIR || e == ELOOP; };
-        return op.kind == OpKind::link && lookup_error(expected) && lookup_error(got);
-    };
-    // The host backend looks at paths before acting (which reads symlinks, moving their
-    // access time), and relatime moves it on reads: only mtime is compared.
-    config.compare.atime = false;
+    const DriverConfig config = kernel_driver_config();
     for (const auto& item : run_plan_from_env(kDefaultOps, {1, 2})) {
         char tmpl[] = "/tmp/packfs-model-XXXXXX";
         ASSERT_NE(::mkdtemp(tmpl), nullptr);
