@@ -247,7 +247,8 @@ int run_mount(MountArgs args) {
     args.mountpoint = *mountpoint;
     if (auto ok = fuse::check_can_mount(args.mountpoint); !ok)
         return out.fail(mount_failure(ok.error(), args));
-    if (args.foreground) return serve_mount(std::move(args), -1);
+    // A request log needs a terminal to go to: -d stays in the foreground, as libfuse's does.
+    if (args.foreground || args.debug) return serve_mount(std::move(args), -1);
 
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return out.fail(Error(errno, "mount", "pipe"));
@@ -359,7 +360,8 @@ Command add_mount_command(CLI::App& parent) {
     sub->add_option("-o", args->options,
                     "Mount options: ro, rw, allow_other, allow_root, auto_unmount, ... (repeatable)");
     sub->add_flag("-f,--foreground", args->foreground, "Stay in the foreground");
-    sub->add_flag("-d,--debug", args->debug, "Log every request (implies nothing else)");
+    sub->add_flag("-d,--debug", args->debug,
+                  "Log every request on stderr (libfuse's log; implies -f)");
     sub->add_option("--threads", args->threads, "At most this many worker threads");
     sub->add_option("--compact-at", args->compact_at,
                     "Volume: compact by itself once the journal passes this size (e.g. 256M)");
