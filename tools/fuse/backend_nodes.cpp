@@ -51,10 +51,10 @@ struct Node {
     uint64_t children = 0;      // links of other nodes naming this one as their parent
     std::vector<Link> links;    // links[0] gives the path
     std::vector<OpenFile*> open;  // open files, for an unlinked file's attributes
-    // Its last name went through the mount (unlink, rmdir, rename over it): the file is gone,
-    // though the kernel may still hold the node. `last` is what it looked like then (nlink 0).
-    bool dead = false;
-    Stat last;
+    // Set when its last name went through the mount (unlink, rmdir, rename over it): the
+    // file is gone, though the kernel may still hold the node; what it looked like then
+    // (nlink 0).
+    std::optional<Stat> died_as;
 };
 
 class BackendFile final : public OpenFile {
@@ -77,15 +77,6 @@ public:
 private:
     FileHandle file_;
 };
-
-std::string join(std::string_view dir, std::string_view name) {
-    std::string out;
-    out.reserve(dir.size() + 1 + name.size());
-    out += dir;
-    if (out.size() != 1) out += '/';
-    out += name;
-    return out;
-}
 
 class BackendNodes final : public NodeFs {
 public:
@@ -188,8 +179,9 @@ public:
         if (!entries) return std::unexpected(entries.error());
         std::vector<ListedEntry> out;
         out.reserve(entries->size());
+        std::lock_guard lock(table_);  // once, not per entry: a listing may hold a million
         for (auto& e : *entries) {
-            ListedEntry listed{std::move(e.name), node_of(e.ino), {}, false};
+            ListedEntry listed{std::move(e.name), node_of_locked(e.ino), {}};
             listed.stat.ino = e.ino;
             listed.stat.type = e.type;
             out.push_back(std::move(listed));
@@ -340,7 +332,7 @@ private:
                             : ino == kRootNode       ? root_ino_
                                                      : ino;
         auto it = nodes_.find(id);
-        if (it == nodes_.end() || !it->second.dead) return id;
+        if (it == nodes_.end() || !it->second.died_as) return id;
         // The id is a dead file's the kernel still holds; this inode number is another file's.
         uint64_t fresh = next_fresh_++;
         while (nodes_.contains(fresh)) fresh = next_fresh_++;
@@ -350,8 +342,7 @@ private:
     std::optional<Stat> last_of(uint64_t id) const {
         std::lock_guard lock(table_);
         auto it = nodes_.find(id);
-        if (it == nodes_.end() || !it->second.dead) return std::nullopt;
-        return it->second.last;
+        return it == nodes_.end() ? std::nullopt : it->second.died_as;
     }
     // table_ held. `was` (lstat before the removal) has lost one name: when that was its last,
     // the file is gone and its node (if the kernel holds it) is dead.
@@ -359,9 +350,8 @@ private:
         if (was.type != FileType::directory && was.nlink > 1) return;
         auto it = nodes_.find(id);
         if (it == nodes_.end()) return;
-        it->second.dead = true;
-        it->second.last = was;
-        it->second.last.nlink = 0;
+        it->second.died_as = was;
+        it->second.died_as->nlink = 0;
     }
 
     Result<std::string> path_of(uint64_t id) const {
@@ -390,7 +380,7 @@ private:
         if (name.size() > kMaxNameLength) return fail(ENAMETOOLONG, "lookup", name);
         auto dir = path_of(parent);
         if (!dir) return dir;
-        return join(*dir, name);
+        return path_join(*dir, name);
     }
     Result<Entry> entry_at(const std::string& path) {
         auto st = backend_->lstat(path);

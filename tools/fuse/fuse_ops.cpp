@@ -125,8 +125,6 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     m.stateless_open = m.policy.stateless_open && (conn->capable & zero_open) == zero_open;
 }
 
-void op_destroy(void*) {}
-
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     MountContext& m = mount_of(req);
     auto entry = m.fs->lookup(parent, name);
@@ -396,8 +394,7 @@ void readdir_impl(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_f
             if (!add(item.name.c_str(), e, at + 1)) break;
             continue;
         }
-        Result<Entry> entry = item.complete ? Result<Entry>(Entry{item.node, item.stat})
-                                            : m.fs->entry(ino, item);
+        Result<Entry> entry = m.fs->entry(ino, item);
         if (!entry) {
             if (entry.error().code() == ENOENT) continue;  // gone since opendir
             if (used == 0) return reply_error(req, entry.error());
@@ -517,7 +514,6 @@ void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
 fuse_lowlevel_ops make_operations() {
     fuse_lowlevel_ops ops{};
     ops.init = op_init;
-    ops.destroy = op_destroy;
     ops.lookup = op_lookup;
     ops.forget = op_forget;
     ops.forget_multi = op_forget_multi;

@@ -36,12 +36,11 @@ struct Entry {
 };
 
 // One entry of a listing. `stat` is whole when the listing could give it for free (a pack);
-// otherwise only ino and type are set and readdirplus asks entry() for the rest.
+// otherwise only ino and type are set, and entry() looks the rest up.
 struct ListedEntry {
     std::string name;
     uint64_t node = 0;
     Stat stat;
-    bool complete = false;
 };
 
 // The changes of one setattr. Unset fields are left alone.
@@ -113,7 +112,7 @@ public:
     virtual Result<std::string> readlink(uint64_t node) = 0;
     using Listing = std::shared_ptr<const std::vector<ListedEntry>>;
     virtual Result<Listing> list(uint64_t node) = 0;
-    // The whole Entry of a listed one (a lookup, uncounted).
+    // The whole Entry of a listed one, for readdirplus (uncounted, as lookup()).
     virtual Result<Entry> entry(uint64_t parent, const ListedEntry& listed) = 0;
 
     // O_ACCMODE, O_APPEND and O_TRUNC of `flags` apply.

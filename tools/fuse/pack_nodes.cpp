@@ -140,7 +140,7 @@ public:
         std::vector<ListedEntry> out;
         out.reserve(nodes->size());
         for (auto& [name, view] : *nodes)
-            out.push_back({std::move(name), view.ino, reader_->stat_of(view), true});
+            out.push_back({std::move(name), view.ino, reader_->stat_of(view)});
         auto listing = std::make_shared<const std::vector<ListedEntry>>(std::move(out));
         listings_.add(node, listing);
         return listing;
