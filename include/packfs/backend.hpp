@@ -2,12 +2,25 @@
 // implements (mem, dir, pack, overlay, volume, the Vfs itself) and every frontend uses (the
 // C++ API, the CLI, the FUSE driver). A frontend never knows which backend serves it.
 //
+// Two ways in, one semantics:
+// - By node (the kernel's and FUSE's way): lookup(dir, name), getattr(node), list(dir),
+//   open(node), readlink(node), and every mutation by (directory node, name). This is what a
+//   backend implements; trees of any depth work through it.
+// - By path (what most callers use): stat("/a/b"), open("/a/b", O_RDONLY), ... Every path call
+//   has a default that walks the path with the one generic walker (src/core/walker.hpp:
+//   symlinks, 40 follows, trailing slashes, the errno order the conformance suite pins) and then
+//   makes the node call; a backend overrides a path call only to do the same faster.
+// So a read-only backend is root + lookup + getattr + list + readlink + open (see
+// examples/entries_backend.cpp), and a writable one adds the node mutations.
+//
 // Semantics follow POSIX where POSIX speaks:
 // - Paths are virtual and absolute; each call normalises its path (see path.hpp). A trailing
 //   '/' requires the final component to be a directory.
 // - rename over an existing entry is atomic; RenameFlags::noreplace and ::exchange behave as
 //   renameat2's; renaming a directory into its own subtree is EINVAL.
-// - An unlinked file stays readable and writable through the File handles open on it.
+// - An unlinked file stays readable and writable through the File handles open on it, and
+//   through the nodes held on it (getattr, setattr and the xattr calls work, as fstat, fchmod
+//   and fsetxattr do on an open unlinked file of a kernel filesystem).
 // - A write is visible to every reader as soon as it returns.
 // - Every backend is safe for concurrent use from many threads.
 // - A read-only backend answers every mutation with EROFS; an operation a backend does not
@@ -15,15 +28,26 @@
 // - Backends do not check permissions; that is the frontend's job (FUSE default_permissions).
 // - Special files (fifo, devices, sockets) are created, stored and listed, but open() on
 //   one answers ENOTSUP.
+//
+// Nodes. Every call that returns a node (lookup, create, mkdir, mknod, symlink, link) hands the
+// caller one reference to it, and forget(node, n) gives n back, as FUSE's lookup count and
+// FORGET do. While a reference is held the node stays valid, even after its last name is
+// removed (an unlinked object then lives on, unreachable by name, until its last reference and
+// its last open File are gone). Once every reference is forgotten the backend may let the node
+// go: a later call on it answers ESTALE, or works if the object still exists. Backends whose
+// nodes cost nothing to hold (a pack) ignore forget; a node of a snapshot stays valid as long as
+// the snapshot. kRootNode needs no reference.
 #pragma once
 
 #include <fcntl.h>
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "packfs/error.hpp"
@@ -44,63 +68,192 @@ public:
     // Makes what was written durable, as far as the backend is durable at all.
     virtual Result<void> fsync(bool data_only = false) = 0;
     virtual Result<Stat> fstat() = 0;
+
+    // Where bytes [offset, offset + length) of the file lie, unchanged, in a host file (a
+    // pack's uncompressed data), so a server can splice them from there without copying them
+    // through memory. nullopt when they do not (read them with pread).
+    struct HostBytes {
+        int fd;            // valid while this File is open
+        uint64_t offset;   // in that file
+        std::size_t length;  // clipped to the end of this file; 0 past it
+    };
+    virtual std::optional<HostBytes> host_bytes(uint64_t offset, std::size_t length) {
+        (void)offset;
+        (void)length;
+        return std::nullopt;
+    }
 };
 
 using FileHandle = std::unique_ptr<File>;
+
+// A node with its attributes (a symlink's own, never its target's): what lookup and the calls
+// that make an entry answer.
+struct Entry {
+    Node node;
+    Stat stat;
+};
+
+// A file made (or, without O_EXCL, found) by create(), and the handle opened on it.
+struct Created {
+    Entry entry;
+    FileHandle file;
+};
 
 class Backend {
 public:
     virtual ~Backend() = default;
 
+    // === nodes ===============================================================================
+
+    // The entry `name` of directory `dir`. `name` is one component: "", ".", ".." and names
+    // with '/' are EINVAL, over 255 bytes ENAMETOOLONG. ENOENT when there is none, ENOTDIR
+    // when `dir` is not a directory, ESTALE when `dir` is gone.
+    virtual Result<Entry> lookup(Node dir, std::string_view name);
+    // Gives back `count` references to `node` (see "Nodes" above).
+    virtual void forget(Node node, uint64_t count = 1) noexcept {
+        (void)node;
+        (void)count;
+    }
+    virtual Result<Stat> getattr(Node node);
+    // The entries of directory `dir` (name, st_ino, type, without loading each child), without
+    // "." and "..", in the backend's own order.
+    virtual Result<std::vector<DirEntry>> list(Node dir);
+    // A symlink's target; EINVAL for anything else.
+    virtual Result<std::string> readlink(Node node);
+    // The node whose st_ino is `ino`, as an NFS file handle finds one (a volume's compaction
+    // moves the overlay's nodes onto the new pack this way). ESTALE when no object has that
+    // number; ENOTSUP where a backend cannot find objects by number (a host directory).
+    virtual Result<Entry> lookup_ino(uint64_t ino);
+    // How this backend numbers its inodes, for a layer stacked on it (an overlay keeps a lower's
+    // numbers when it can, and numbers its own inodes above them). `unique`: no two objects
+    // share an st_ino, lookup_ino() finds each, holding a node costs nothing (forget may be
+    // skipped), and every st_ino is below `limit`.
+    struct InodeNumbering {
+        bool unique = false;
+        uint64_t limit = 0;
+    };
+    virtual InodeNumbering inode_numbering() const { return {}; }
+    // The capacity and use of the filesystem `node` is on (default: nothing known).
+    virtual Result<StatFs> statfs(Node node);
+    // Opens `node` with the O_ACCMODE, O_APPEND, O_TRUNC and O_DIRECTORY bits of `flags`
+    // (O_CREAT is create's): EISDIR for a directory opened for writing, ELOOP for a symlink,
+    // ENOTSUP for a special file.
+    virtual Result<FileHandle> open(Node node, int flags);
+
+    // Makes the regular file `name` in `dir` (mode & 07777; the owner: `owner`, else the
+    // backend's default) and opens it with `flags`. When the name exists: EEXIST with O_EXCL,
+    // else the existing object is opened as open(node, flags) would (a symlink is not followed).
+    virtual Result<Created> create(Node dir, std::string_view name, int flags, uint32_t mode,
+                                   std::optional<Owner> owner = std::nullopt);
+    virtual Result<Entry> mkdir(Node dir, std::string_view name, uint32_t mode,
+                                std::optional<Owner> owner = std::nullopt);
+    // A fifo, socket, char or block device (`rdev` for devices) or an empty regular file; a
+    // directory or symlink type is EINVAL.
+    virtual Result<Entry> mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
+                                uint64_t rdev, std::optional<Owner> owner = std::nullopt);
+    virtual Result<Entry> symlink(Node dir, std::string_view name, std::string_view target,
+                                  std::optional<Owner> owner = std::nullopt);
+    // A new name `name` in `dir` for `node` (EPERM for a directory).
+    virtual Result<Entry> link(Node node, Node dir, std::string_view name);
+    virtual Result<void> unlink(Node dir, std::string_view name);
+    virtual Result<void> rmdir(Node dir, std::string_view name);
+    virtual Result<void> rename(Node dir, std::string_view name, Node to_dir,
+                                std::string_view to_name, RenameFlags flags = RenameFlags::none);
+    // Changes what `change` sets and answers the attributes after it. A size on a directory is
+    // EISDIR, on anything else but a regular file EINVAL.
+    virtual Result<Stat> setattr(Node node, const SetAttr& change);
+
+    // Extended attributes of a node (the symlink itself, for a symlink).
+    virtual Result<std::string> getxattr(Node node, std::string_view name);
+    virtual Result<std::vector<std::string>> listxattr(Node node);
+    virtual Result<void> setxattr(Node node, std::string_view name, std::string_view value,
+                                  XattrMode mode = XattrMode::any);
+    virtual Result<void> removexattr(Node node, std::string_view name);
+
+    // === paths (each defaults to a walk and the node call; see the top of this file) =========
+
     // --- metadata and names -------------------------------------------------------------
-    virtual Result<Stat> stat(std::string_view path) = 0;   // follows a final symlink
-    virtual Result<Stat> lstat(std::string_view path) = 0;  // does not
+    virtual Result<Stat> stat(std::string_view path);   // follows a final symlink
+    virtual Result<Stat> lstat(std::string_view path);  // does not
     // Entries of a directory, without "." and "..", in the backend's own order.
-    virtual Result<std::vector<DirEntry>> readdir(std::string_view path) = 0;
-    virtual Result<std::string> readlink(std::string_view path) = 0;
-    virtual Result<StatFs> statfs(std::string_view path) = 0;
+    virtual Result<std::vector<DirEntry>> readdir(std::string_view path);
+    virtual Result<std::string> readlink(std::string_view path);
+    virtual Result<StatFs> statfs(std::string_view path);
 
     // --- files --------------------------------------------------------------------------
     // `flags` is the O_* subset O_RDONLY/O_WRONLY/O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND,
     // O_NOFOLLOW, O_DIRECTORY; `mode` applies when O_CREAT creates the file. Opening a
     // directory for writing is EISDIR; O_NOFOLLOW on a symlink is ELOOP.
-    virtual Result<FileHandle> open(std::string_view path, int flags, uint32_t mode = 0644) = 0;
-    virtual Result<void> truncate(std::string_view path, uint64_t size) = 0;
+    virtual Result<FileHandle> open(std::string_view path, int flags, uint32_t mode = 0644);
+    virtual Result<void> truncate(std::string_view path, uint64_t size);
 
     // --- namespace ----------------------------------------------------------------------
-    virtual Result<void> mkdir(std::string_view path, uint32_t mode = 0755) = 0;
-    virtual Result<void> rmdir(std::string_view path) = 0;
-    virtual Result<void> unlink(std::string_view path) = 0;
+    virtual Result<void> mkdir(std::string_view path, uint32_t mode = 0755);
+    virtual Result<void> rmdir(std::string_view path);
+    virtual Result<void> unlink(std::string_view path);
     virtual Result<void> rename(std::string_view from, std::string_view to,
-                                RenameFlags flags = RenameFlags::none) = 0;
-    virtual Result<void> symlink(std::string_view target, std::string_view link_path) = 0;
-    virtual Result<void> link(std::string_view existing, std::string_view new_path) = 0;
+                                RenameFlags flags = RenameFlags::none);
+    virtual Result<void> symlink(std::string_view target, std::string_view link_path);
+    virtual Result<void> link(std::string_view existing, std::string_view new_path);
     // Creates a fifo, socket, char or block device (`rdev` for devices) or an empty regular
     // file; a directory or symlink type is EINVAL.
     virtual Result<void> mknod(std::string_view path, FileType type, uint32_t mode,
-                               uint64_t rdev = 0) = 0;
+                               uint64_t rdev = 0);
 
     // --- attributes ---------------------------------------------------------------------
-    virtual Result<void> chmod(std::string_view path, uint32_t mode) = 0;
+    virtual Result<void> chmod(std::string_view path, uint32_t mode);
     virtual Result<void> chown(std::string_view path, uint32_t uid, uint32_t gid,
-                               Follow follow = Follow::yes) = 0;
+                               Follow follow = Follow::yes);
     virtual Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
-                                 Follow follow = Follow::yes) = 0;
+                                 Follow follow = Follow::yes);
 
     // --- extended attributes (never follow a final symlink's target: l*xattr semantics) ---
-    virtual Result<std::string> getxattr(std::string_view path, std::string_view name) = 0;
+    virtual Result<std::string> getxattr(std::string_view path, std::string_view name);
     virtual Result<void> setxattr(std::string_view path, std::string_view name,
-                                  std::string_view value, XattrMode mode = XattrMode::any) = 0;
-    virtual Result<std::vector<std::string>> listxattr(std::string_view path) = 0;
-    virtual Result<void> removexattr(std::string_view path, std::string_view name) = 0;
+                                  std::string_view value, XattrMode mode = XattrMode::any);
+    virtual Result<std::vector<std::string>> listxattr(std::string_view path);
+    virtual Result<void> removexattr(std::string_view path, std::string_view name);
 
-    // --- versions -----------------------------------------------------------------------
+    // === the backend =========================================================================
+
     // A read-only backend frozen at this instant, contents included. O(1) where the backend
     // keeps versions (mem, overlay, volume); ENOTSUP where it cannot (a host directory).
     virtual Result<std::shared_ptr<Backend>> snapshot() = 0;
 
     virtual bool read_only() const noexcept = 0;
 };
+
+// A node held for the lifetime of this object: forget() on destruction (move-only).
+class HeldNode {
+public:
+    HeldNode() = default;
+    HeldNode(Backend& fs, Node node) noexcept : fs_(&fs), node_(node) {}
+    HeldNode(HeldNode&& o) noexcept : fs_(o.fs_), node_(o.node_) { o.node_ = {}; }
+    HeldNode& operator=(HeldNode&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fs_ = o.fs_;
+            node_ = o.node_;
+            o.node_ = {};
+        }
+        return *this;
+    }
+    ~HeldNode() { reset(); }
+    Node get() const noexcept { return node_; }
+    Node release() noexcept { return std::exchange(node_, Node{}); }
+    void reset() noexcept {
+        if (node_ && node_ != kRootNode) fs_->forget(node_, 1);
+        node_ = {};
+    }
+
+private:
+    Backend* fs_ = nullptr;
+    Node node_;
+};
+
+// The node a path names (walked with the generic walker through the node calls; a final symlink
+// followed when `follow`), with one reference the caller gives back with forget().
+Result<Entry> lookup_path(Backend& fs, std::string_view path, Follow follow = Follow::yes);
 
 // Convenience over the contract, for callers and tests: whole-file read and write.
 Result<std::string> read_file(Backend& fs, std::string_view path);

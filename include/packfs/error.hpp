@@ -51,6 +51,14 @@ public:
         e.path_ = path;
         return e;
     }
+    // The same error (code and corruption detail) told as another call's: `op` must be a
+    // string literal, as for the constructor.
+    Error relabeled(std::string_view op, std::string_view path) const {
+        Error e = *this;
+        e.op_ = op;
+        e.path_ = path;
+        return e;
+    }
 
     friend bool operator==(const Error& a, const Error& b) { return a.code_ == b.code_; }
 

@@ -82,4 +82,63 @@ enum class Follow : uint8_t { yes, no };
 // setxattr's XATTR_CREATE / XATTR_REPLACE.
 enum class XattrMode : uint8_t { any, create, replace };
 
+// A node: one object of a backend (a file, directory, symlink or special file), named by
+// identity instead of by path, as a kernel VFS and FUSE name inodes (DESIGN §4). A cheap value;
+// what `id` means is the backend's (an inode number, a record number, a table slot), with two
+// rules every backend keeps: 0 is no node, and the root is kRootNode. A backend never gives one
+// id to two objects while either can still be reached through it (ids are not reused while a
+// node is held; mem, overlays and volumes never reuse them at all, and there id == st_ino).
+struct Node {
+    uint64_t id = 0;
+    explicit constexpr operator bool() const noexcept { return id != 0; }
+    friend constexpr bool operator==(const Node&, const Node&) = default;
+};
+
+inline constexpr Node kRootNode{1};
+
+// Who makes a new entry: its owner, as a kernel filesystem makes new files belong to the
+// caller. A backend applies the set-group-ID rule itself: in a directory with S_ISGID the new
+// entry takes the directory's group, and a new subdirectory the S_ISGID bit too.
+struct Owner {
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+};
+
+// The changes of one setattr (chmod, chown, truncate, utimens, and their f* forms). Fields left
+// unset are not changed; ctime becomes now when anything is.
+struct SetAttr {
+    static constexpr uint32_t kKeep = UINT32_MAX;  // chown's -1
+    uint32_t mode = kKeep;                         // permission bits (07777)
+    uint32_t uid = kKeep;
+    uint32_t gid = kKeep;
+    bool truncate = false;                         // set the size to `size`
+    uint64_t size = 0;
+    TimeUpdate atime = TimeUpdate::omit();
+    TimeUpdate mtime = TimeUpdate::omit();
+
+    static SetAttr chmod(uint32_t mode) noexcept {
+        SetAttr a;
+        a.mode = mode & 07777;
+        return a;
+    }
+    static SetAttr chown(uint32_t uid, uint32_t gid) noexcept {
+        SetAttr a;
+        a.uid = uid;
+        a.gid = gid;
+        return a;
+    }
+    static SetAttr resize(uint64_t size) noexcept {
+        SetAttr a;
+        a.truncate = true;
+        a.size = size;
+        return a;
+    }
+    static SetAttr times(TimeUpdate atime, TimeUpdate mtime) noexcept {
+        SetAttr a;
+        a.atime = atime;
+        a.mtime = mtime;
+        return a;
+    }
+};
+
 }  // namespace packfs

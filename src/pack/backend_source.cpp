@@ -1,4 +1,6 @@
-// A TreeSource over any Backend (mem, a snapshot, the Vfs, a pack...).
+// A TreeSource over any Backend (mem, a snapshot, the Vfs, a pack...), walked by node: one
+// lookup per entry, never a path. Every node it hands the writer stays held until the source
+// goes, so a live tree cannot reuse it meanwhile.
 #include <fcntl.h>
 
 #include "pack/tree_source.hpp"
@@ -21,49 +23,50 @@ private:
 
 class BackendSource final : public TreeSource {
 public:
-    BackendSource(Backend& backend, std::string root) : backend_(backend), root_(std::move(root)) {}
+    BackendSource(Backend& backend, Entry root) : backend_(backend), root_(root) {
+        held_.push_back(root.node);
+    }
+    ~BackendSource() override {
+        for (Node n : held_) backend_.forget(n, 1);
+    }
 
     Result<SourceNode> root() override {
-        auto st = backend_.lstat(root_);
-        if (!st) return std::unexpected(st.error().with_path("/"));
-        if (st->type != FileType::directory) return fail(ENOTDIR, "build", "/");
-        return source_node("", *st, {0, st->ino});
+        if (root_.stat.type != FileType::directory) return fail(ENOTDIR, "build", "/");
+        return source_node("", root_.stat, {0, root_.stat.ino}, root_.node.id);
     }
 
     Result<std::vector<SourceNode>> list(SourceRef ref) override {
-        const std::string& dir = ref.path;
-        std::string path = real(dir);
-        auto entries = backend_.readdir(path);
-        if (!entries) return std::unexpected(entries.error().with_path(dir));
+        auto entries = backend_.list(Node{ref.handle});
+        if (!entries) return std::unexpected(entries.error().with_path(ref.path));
         std::vector<SourceNode> nodes;
         nodes.reserve(entries->size());
         for (auto& entry : *entries) {
-            auto st = backend_.lstat(path_join(path, entry.name));
-            if (!st) return std::unexpected(st.error().with_path(path_join(dir, entry.name)));
-            uint64_t ino = st->ino;
-            nodes.push_back(source_node(std::move(entry.name), *st, {0, ino}));
+            auto e = backend_.lookup(Node{ref.handle}, entry.name);
+            if (!e) return std::unexpected(e.error().with_path(path_join(ref.path, entry.name)));
+            held_.push_back(e->node);
+            nodes.push_back(source_node(std::move(entry.name), e->stat, {0, e->stat.ino}, e->node.id));
         }
         return nodes;
     }
 
     Result<std::string> readlink(SourceRef ref) override {
-        return rename_errors(backend_.readlink(real(ref.path)), ref.path);
+        auto target = backend_.readlink(Node{ref.handle});
+        if (!target) return std::unexpected(target.error().with_path(ref.path));
+        return target;
     }
 
     Result<Xattrs> xattrs(SourceRef ref) override {
-        const std::string& path = ref.path;
-        std::string at = real(path);
-        auto names = backend_.listxattr(at);
+        auto names = backend_.listxattr(Node{ref.handle});
         if (!names) {
             if (names.error().code() == ENOTSUP) return Xattrs{};
-            return std::unexpected(names.error().with_path(path));
+            return std::unexpected(names.error().with_path(ref.path));
         }
         Xattrs out;
         for (auto& name : *names) {
-            auto value = backend_.getxattr(at, name);
+            auto value = backend_.getxattr(Node{ref.handle}, name);
             if (!value) {
                 if (value.error().code() == ENODATA) continue;  // removed meanwhile
-                return std::unexpected(value.error().with_path(path));
+                return std::unexpected(value.error().with_path(ref.path));
             }
             out.emplace_back(std::move(name), std::move(*value));
         }
@@ -71,40 +74,24 @@ public:
     }
 
     Result<std::unique_ptr<ContentReader>> open(SourceRef ref) override {
-        const std::string& path = ref.path;
-        auto file = backend_.open(real(path), O_RDONLY | O_NOFOLLOW);
-        if (!file) return std::unexpected(file.error().with_path(path));
+        auto file = backend_.open(Node{ref.handle}, O_RDONLY);
+        if (!file) return std::unexpected(file.error().with_path(ref.path));
         return std::make_unique<BackendReader>(std::move(*file));
     }
 
 private:
-    std::string real(const std::string& path) const {
-        if (root_ == "/") return path;
-        return path == "/" ? root_ : root_ + path;
-    }
-
-    template <class T>
-    static Result<T> rename_errors(Result<T> r, const std::string& path) {
-        if (!r) return std::unexpected(r.error().with_path(path));
-        return r;
-    }
-
     Backend& backend_;
-    std::string root_;
+    Entry root_;
+    std::vector<Node> held_;
 };
 
 }  // namespace
 
-// In mem_source.cpp: null when `backend` is not a mem backend.
-Result<std::unique_ptr<TreeSource>> make_mem_source(Backend& backend, const std::string& root);
-
 Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend,
                                                         std::string_view root) {
-    auto normal = normalize_path(root, "build");
-    if (!normal) return std::unexpected(normal.error());
-    auto direct = make_mem_source(backend, *normal);
-    if (!direct || *direct) return direct;
-    return std::make_unique<BackendSource>(backend, std::move(*normal));
+    auto entry = lookup_path(backend, root, Follow::no);
+    if (!entry) return std::unexpected(entry.error().with_path("/"));
+    return std::make_unique<BackendSource>(backend, *entry);
 }
 
 }  // namespace packfs::pack

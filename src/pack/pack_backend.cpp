@@ -1,7 +1,9 @@
-// The read-only Backend over one pack (PackBackend, pack.hpp): every query resolves on the
-// PackReader and answers from the records it checked; every mutation is EROFS, with the errno
-// order of a mem snapshot (what exists answers first, then EROFS). The backend holds no
-// mutable state of its own, so it is its own snapshot.
+// The read-only Backend over one pack (PackBackend, pack.hpp). Nodes are the pack's record
+// numbers (the root is record 1, kRootNode); every query answers from the records the
+// PackReader checked. Paths are walked by the generic walker over the records directly
+// (core/path_api.hpp, static dispatch: no virtual call per component). Every mutation is EROFS,
+// with the errno order of a read-only mount (what exists answers first). The backend holds no
+// mutable state of its own, so it is its own snapshot, and its nodes cost nothing to hold.
 //
 // Every operation checks the image's damage counter after its work (image.hpp): once the file
 // shrank under the mapping, answers are EIO instead of whatever zeros were read.
@@ -9,8 +11,8 @@
 
 #include <memory>
 
-#include "mem/tree_reader.hpp"  // check_xattr_name: the namespace rules, shared by every backend
-#include "core/refuse_mutations.hpp"
+#include "core/checks.hpp"
+#include "core/path_api.hpp"
 #include "pack/pack_access.hpp"
 #include "pack/reader.hpp"
 #include "packfs/pack.hpp"
@@ -21,21 +23,10 @@ namespace {
 
 // The result of an operation, or EIO when the pack file changed underneath it meanwhile.
 template <class T>
-Result<T> unless_damaged(const PackReader& reader, Result<T>&& result, const Ctx& ctx) {
+Result<T> unless_damaged(const PackReader& reader, Result<T>&& result, std::string_view op) {
     if (reader.image().damaged()) [[unlikely]]
-        return fail(EIO, ctx.op, ctx.path);
+        return fail(EIO, op);
     return std::move(result);
-}
-
-// open()'s checks on what the path resolved to, as the mem backend makes them.
-Result<void> check_open_target(FileType type, int flags, std::string_view path) {
-    const int access = flags & O_ACCMODE;
-    if ((flags & O_DIRECTORY) && type != FileType::directory) return fail(ENOTDIR, "open", path);
-    if (type == FileType::directory && access != O_RDONLY) return fail(EISDIR, "open", path);
-    if (type == FileType::symlink) return fail(ELOOP, "open", path);  // O_NOFOLLOW
-    if (type != FileType::regular && type != FileType::directory)
-        return fail(ENOTSUP, "open", path);
-    return {};
 }
 
 // A read-only handle: the inode it opened and where its bytes are, resolved once.
@@ -47,7 +38,7 @@ public:
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
         const Ctx ctx{"read", {}};
         if (node_.type == FileType::directory) return fail(EISDIR, "read");
-        return unless_damaged(*reader_, reader_->read(content_, offset, buf, ctx), ctx);
+        return unless_damaged(*reader_, reader_->read(content_, offset, buf, ctx), ctx.op);
     }
     Result<std::size_t> pwrite(std::span<const std::byte>, uint64_t) override {
         return fail(EBADF, "write");
@@ -55,6 +46,11 @@ public:
     Result<void> truncate(uint64_t) override { return fail(EINVAL, "ftruncate"); }
     Result<void> fsync(bool) override { return {}; }
     Result<Stat> fstat() override { return reader_->stat_of(node_); }
+    std::optional<HostBytes> host_bytes(uint64_t offset, std::size_t length) override {
+        auto extent = reader_->file_extent(content_, offset, length);
+        if (!extent) return std::nullopt;
+        return HostBytes{reader_->image().fd(), extent->offset, extent->length};
+    }
 
 private:
     std::shared_ptr<const PackReader> reader_;  // keeps the mapping alive
@@ -62,120 +58,235 @@ private:
     ContentRef content_;
 };
 
-class PackBackendImpl final : public RefuseMutations<PackBackend>,
+// The walker's and the path layer's view of a pack: nodes are checked inode records.
+struct PackOps {
+    using NodeT = InodeView;
+    const std::shared_ptr<const PackReader>& reader;
+    Ctx ctx;
+
+    Result<InodeView> root() const {
+        auto root = reader->inode(kRootIno, ctx);
+        if (root && root->type != FileType::directory) [[unlikely]]
+            return fail(kErrCorrupt, ctx.op, ctx.path);
+        return root;
+    }
+    Result<std::optional<walk::Step<InodeView>>> lookup(const InodeView& dir,
+                                                        std::string_view name) const {
+        auto found = reader->lookup(dir, name, ctx);
+        if (!found) return std::unexpected(found.error());
+        if (!*found) return std::nullopt;
+        return walk::Step<InodeView>{**found, (*found)->type};
+    }
+    Result<std::string_view> readlink(const InodeView& link) const {
+        return reader->symlink_target(link, ctx);
+    }
+    void release(const InodeView&) const noexcept {}
+    bool read_only() const noexcept { return true; }
+    bool same(const InodeView& a, const InodeView& b) const noexcept { return a.ino == b.ino; }
+    bool has_entries(const InodeView& dir) const noexcept { return dir.rec.size != 0; }
+
+    Result<Stat> getattr(const InodeView& node) const { return reader->stat_of(node); }
+    Result<std::vector<DirEntry>> list(const InodeView& dir) const { return reader->list(dir, ctx); }
+    Result<FileHandle> open(const InodeView& node, int flags) const;
+    Result<std::string> getxattr(const InodeView& node, std::string_view name) const {
+        std::string value;
+        auto found = reader->find_xattr(node, name, value, ctx);
+        if (!found) return std::unexpected(found.error());
+        if (!*found) return fail(ENODATA, "getxattr");
+        return value;
+    }
+    Result<std::vector<std::string>> listxattr(const InodeView& node) const {
+        return reader->xattr_names(node, ctx);
+    }
+    Result<StatFs> statfs(const InodeView&) const {
+        StatFs fs;
+        fs.block_size = 4096;
+        fs.blocks = reader->header().file_size / 4096;
+        fs.blocks_free = 0;
+        fs.files = reader->header().inode_count;
+        fs.files_free = 0;
+        fs.name_max = kMaxNameLength;
+        return fs;
+    }
+    // A read-only tree has none of the mutations the path layer would call.
+    Result<FileHandle> create(const InodeView&, std::string_view, int, uint32_t) const {
+        return fail(EROFS, "open");
+    }
+    template <class... A>
+    Result<void> refuse(A&&...) const {
+        return fail(EROFS, ctx.op);
+    }
+    Result<void> mkdir(const InodeView&, std::string_view, uint32_t) const { return refuse(); }
+    Result<void> mknod(const InodeView&, std::string_view, FileType, uint32_t, uint64_t) const {
+        return refuse();
+    }
+    Result<void> symlink(const InodeView&, std::string_view, std::string_view) const {
+        return refuse();
+    }
+    Result<void> link(const InodeView&, const InodeView&, std::string_view) const {
+        return refuse();
+    }
+    Result<void> unlink(const InodeView&, std::string_view) const { return refuse(); }
+    Result<void> rmdir(const InodeView&, std::string_view) const { return refuse(); }
+    Result<void> rename(const InodeView&, std::string_view, const InodeView&, std::string_view,
+                        RenameFlags) const {
+        return refuse();
+    }
+    Result<void> setattr(const InodeView&, const SetAttr&) const { return refuse(); }
+    Result<void> setxattr(const InodeView&, std::string_view, std::string_view, XattrMode) const {
+        return refuse();
+    }
+    Result<void> removexattr(const InodeView&, std::string_view) const { return refuse(); }
+};
+
+Result<FileHandle> PackOps::open(const InodeView& node, int flags) const {
+    if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
+    if (auto ok = check_open_target(node.type, flags); !ok) return std::unexpected(ok.error());
+    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open");
+    ContentRef content;
+    if (node.type == FileType::regular) {
+        auto c = reader->content(node, ctx);
+        if (!c) return std::unexpected(c.error());
+        content = *c;
+    }
+    return std::make_unique<PackFile>(reader, node, content);
+}
+
+class PackBackendImpl final : public PackBackend,
                               public std::enable_shared_from_this<PackBackendImpl> {
 public:
     explicit PackBackendImpl(std::unique_ptr<PackReader> reader)
         : reader_(std::move(reader)), info_(reader_->info()) {}
 
-    Result<Stat> stat(std::string_view path) override { return stat_as(path, true, "stat"); }
-    Result<Stat> lstat(std::string_view path) override { return stat_as(path, false, "lstat"); }
+private:
+    PackOps ops(const Ctx& ctx) const { return PackOps{reader_, ctx}; }
 
-    Result<std::vector<DirEntry>> readdir(std::string_view path) override {
-        const Ctx ctx{"readdir", path};
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
-        auto dir = reader_->resolve(*normal, true, ctx);
-        if (!dir)
-            return unless_damaged<std::vector<DirEntry>>(*reader_, std::unexpected(dir.error()),
-                                                         ctx);
-        if (dir->type != FileType::directory) return fail(ENOTDIR, ctx.op, path);
-        return unless_damaged(*reader_, reader_->list(*dir, ctx), ctx);
+    // The record a node names: ESTALE for a number no record has (a node is never 0 and
+    // never past the last record).
+    Result<InodeView> record(Node node, const Ctx& ctx) const {
+        if (node.id == 0 || node.id > reader_->header().inode_count) return fail(ESTALE, ctx.op);
+        return reader_->inode(node.id, ctx);
     }
 
-    Result<std::string> readlink(std::string_view path) override {
-        const Ctx ctx{"readlink", path};
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
-        auto link = reader_->resolve(*normal, false, ctx);
-        Result<std::string> out = [&]() -> Result<std::string> {
-            if (!link) return std::unexpected(link.error());
-            if (link->type != FileType::symlink) return fail(EINVAL, ctx.op, path);
-            auto target = reader_->symlink_target(*link, ctx);
-            if (!target) return std::unexpected(target.error());
-            return std::string(*target);
-        }();
-        return unless_damaged(*reader_, std::move(out), ctx);
+    template <class Body>
+    auto on_paths(std::string_view op, std::string_view path, Body&& body) {
+        PackOps o = ops(Ctx{op, path});
+        paths::PathApi<PackOps> api(o);
+        return unless_damaged(*reader_, body(api), op);
     }
 
-    Result<StatFs> statfs(std::string_view path) override {
-        const Ctx ctx{"statfs", path};
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
-        auto node = reader_->resolve(*normal, true, ctx);
-        if (!node) return unless_damaged<StatFs>(*reader_, std::unexpected(node.error()), ctx);
-        StatFs fs;
-        fs.block_size = 4096;
-        fs.blocks = info_.file_size / 4096;
-        fs.blocks_free = 0;
-        fs.files = info_.inode_count;
-        fs.files_free = 0;
-        fs.name_max = kMaxNameLength;
-        return unless_damaged<StatFs>(*reader_, fs, ctx);
-    }
+public:
 
-    Result<FileHandle> open(std::string_view path, int flags, uint32_t) override {
-        const Ctx ctx{"open", path};
-        if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, ctx.op, path);
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
-        auto r = reader_->resolve(*normal, !(flags & O_NOFOLLOW), ctx);
-        Result<FileHandle> out = [&]() -> Result<FileHandle> {
-            // As on a read-only mount: what exists answers first (EEXIST, EISDIR), then EROFS.
-            if (!r) {
-                if (r.error().code() == ENOENT && (flags & O_CREAT))
-                    return fail(EROFS, ctx.op, path);
-                return std::unexpected(r.error());
-            }
-            if ((flags & O_CREAT) && (flags & O_EXCL)) return fail(EEXIST, ctx.op, path);
-            if (auto ok = check_open_target(r->type, flags, path); !ok)
-                return std::unexpected(ok.error());
-            if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
-                return fail(EROFS, ctx.op, path);
-            ContentRef content;
-            if (r->type == FileType::regular) {
-                auto c = reader_->content(*r, ctx);
-                if (!c) return std::unexpected(c.error());
-                content = *c;
-            }
-            return std::make_unique<PackFile>(reader_, *r, content);
-        }();
-        return unless_damaged(*reader_, std::move(out), ctx);
-    }
+    // --- nodes ---------------------------------------------------------------------------
 
-
-    Result<std::string> getxattr(std::string_view path, std::string_view name) override {
-        const Ctx ctx{"getxattr", path};
-        if (auto ok = mem::check_xattr_name(name, ctx.op, path); !ok)
-            return std::unexpected(ok.error());
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
-        auto node = reader_->resolve(*normal, false, ctx);
-        Result<std::string> out = [&]() -> Result<std::string> {
-            if (!node) return std::unexpected(node.error());
-            std::string value;
-            auto found = reader_->find_xattr(*node, name, value, ctx);
+    Result<Entry> lookup(Node dir, std::string_view name) override {
+        if (auto ok = check_name(name, "lookup"); !ok) return std::unexpected(ok.error());
+        const Ctx ctx{"lookup", name};
+        auto parent = record(dir, ctx);
+        if (!parent) return std::unexpected(parent.error());
+        if (parent->type != FileType::directory) return fail(ENOTDIR, ctx.op, name);
+        auto found = reader_->lookup(*parent, name, ctx);
+        Result<Entry> out = [&]() -> Result<Entry> {
             if (!found) return std::unexpected(found.error());
-            if (!*found) return fail(ENODATA, ctx.op, path);
-            return value;
+            if (!*found) return fail(ENOENT, ctx.op, name);
+            return Entry{Node{(*found)->ino}, reader_->stat_of(**found)};
         }();
-        return unless_damaged(*reader_, std::move(out), ctx);
+        return unless_damaged(*reader_, std::move(out), ctx.op);
     }
 
-    Result<std::vector<std::string>> listxattr(std::string_view path) override {
-        const Ctx ctx{"listxattr", path};
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
-        auto node = reader_->resolve(*normal, false, ctx);
-        if (!node)
-            return unless_damaged<std::vector<std::string>>(*reader_, std::unexpected(node.error()),
-                                                            ctx);
-        return unless_damaged(*reader_, reader_->xattr_names(*node, ctx), ctx);
+    Result<Entry> lookup_ino(uint64_t ino) override {
+        const Ctx ctx{"lookup by inode number", {}};
+        auto found = reader_->by_inode_number(ino, ctx);
+        Result<Entry> out = [&]() -> Result<Entry> {
+            if (!found) return std::unexpected(found.error());
+            if (!*found) return fail(ESTALE, ctx.op);
+            return Entry{Node{(*found)->ino}, reader_->stat_of(**found)};
+        }();
+        return unless_damaged(*reader_, std::move(out), ctx.op);
     }
+
+    Result<Stat> getattr(Node node) override {
+        const Ctx ctx{"getattr", {}};
+        auto r = record(node, ctx);
+        if (!r) return std::unexpected(r.error());
+        return unless_damaged<Stat>(*reader_, reader_->stat_of(*r), ctx.op);
+    }
+
+    Result<std::vector<DirEntry>> list(Node dir) override {
+        const Ctx ctx{"readdir", {}};
+        auto r = record(dir, ctx);
+        if (!r) return std::unexpected(r.error());
+        if (r->type != FileType::directory) return fail(ENOTDIR, ctx.op);
+        return unless_damaged(*reader_, reader_->list(*r, ctx), ctx.op);
+    }
+
+    Result<std::string> readlink(Node node) override {
+        const Ctx ctx{"readlink", {}};
+        auto r = record(node, ctx);
+        if (!r) return std::unexpected(r.error());
+        if (r->type != FileType::symlink) return fail(EINVAL, ctx.op);
+        auto target = reader_->symlink_target(*r, ctx);
+        if (!target) return std::unexpected(target.error());
+        return unless_damaged<std::string>(*reader_, std::string(*target), ctx.op);
+    }
+
+    Result<FileHandle> open(Node node, int flags) override {
+        const Ctx ctx{"open", {}};
+        auto r = record(node, ctx);
+        if (!r) return std::unexpected(r.error());
+        return unless_damaged(*reader_, ops(ctx).open(*r, flags), ctx.op);
+    }
+
+    Result<StatFs> statfs(Node) override { return ops({"statfs", {}}).statfs({}); }
+
+    Result<std::string> getxattr(Node node, std::string_view name) override {
+        const Ctx ctx{"getxattr", {}};
+        if (auto ok = check_xattr_name(name, ctx.op); !ok) return std::unexpected(ok.error());
+        auto r = record(node, ctx);
+        if (!r) return std::unexpected(r.error());
+        return unless_damaged(*reader_, ops(ctx).getxattr(*r, name), ctx.op);
+    }
+
+    Result<std::vector<std::string>> listxattr(Node node) override {
+        const Ctx ctx{"listxattr", {}};
+        auto r = record(node, ctx);
+        if (!r) return std::unexpected(r.error());
+        return unless_damaged(*reader_, reader_->xattr_names(*r, ctx), ctx.op);
+    }
+
+    // --- paths: the generic walk over the records ------------------------------------------
+
+    Result<Stat> stat(std::string_view path) override {
+        return on_paths("stat", path, [&](auto& api) { return api.stat(path, true, "stat"); });
+    }
+    Result<Stat> lstat(std::string_view path) override {
+        return on_paths("lstat", path, [&](auto& api) { return api.stat(path, false, "lstat"); });
+    }
+    Result<std::vector<DirEntry>> readdir(std::string_view path) override {
+        return on_paths("readdir", path, [&](auto& api) { return api.readdir(path); });
+    }
+    Result<std::string> readlink(std::string_view path) override {
+        return on_paths("readlink", path, [&](auto& api) { return api.readlink(path); });
+    }
+    Result<StatFs> statfs(std::string_view path) override {
+        return on_paths("statfs", path, [&](auto& api) { return api.statfs(path); });
+    }
+    Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override {
+        return on_paths("open", path, [&](auto& api) { return api.open(path, flags, mode); });
+    }
+    Result<std::string> getxattr(std::string_view path, std::string_view name) override {
+        return on_paths("getxattr", path, [&](auto& api) { return api.getxattr(path, name); });
+    }
+    Result<std::vector<std::string>> listxattr(std::string_view path) override {
+        return on_paths("listxattr", path, [&](auto& api) { return api.listxattr(path); });
+    }
+
+    // --- the pack ------------------------------------------------------------------------
 
     Result<std::shared_ptr<Backend>> snapshot() override {
         return std::shared_ptr<Backend>(shared_from_this());  // a pack never changes
     }
+    bool read_only() const noexcept override { return true; }
     const PackInfo& info() const noexcept override { return info_; }
 
     Result<std::span<const std::byte>> read_view(std::string_view path, uint64_t offset,
@@ -184,30 +295,22 @@ public:
         const Ctx ctx{"read", path};
         auto normal = NormalPath::make(path, ctx.op);
         if (!normal) return std::unexpected(normal.error());
-        auto node = reader_->resolve(*normal, true, ctx);
+        PackOps o = ops(ctx);
+        walk::Walker<PackOps> w(o, ctx.op, path);
+        auto node = w.resolve(*normal, true);
         Result<std::span<const std::byte>> out = [&]() -> Result<std::span<const std::byte>> {
             if (!node) return std::unexpected(node.error());
             if (node->type == FileType::directory) return fail(EISDIR, ctx.op, path);
             if (node->type != FileType::regular) return fail(ENOTSUP, ctx.op, path);
-            auto content = reader_->content(*node, ctx);
+            auto content = reader_->content(node->node, ctx);
             if (!content) return std::unexpected(content.error());
             return reader_->view(*content, offset, length, scratch, ctx);
         }();
-        return unless_damaged(*reader_, std::move(out), ctx);
+        return unless_damaged(*reader_, std::move(out), ctx.op);
     }
 
     VerifyReport verify(std::function<void(uint64_t, uint64_t)> progress) override {
         return reader_->verify(progress);
-    }
-
-private:
-    Result<Stat> stat_as(std::string_view path, bool follow, std::string_view op) {
-        const Ctx ctx{op, path};
-        auto normal = NormalPath::make(path, op);
-        if (!normal) return std::unexpected(normal.error());
-        auto node = reader_->resolve(*normal, follow, ctx);
-        if (!node) return unless_damaged<Stat>(*reader_, std::unexpected(node.error()), ctx);
-        return unless_damaged<Stat>(*reader_, reader_->stat_of(*node), ctx);
     }
 
 public:

@@ -1,5 +1,7 @@
 #include "volume/journal_writer.hpp"
 
+#include <cstring>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -239,6 +241,27 @@ Result<void> JournalWriter::sync() {
             return explicit_sync_locked();
     }
     return {};
+}
+
+Result<uint64_t> JournalWriter::retained(
+    const std::function<Result<void>(const JournalRecordView&)>& on_record) const {
+    std::lock_guard lock(mu_);
+    // buffer_ holds whole frames (append_journal_frame), checked when they were made.
+    std::size_t at = 0;
+    while (at + kFrameHeaderSize <= buffer_.size()) {
+        uint32_t length = 0;
+        uint16_t type = 0;
+        uint64_t seq = 0;
+        std::memcpy(&length, buffer_.data() + at, 4);
+        std::memcpy(&type, buffer_.data() + at + 4, 2);
+        std::memcpy(&seq, buffer_.data() + at + 8, 8);
+        const JournalRecordView view{seq, type,
+                                     std::span(buffer_).subspan(at + kFrameHeaderSize, length),
+                                     durable_end_ + at};
+        if (auto ok = on_record(view); !ok) return std::unexpected(ok.error());
+        at += journal_frame_size(length);
+    }
+    return durable_end_;
 }
 
 uint64_t JournalWriter::first_discarded_seq() const {

@@ -44,6 +44,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -100,6 +101,13 @@ public:
     // Called by the volume, under its lock, after rolling back: ok again, next seq =
     // first_discarded_seq(). EIO if the writer failed for good.
     Result<void> resume();
+
+    // The journal as this writer keeps it, for a caller that rebuilds its state from it: the
+    // file's durable part ends at the returned offset (frames past it in the file are not to be
+    // trusted), and `on_record` gets every record the writer holds beyond it, in order
+    // (explicit mode: everything appended since the last sync; otherwise nothing once a failure
+    // discarded the rest).
+    Result<uint64_t> retained(const std::function<Result<void>(const JournalRecordView&)>& on_record) const;
 
     Durability durability() const noexcept { return durability_; }
     uint64_t durable_seq() const;

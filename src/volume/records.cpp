@@ -3,11 +3,12 @@
 #include <fcntl.h>
 
 #include <cstring>
+#include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
-#include "mem/mem_version.hpp"
-#include "mem/op_clock.hpp"
+#include "core/op_clock.hpp"
 
 namespace packfs::volume {
 namespace {
@@ -87,7 +88,18 @@ private:
     std::size_t at_ = 0;
 };
 
-bool known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(RecordType::ftruncate); }
+bool known(uint16_t type) {
+    return type >= 1 && type <= static_cast<uint16_t>(RecordType::removexattr_at);
+}
+
+// The owner of an entry a *_at record made.
+template <class Codec, class R>
+bool owner(Codec& c, R& r) {
+    uint8_t has = r.has_owner ? 1 : 0;
+    if (!c.u8(has) || has > 1) return false;
+    if constexpr (!std::is_const_v<R>) r.has_owner = has != 0;
+    return c.u32(r.uid) && c.u32(r.gid);
+}
 
 // The fields of each record type, in payload order: one list for the encoder and the decoder,
 // so the two cannot disagree. `c` is an Encoder or a Decoder; each call returns false when a
@@ -117,6 +129,27 @@ bool fields(Codec& c, R& r) {
         case RecordType::write:
             return c.u64(r.ino) && c.u64(r.offset) && c.u32(r.flags) && c.bytes(r.data);
         case RecordType::ftruncate: return c.u64(r.ino) && c.u64(r.offset);
+        case RecordType::create_at:
+            return c.u64(r.ino) && c.str(r.name) && c.u32(r.mode) && c.u32(r.flags) && owner(c, r);
+        case RecordType::mkdir_at:
+            return c.u64(r.ino) && c.str(r.name) && c.u32(r.mode) && owner(c, r);
+        case RecordType::mknod_at:
+            return c.u64(r.ino) && c.str(r.name) && c.u32(r.flags) && c.u32(r.mode) &&
+                   c.u64(r.offset) && owner(c, r);
+        case RecordType::symlink_at:
+            return c.u64(r.ino) && c.str(r.name) && c.str(r.value) && owner(c, r);
+        case RecordType::link_at: return c.u64(r.ino) && c.u64(r.ino2) && c.str(r.name);
+        case RecordType::unlink_at:
+        case RecordType::rmdir_at: return c.u64(r.ino) && c.str(r.name);
+        case RecordType::rename_at:
+            return c.u64(r.ino) && c.str(r.name) && c.u64(r.ino2) && c.str(r.name2) &&
+                   c.u32(r.flags);
+        case RecordType::setattr:
+            return c.u64(r.ino) && c.u32(r.mode) && c.u32(r.uid) && c.u32(r.gid) &&
+                   c.u32(r.flags) && c.u64(r.offset) && c.update(r.atime) && c.update(r.mtime);
+        case RecordType::setxattr_at:
+            return c.u64(r.ino) && c.str(r.name) && c.str(r.value) && c.u32(r.flags);
+        case RecordType::removexattr_at: return c.u64(r.ino) && c.str(r.name);
     }
     return false;
 }
@@ -141,6 +174,17 @@ const char* record_type_name(RecordType type) noexcept {
         case RecordType::open: return "open";
         case RecordType::write: return "write";
         case RecordType::ftruncate: return "ftruncate";
+        case RecordType::create_at: return "create";
+        case RecordType::mkdir_at: return "mkdir";
+        case RecordType::mknod_at: return "mknod";
+        case RecordType::symlink_at: return "symlink";
+        case RecordType::link_at: return "link";
+        case RecordType::unlink_at: return "unlink";
+        case RecordType::rmdir_at: return "rmdir";
+        case RecordType::rename_at: return "rename";
+        case RecordType::setattr: return "setattr";
+        case RecordType::setxattr_at: return "setxattr";
+        case RecordType::removexattr_at: return "removexattr";
     }
     return "unknown";
 }
@@ -163,16 +207,35 @@ Result<OpRecord> decode_record(uint16_t raw_type, std::span<const std::byte> pay
     return r;
 }
 
-Result<void> apply_record(Backend& overlay, const OpRecord& r) {
-    const uint64_t next_ino = mem::live_version(overlay)->next_ino;
-    if (next_ino != r.next_ino)
-        return std::unexpected(Error::corrupt(
-            "journal replay", r.path,
-            Corruption{0, r.next_ino, next_ino,
-                       fmt::format("next inode number before {} (the journal does not "
-                                   "belong to this tree)",
-                                   record_type_name(r.type))}));
-    mem::OpTimeScope stamp(r.time);
+namespace {
+
+Result<void> made(Result<Entry>&& e, Backend& overlay) {
+    if (!e) return std::unexpected(e.error());
+    overlay.forget(e->node, 1);
+    return {};
+}
+
+std::optional<Owner> owner_of(const OpRecord& r) {
+    if (!r.has_owner) return std::nullopt;
+    return Owner{r.uid, r.gid};
+}
+
+Result<FileType> mknod_type(const OpRecord& r) {
+    if (r.flags > static_cast<uint32_t>(FileType::socket))
+        return std::unexpected(Error::corrupt("journal replay", r.path,
+                                              Corruption{0, 0, r.flags, "mknod type"}));
+    return static_cast<FileType>(r.flags);
+}
+
+Result<XattrMode> xattr_mode(const OpRecord& r) {
+    if (r.flags > static_cast<uint32_t>(XattrMode::replace))
+        return std::unexpected(Error::corrupt("journal replay", r.path,
+                                              Corruption{0, 0, r.flags, "xattr mode"}));
+    return static_cast<XattrMode>(r.flags);
+}
+
+// The path records of journals from before nodes (types 1-14).
+Result<void> apply_path_record(Backend& overlay, const OpRecord& r) {
     switch (r.type) {
         case RecordType::mkdir: return overlay.mkdir(r.path, r.mode);
         case RecordType::rmdir: return overlay.rmdir(r.path);
@@ -182,12 +245,9 @@ Result<void> apply_record(Backend& overlay, const OpRecord& r) {
         case RecordType::symlink: return overlay.symlink(r.path2, r.path);
         case RecordType::link: return overlay.link(r.path, r.path2);
         case RecordType::mknod: {
-            FileType type{};
-            if (r.flags > static_cast<uint32_t>(FileType::socket))
-                return std::unexpected(Error::corrupt("journal replay", r.path,
-                                                      Corruption{0, 0, r.flags, "mknod type"}));
-            type = static_cast<FileType>(r.flags);
-            return overlay.mknod(r.path, type, r.mode, r.offset);
+            auto type = mknod_type(r);
+            if (!type) return std::unexpected(type.error());
+            return overlay.mknod(r.path, *type, r.mode, r.offset);
         }
         case RecordType::chmod: return overlay.chmod(r.path, r.mode);
         case RecordType::chown:
@@ -195,25 +255,90 @@ Result<void> apply_record(Backend& overlay, const OpRecord& r) {
         case RecordType::utimens:
             return overlay.utimens(r.path, r.atime, r.mtime, r.flags ? Follow::no : Follow::yes);
         case RecordType::truncate: return overlay.truncate(r.path, r.offset);
-        case RecordType::setxattr:
-            if (r.flags > static_cast<uint32_t>(XattrMode::replace))
-                return std::unexpected(Error::corrupt("journal replay", r.path,
-                                                      Corruption{0, 0, r.flags, "xattr mode"}));
-            return overlay.setxattr(r.path, r.name, r.value, static_cast<XattrMode>(r.flags));
+        case RecordType::setxattr: {
+            auto mode = xattr_mode(r);
+            if (!mode) return std::unexpected(mode.error());
+            return overlay.setxattr(r.path, r.name, r.value, *mode);
+        }
         case RecordType::removexattr: return overlay.removexattr(r.path, r.name);
         case RecordType::open: {
             auto file = overlay.open(r.path, static_cast<int>(r.flags), r.mode);
             if (!file) return std::unexpected(file.error());
             return {};
         }
+        default: break;
+    }
+    return fail(EINVAL, "journal replay");
+}
+
+}  // namespace
+
+Result<void> apply_record(Backend& overlay, const OpRecord& r) {
+    const uint64_t next_ino = overlay.inode_numbering().limit;
+    if (next_ino != r.next_ino)
+        return std::unexpected(Error::corrupt(
+            "journal replay", r.path,
+            Corruption{0, r.next_ino, next_ino,
+                       fmt::format("next inode number before {} (the journal does not "
+                                   "belong to this tree)",
+                                   record_type_name(r.type))}));
+    OpTimeScope stamp(r.time);
+    switch (r.type) {
         case RecordType::write: {
-            auto n = mem::write_inode(overlay, r.ino, r.data, r.offset, r.flags & 1);
+            const int flags = O_WRONLY | ((r.flags & 1) ? O_APPEND : 0);
+            auto file = overlay.open(Node{r.ino}, flags);
+            if (!file) return std::unexpected(file.error());
+            auto n = (*file)->pwrite(r.data, r.offset);
             if (!n) return std::unexpected(n.error());
             return {};
         }
-        case RecordType::ftruncate: return mem::truncate_inode(overlay, r.ino, r.offset);
+        case RecordType::ftruncate:
+        case RecordType::setattr: {
+            SetAttr change = SetAttr::resize(r.offset);
+            if (r.type == RecordType::setattr) {
+                change.mode = r.mode;
+                change.uid = r.uid;
+                change.gid = r.gid;
+                change.truncate = (r.flags & 1) != 0;
+                change.atime = r.atime;
+                change.mtime = r.mtime;
+            }
+            auto st = overlay.setattr(Node{r.ino}, change);
+            if (!st) return std::unexpected(st.error());
+            return {};
+        }
+        case RecordType::create_at: {
+            auto file = overlay.create(Node{r.ino}, r.name, static_cast<int>(r.flags), r.mode,
+                                       owner_of(r));
+            if (!file) return std::unexpected(file.error());
+            overlay.forget(file->entry.node, 1);
+            return {};
+        }
+        case RecordType::mkdir_at:
+            return made(overlay.mkdir(Node{r.ino}, r.name, r.mode, owner_of(r)), overlay);
+        case RecordType::mknod_at: {
+            auto type = mknod_type(r);
+            if (!type) return std::unexpected(type.error());
+            return made(overlay.mknod(Node{r.ino}, r.name, *type, r.mode, r.offset, owner_of(r)),
+                        overlay);
+        }
+        case RecordType::symlink_at:
+            return made(overlay.symlink(Node{r.ino}, r.name, r.value, owner_of(r)), overlay);
+        case RecordType::link_at:
+            return made(overlay.link(Node{r.ino}, Node{r.ino2}, r.name), overlay);
+        case RecordType::unlink_at: return overlay.unlink(Node{r.ino}, r.name);
+        case RecordType::rmdir_at: return overlay.rmdir(Node{r.ino}, r.name);
+        case RecordType::rename_at:
+            return overlay.rename(Node{r.ino}, r.name, Node{r.ino2}, r.name2,
+                                  static_cast<RenameFlags>(r.flags));
+        case RecordType::setxattr_at: {
+            auto mode = xattr_mode(r);
+            if (!mode) return std::unexpected(mode.error());
+            return overlay.setxattr(Node{r.ino}, r.name, r.value, *mode);
+        }
+        case RecordType::removexattr_at: return overlay.removexattr(Node{r.ino}, r.name);
+        default: return apply_path_record(overlay, r);
     }
-    return fail(EINVAL, "journal replay");
 }
 
 std::string describe_record(const OpRecord& r) {
@@ -224,6 +349,20 @@ std::string describe_record(const OpRecord& r) {
         case RecordType::write:
             return fmt::format("write inode {} at {} ({} bytes)", r.ino, r.offset, r.data.size());
         case RecordType::ftruncate: return fmt::format("ftruncate inode {} to {}", r.ino, r.offset);
+        case RecordType::create_at:
+        case RecordType::mkdir_at:
+        case RecordType::mknod_at:
+        case RecordType::unlink_at:
+        case RecordType::rmdir_at:
+            return fmt::format("{} {}/{}", record_type_name(r.type), r.ino, r.name);
+        case RecordType::symlink_at: return fmt::format("symlink {}/{} -> {}", r.ino, r.name, r.value);
+        case RecordType::link_at: return fmt::format("link inode {} as {}/{}", r.ino, r.ino2, r.name);
+        case RecordType::rename_at:
+            return fmt::format("rename {}/{} -> {}/{}", r.ino, r.name, r.ino2, r.name2);
+        case RecordType::setattr:
+        case RecordType::setxattr_at:
+        case RecordType::removexattr_at:
+            return fmt::format("{} inode {}", record_type_name(r.type), r.ino);
         default: return fmt::format("{} {}", record_type_name(r.type), r.path);
     }
 }

@@ -1,13 +1,13 @@
-// The time a mutation of the mem engine stamps (mtime, ctime, a new inode's times, "now" of
-// utimens): the clock, or, while a volume records or replays an operation on this thread, the
-// time the journal holds for it, so that a replay stamps exactly what the original did.
+// The time a mutation stamps (mtime, ctime, a new inode's times, "now" of utimens): the clock,
+// or, while a volume records or replays an operation on this thread, the time the journal holds
+// for it, so that a replay stamps exactly what the original did.
 #pragma once
 
 #include <optional>
 
 #include "packfs/types.hpp"
 
-namespace packfs::mem {
+namespace packfs {
 
 namespace detail {
 inline thread_local std::optional<Time> op_time;
@@ -27,4 +27,4 @@ private:
     std::optional<Time> previous_;
 };
 
-}  // namespace packfs::mem
+}  // namespace packfs

@@ -1,0 +1,104 @@
+#include "core/rcu.hpp"
+
+#define _LGPL_SOURCE
+#include <pthread.h>
+#include <urcu-bp.h>
+#include <urcu/rculist.h>
+
+#include <mutex>
+#include <new>
+
+#if defined(__SANITIZE_THREAD__)
+#define PACKFS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PACKFS_TSAN 1
+#endif
+#endif
+
+#ifdef PACKFS_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
+namespace packfs::rcu {
+namespace {
+
+#ifdef PACKFS_TSAN
+char grace_period_token;
+#endif
+
+// liburcu's registry and reclamation thread must be told about fork() so a child can go on
+// using them (a test forks a writer it later kills; the FUSE daemon forks before it starts).
+void install_fork_handlers() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        pthread_atfork(
+            [] {
+                call_rcu_before_fork();
+                urcu_bp_before_fork();
+            },
+            [] {
+                urcu_bp_after_fork_parent();
+                call_rcu_after_fork_parent();
+            },
+            [] {
+                urcu_bp_after_fork_child();
+                call_rcu_after_fork_child();
+            });
+    });
+}
+
+struct Batch {
+    rcu_head head;
+    std::vector<std::pair<void*, Reclaimer::Deleter>> items;
+};
+
+void free_batch(rcu_head* head) {
+    Batch* batch = caa_container_of(head, Batch, head);
+#ifdef PACKFS_TSAN
+    __tsan_acquire(&grace_period_token);
+    __tsan_acquire(batch);
+#endif
+    for (auto& [p, deleter] : batch->items) deleter(p);
+    delete batch;
+}
+
+}  // namespace
+
+void read_lock() noexcept { rcu_read_lock(); }
+
+void read_unlock() noexcept {
+#ifdef PACKFS_TSAN
+    __tsan_release(&grace_period_token);
+#endif
+    rcu_read_unlock();
+}
+
+void Reclaimer::add(void* p, Deleter deleter) {
+    if (items_.capacity() == 0) items_.reserve(kBatch);
+    items_.emplace_back(p, deleter);
+    if (items_.size() >= kBatch) flush();
+}
+
+void Reclaimer::flush() noexcept {
+    if (items_.empty()) return;
+    install_fork_handlers();
+    Batch* batch = new (std::nothrow) Batch;
+    if (!batch) {
+        // No memory for the batch: wait for the grace period here instead.
+        synchronize_rcu();
+        for (auto& [p, deleter] : items_) deleter(p);
+        items_.clear();
+        return;
+    }
+    batch->items.swap(items_);
+#ifdef PACKFS_TSAN
+    __tsan_release(batch);
+#endif
+    call_rcu(&batch->head, free_batch);
+}
+
+void barrier() noexcept { rcu_barrier(); }
+
+}  // namespace packfs::rcu

@@ -1,0 +1,76 @@
+// Read-side critical sections and deferred reclamation (DESIGN §5): the mem engine's, and the
+// volume's for the tree it replaces on compaction. Over
+// liburcu's "bulletproof" flavour: a library cannot ask every application thread to register,
+// and urcu-bp registers a thread at its first read lock.
+//
+// A reader brackets its work in a ReadSection: entering and leaving write only the reader's own
+// per-thread counter (no shared cache line, no atomic read-modify-write), and inside it every
+// object it reached through a published pointer stays allocated. The writer never frees an
+// object a reader might still hold: it retires it to a Reclaimer, which frees it after a grace
+// period (every read section that began before the retirement has ended).
+//
+// Rules the engine keeps:
+// - Never take the writer's lock inside a ReadSection: the writer may wait for a grace period
+//   (rcu::barrier when a backend is destroyed), and that waits for the reader.
+// - What is reached inside a section is not used after it, unless a reference (a hold on a
+//   cell, a snapshot) keeps it.
+//
+// ThreadSanitizer does not see liburcu's grace periods, so in a TSan build each section's end
+// releases, and each deferred free acquires, one synchronisation object: the happens-before
+// the grace period gives is then visible to it too.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace packfs::rcu {
+
+void read_lock() noexcept;
+void read_unlock() noexcept;
+
+class ReadSection {
+public:
+    ReadSection() noexcept { read_lock(); }
+    ~ReadSection() { read_unlock(); }
+    ReadSection(const ReadSection&) = delete;
+    ReadSection& operator=(const ReadSection&) = delete;
+};
+
+// Objects one writer retired, freed in batches after a grace period (one call_rcu per batch,
+// on liburcu's reclamation thread). Not thread-safe: it belongs to the writer's lock.
+class Reclaimer {
+public:
+    using Deleter = void (*)(void*) noexcept;
+
+    Reclaimer() = default;
+    ~Reclaimer() { flush(); }
+    Reclaimer(const Reclaimer&) = delete;
+    Reclaimer& operator=(const Reclaimer&) = delete;
+
+    template <class T>
+    void retire(T* p) {
+        if (p) add(p, [](void* q) noexcept { delete static_cast<T*>(q); });
+    }
+    // A reference a reader may still be using through a raw pointer: dropped after the grace
+    // period.
+    template <class T>
+    void retire_shared(std::shared_ptr<T> p) {
+        if (p) retire(new std::shared_ptr<T>(std::move(p)));
+    }
+    void add(void* p, Deleter deleter);
+    // Hands what is pending to the reclamation thread now.
+    void flush() noexcept;
+    std::size_t pending() const noexcept { return items_.size(); }
+
+    static constexpr std::size_t kBatch = 4096;
+
+private:
+    std::vector<std::pair<void*, Deleter>> items_;
+};
+
+// Waits until every object retired so far (by any Reclaimer that was flushed) is freed.
+void barrier() noexcept;
+
+}  // namespace packfs::rcu

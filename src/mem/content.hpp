@@ -1,0 +1,146 @@
+// File content of the mem engine (DESIGN §6): chunks that each cover a fixed 64 KiB range of the
+// file, so writing never re-copies what was written and a snapshot shares every chunk it can.
+//
+// Shape. A file's content is a tagged pointer in its cell: nothing (empty, all holes, or all
+// still in the lower), one Chunk for a file whose bytes all lie in its first 64 KiB (the common
+// small file: no map at all), or a ChunkMap, a 64-way radix tree of chunks by index. A chunk's
+// buffer may be smaller than 64 KiB (it starts at 64 bytes and doubles), so a 128-byte file
+// costs a 128-byte buffer; bytes past a buffer and missing chunks read as zeros (holes).
+//
+// Appends in place. Each chunk records a frontier: the most bytes of it that any state of the
+// file (live or kept for a snapshot) could ever show. Bytes at or past it are invisible to every
+// reader, so the writer fills them in place and then publishes the larger size; an older state
+// keeps its smaller size and never reads past it. An overwrite of bytes some state can see
+// copies that one chunk (never the file), and the new chunk is published with one store. A
+// truncate lowers the size, never the frontier, so bytes a snapshot still sees are never
+// rewritten; growing again zero-fills by copy-on-write where needed.
+//
+// Sharing. Chunks and map nodes carry writer-owned reference counts (cell.hpp, Counted). A map
+// node referenced once is the live file's own and changes in place (one slot store, which a
+// reader sees whole); one a kept version also references is copied with the path above it.
+//
+// Backing. A file copied up from a lower (an overlay's, DESIGN §9) reads chunks it does not
+// hold from the lower, below `backing` bytes; the first write into such a chunk copies just that
+// chunk up, so a one-byte write into a 1 GB lower file copies 64 KiB.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "mem/cell.hpp"
+#include "core/rcu.hpp"
+#include "packfs/error.hpp"
+
+namespace packfs::mem {
+
+inline constexpr uint32_t kChunkSize = 64 * 1024;
+inline constexpr uint64_t kMaxFileSize = 1ull << 52;  // 4 PiB: offsets stay far from overflow
+
+// Bytes of full-size buffers the process keeps for reuse (a large sequential write reuses what
+// earlier files freed instead of page-faulting fresh memory in).
+inline constexpr std::size_t kChunkPoolBytes = 64u << 20;
+
+struct Chunk : Counted {
+    uint32_t capacity = 0;
+    uint32_t frontier = 0;  // the writer's: see above
+    std::byte* data = nullptr;
+
+    static Chunk* make(uint32_t capacity);
+    static void destroy(Chunk* c) noexcept;
+};
+
+struct ChunkMap : Counted {
+    static constexpr int kBits = 6;
+    static constexpr int kSlots = 1 << kBits;
+    uint32_t height = 0;  // 0: slots are chunks
+    std::atomic<void*> slots[kSlots] = {};
+
+    uint64_t capacity() const noexcept { return uint64_t{1} << (kBits * (height + 1)); }
+};
+
+// Where a copied-up file's unchanged bytes are (a lower File, read with pread).
+class Backing {
+public:
+    virtual ~Backing() = default;
+    virtual Result<std::size_t> read(uint64_t offset, std::span<std::byte> out) const = 0;
+};
+
+// A file's content as the cell holds it (CellState::data of a regular file).
+class Content {
+public:
+    Content() = default;
+    explicit Content(void* raw) noexcept : raw_(reinterpret_cast<uintptr_t>(raw)) {}
+    void* raw() const noexcept { return reinterpret_cast<void*>(raw_); }
+    bool empty() const noexcept { return raw_ == 0; }
+
+    // The chunk holding bytes [index * 64 KiB, ...), or nullptr (a hole, or still backed).
+    const Chunk* chunk(uint64_t index) const noexcept;
+
+    // --- readers ---------------------------------------------------------------------------
+    // Copies the bytes [offset, ...) of a file of `size` bytes into `out`; returns the count.
+    // Chunks it lacks read from `backing` below `backing_size`, and as zeros beyond.
+    Result<std::size_t> read(uint64_t size, uint64_t offset, std::span<std::byte> out,
+                             const Backing* backing, uint64_t backing_size) const;
+
+    // --- the writer (the content must be the live state's, see ContentWriter) -------------
+    static void retain(Content c) noexcept;
+    static void release(Content c, rcu::Reclaimer& reclaimer) noexcept;
+    static void destroy_now(Content c) noexcept;
+
+private:
+    friend class ContentWriter;
+    static constexpr uintptr_t kMapTag = 1;
+    bool is_map() const noexcept { return raw_ & kMapTag; }
+    Chunk* as_chunk() const noexcept { return reinterpret_cast<Chunk*>(raw_); }
+    ChunkMap* as_map() const noexcept { return reinterpret_cast<ChunkMap*>(raw_ & ~kMapTag); }
+    static Content of(Chunk* c) noexcept { return Content(c); }
+    static Content of(ChunkMap* m) noexcept {
+        Content out;
+        out.raw_ = reinterpret_cast<uintptr_t>(m) | kMapTag;
+        return out;
+    }
+    uintptr_t raw_ = 0;
+};
+
+// Changes one file's content: `state` is the cell's next state (content, size, allocated and
+// backing are read and updated in it; the caller publishes it).
+class ContentWriter {
+public:
+    ContentWriter(CellState& state, rcu::Reclaimer& reclaimer, const Backing* backing) noexcept
+        : state_(state), reclaimer_(reclaimer), backing_(backing) {}
+
+    // Writes `data` at `offset` (the size grows to cover it; a gap reads as zeros). A backing
+    // lower's read error is returned, and nothing is changed then.
+    Result<void> write(uint64_t offset, std::span<const std::byte> data);
+    // Sets the size: drops whole chunks past a new, smaller end; a larger size reads as zeros.
+    Result<void> resize(uint64_t new_size);
+
+private:
+    Result<void> modify_chunk(uint64_t index, uint32_t visible_before, uint32_t visible_after,
+                              uint32_t a, std::span<const std::byte> data);
+    Result<Chunk*> chunk_from_backing(uint64_t index, uint32_t visible, uint32_t capacity_needed);
+    Result<void> read_backing(uint64_t pos, uint64_t end, std::byte* dst) const;
+    // Makes chunk `index` be `chunk` (nullptr: a hole), releasing what was there.
+    void set_chunk(uint64_t index, Chunk* chunk);
+    ChunkMap* own_map(ChunkMap* node, std::atomic<void*>* parent_slot);
+    void drop_from(uint64_t first_index);
+
+    Content content() const noexcept { return Content(state_.data); }
+    void set_content(Content c) noexcept { state_.data = c.raw(); }
+
+    CellState& state_;
+    rcu::Reclaimer& reclaimer_;
+    const Backing* backing_;
+    // While a chunk a reader may be reading is replaced or removed, map nodes are copied even
+    // when they are the file's own (the copies are published with the state); the copies this
+    // writer made are not copied again.
+    bool copying_ = false;
+    std::vector<ChunkMap*> made_;
+    std::vector<std::pair<uint64_t, Chunk*>> backed_;  // chunks read from the lower, by index
+};
+
+}  // namespace packfs::mem

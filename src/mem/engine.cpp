@@ -1,0 +1,245 @@
+// The engine's life, its versions and its holds (engine.hpp has the protocol).
+#include "mem/engine.hpp"
+
+#include <algorithm>
+
+
+namespace packfs::mem {
+
+Stat stat_of(uint64_t ino, const CellState& s) noexcept {
+    Stat st;
+    st.ino = ino;
+    st.type = s.type;
+    st.mode = s.mode;
+    st.uid = s.uid;
+    st.gid = s.gid;
+    st.nlink = s.nlink;
+    st.size = s.size;
+    st.rdev = (s.type == FileType::char_device || s.type == FileType::block_device) ? s.aux : 0;
+    const uint64_t backed = s.type == FileType::regular ? s.aux : 0;
+    st.blocks = (s.allocated + backed) / 512;
+    st.atime = s.atime;
+    st.mtime = s.mtime;
+    st.ctime = s.ctime;
+    return st;
+}
+
+Engine::Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64_t next_ino)
+    : options_(options),
+      lower_(std::move(lower)),
+      lower_view_(lower_.get()),
+      table_(lower_ ? lower_view_.limit() : 64) {
+    next_ino_ = std::max<uint64_t>({kRootIno + 1, next_ino, lower_ ? lower_view_.limit() : 0});
+    if (lower_) return;  // the root, like everything else, is the lower's until it changes
+    Cell* root = new_cell(kRootIno);
+    CellState& s = root->state;
+    s.modified_gen = 0;  // every snapshot sees the root
+    s.type = FileType::directory;
+    s.mode = options.root_mode & 07777;
+    s.uid = options.uid;
+    s.gid = options.gid;
+    s.nlink = 2;
+    s.aux = kRootIno;
+    s.atime = s.mtime = s.ctime = Time::now();
+    table_.slot(kRootIno).store(root, std::memory_order_release);
+    inodes_.store(1, std::memory_order_relaxed);
+}
+
+Engine::~Engine() {
+    // No reader is left (they all hold the engine): free everything now, then whatever was
+    // retired before.
+    reclaimer_.flush();
+    std::vector<Cell*> cells;
+    table_.each([&](Cell* c) { cells.push_back(c); });
+    for (Cell* c : cells) {
+        const CellState& s = c->state;
+        std::vector<Version*> chain;
+        for (Version* v = s.prev; v; v = v->state.prev) chain.push_back(v);
+        auto destroy_state = [](const CellState& st) {
+            switch (st.type) {
+                case FileType::directory: trie_destroy_now(static_cast<TrieNode*>(st.data)); break;
+                case FileType::regular: Content::destroy_now(Content(st.data)); break;
+                case FileType::symlink:
+                    if (auto* t = static_cast<Target*>(st.data); t && --t->refs == 0) delete t;
+                    break;
+                default: break;
+            }
+            if (st.xattrs && --st.xattrs->refs == 0) delete st.xattrs;
+        };
+        if (s.kind == CellKind::live) destroy_state(s);
+        for (Version* v : chain) {
+            if (v->state.kind == CellKind::live) destroy_state(v->state);
+            delete v;
+        }
+        delete c;
+    }
+    rcu::barrier();
+}
+
+Cell* Engine::new_cell(uint64_t ino) {
+    cells_made_.fetch_add(1, std::memory_order_relaxed);
+    return new Cell(ino);
+}
+
+// --- versions ----------------------------------------------------------------------------------
+
+std::optional<CellState> Engine::visible(const Cell& cell, uint64_t gen) noexcept {
+    CellState s = cell.read();
+    while (s.modified_gen > gen) {
+        const Version* v = s.prev;
+        if (!v) return std::nullopt;
+        atomic_copy_out(v->state, s);
+    }
+    if (s.kind == CellKind::stub) return std::nullopt;
+    return s;
+}
+
+void Engine::retain_state(const CellState& s) noexcept {
+    switch (s.type) {
+        case FileType::directory: trie_retain(static_cast<TrieNode*>(s.data)); break;
+        case FileType::regular: Content::retain(Content(s.data)); break;
+        case FileType::symlink:
+            if (s.data) ++static_cast<Target*>(s.data)->refs;
+            break;
+        default: break;
+    }
+    if (s.xattrs) ++s.xattrs->refs;
+}
+
+void Engine::release_state(const CellState& s) noexcept {
+    switch (s.type) {
+        case FileType::directory: trie_release(static_cast<TrieNode*>(s.data), reclaimer_); break;
+        case FileType::regular: Content::release(Content(s.data), reclaimer_); break;
+        case FileType::symlink:
+            if (auto* t = static_cast<Target*>(s.data); t && --t->refs == 0) reclaimer_.retire(t);
+            break;
+        default: break;
+    }
+    if (s.xattrs && --s.xattrs->refs == 0) reclaimer_.retire(s.xattrs);
+}
+
+CellState Engine::begin_edit(Cell* cell) {
+    CellState next = cell->state;
+    if (next.modified_gen <= last_snapshot_ && next.kind != CellKind::stub) {
+        // A snapshot sees this state: keep it, sharing what it points to.
+        auto* kept = new Version{next, gen_};
+        versions_made_.fetch_add(1, std::memory_order_relaxed);
+        if (next.kind == CellKind::live) retain_state(next);
+        next.prev = kept;
+        snapshots_[last_snapshot_].versions.emplace_back(cell, kept);
+    }
+    next.modified_gen = gen_;
+    return next;
+}
+
+Engine::SnapshotInfo Engine::take_snapshot() {
+    const uint64_t gen = gen_++;
+    ++snapshots_[gen].count;
+    last_snapshot_ = gen;
+    return SnapshotInfo{gen, bytes_used_.load(std::memory_order_relaxed), next_ino_};
+}
+
+void Engine::drop_snapshot(uint64_t gen) noexcept {
+    auto it = snapshots_.find(gen);
+    if (it == snapshots_.end()) return;
+    if (--it->second.count > 0) return;
+    auto versions = std::move(it->second.versions);
+    snapshots_.erase(it);
+    last_snapshot_ = snapshots_.empty() ? 0 : snapshots_.rbegin()->first;
+    // The next older snapshot takes over what it still sees; the rest is freed.
+    auto older = snapshots_.lower_bound(gen);
+    const bool has_older = older != snapshots_.begin();
+    if (has_older) --older;
+    std::vector<Cell*> touched;
+    for (auto& [cell, version] : versions) {
+        if (has_older && older->first >= version->state.modified_gen) {
+            older->second.versions.emplace_back(cell, version);
+            continue;
+        }
+        // Unlink it from its cell's chain (readers of other snapshots may be passing: the
+        // link they follow is swapped whole, and the version is retired, not freed).
+        Version* after = version->state.prev;
+        if (cell->state.prev == version) {
+            CellState s = cell->state;
+            s.prev = after;
+            cell->write(s);
+        } else {
+            for (Version* v = cell->state.prev; v; v = v->state.prev) {
+                if (v->state.prev == version) {
+                    std::atomic_ref<Version*>(v->state.prev).store(after, std::memory_order_release);
+                    break;
+                }
+            }
+        }
+        if (version->state.kind == CellKind::live) release_state(version->state);
+        reclaimer_.retire(version);
+        touched.push_back(cell);
+    }
+    // A dead inode no snapshot sees any more leaves the table (unless it stands for a lower
+    // inode, whose number must not come back).
+    for (Cell* cell : touched) {
+        const CellState& s = cell->state;
+        if (s.kind != CellKind::dead || s.prev || cell->held()) continue;
+        if (lower_ && cell->ino < lower_view_.limit()) continue;
+        auto& slot = table_.slot(cell->ino);
+        if (slot.load(std::memory_order_relaxed) != cell) continue;
+        slot.store(nullptr, std::memory_order_release);
+        reclaimer_.retire(cell);
+    }
+}
+
+// --- holds -------------------------------------------------------------------------------------
+
+Result<Cell*> Engine::hold(uint64_t ino) {
+    if (ino == 0) return fail(ESTALE, "open");
+    for (;;) {
+        rcu::ReadSection section;
+        Cell* cell = table_.find(ino);
+        if (cell) {
+            if (cell->try_hold()) {
+                if (cell->read().kind == CellKind::dead) {
+                    cell->holds.fetch_sub(1, std::memory_order_acq_rel);
+                    return fail(ESTALE, "open");
+                }
+                return cell;
+            }
+            // Being freed: an orphan or a dead inode is gone for good; a stub being removed
+            // may be replaced by a fresh one.
+            if (cell->read().kind != CellKind::stub) return fail(ESTALE, "open");
+        }
+        if (!lower_ || ino >= lower_view_.limit()) return fail(ESTALE, "open");
+        auto node = lower_view_.node_of(ino);
+        if (!node) return fail(ESTALE, "open");
+        auto st = lower_->getattr(Node{*node});
+        if (!st) return std::unexpected(st.error());
+        Cell* stub = new_cell(ino);
+        stub->holds.store(1, std::memory_order_relaxed);
+        stub->state.kind = CellKind::stub;
+        stub->state.type = st->type;
+        stub->state.lower = *node;
+        void* expected = cell;
+        if (table_.slot(ino).compare_exchange_strong(expected, stub, std::memory_order_acq_rel))
+            return stub;  // (a dying stub it replaced is retired by its remover)
+        delete stub;      // another thread was first: look again
+    }
+}
+
+void Engine::release(Cell* cell) noexcept {
+    if (!cell->release_hold()) return;
+    // The last hold: an orphan is freed, a stub removed. Anything else stays as it is.
+    std::lock_guard lock(writer_);
+    if (cell->held()) return;  // held again meanwhile
+    const CellState& s = cell->state;
+    const bool orphan = s.kind == CellKind::live && s.nlink == 0;
+    if (s.kind != CellKind::stub && !orphan) return;
+    if (!cell->try_kill()) return;
+    if (orphan) {
+        free_inode(cell);
+        return;
+    }
+    void* expected = cell;
+    table_.slot(cell->ino).compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+    reclaimer_.retire(cell);
+}
+
+}  // namespace packfs::mem

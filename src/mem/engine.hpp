@@ -1,0 +1,244 @@
+// The mem engine (DESIGN §5, §6, §9): the tree of a mem backend, of an overlay (the same tree
+// over a read-only lower Backend) and of a volume's overlay. The Backend classes over it are in
+// mem_backend.cpp; this is the state and every operation on it, by inode.
+//
+// STATE. An inode table (inode_table.hpp) of cells (cell.hpp): each cell is one inode with its
+// stat fields inline; a directory's cell holds its entry trie (trie.hpp), a file's its chunked
+// content (content.hpp). Inode numbers are never reused; a node of the Backend is its inode
+// number (Node::id == st_ino), the root is 1.
+//
+// CONCURRENCY (the protocol in one place).
+// - One writer at a time: every mutation holds `writer_`. Readers never take it: they enter an
+//   RCU read section (rcu.hpp), read cells under their sequence counts and follow pointers that
+//   stay allocated until the section ends. A reader writes no shared cache line.
+// - The writer changes what no snapshot can see in place, in steps a reader sees whole: a new
+//   inode's cell is complete and in the table before an entry names it; an entry is removed
+//   before its inode is freed; a cell's state changes in one seqlocked write.
+// - A path walk (the generic walker, core/walker.hpp) makes several lookups; a directory rename
+//   between them could make it combine two trees. Renames of directories bump `rename_seq_`,
+//   and a walk that saw it move starts again (Linux's rename_lock).
+// - snapshot() (under the writer lock) records the current generation and starts the next:
+//   O(1). What changes after it keeps the state it replaced for the snapshot (cell.hpp). A
+//   snapshot is frozen, contents included; dropping one frees what only it kept.
+// - Holds (open files, node references) live in the cells; an inode whose last name goes while
+//   it is held stays as an orphan until the last hold goes.
+//
+// OVERLAY. With a lower, the table holds only what the tree changed: an inode without a cell
+// (or with a stub) is the lower's, reached through the lower's own nodes; the first change of a
+// lower inode copies it up into a cell of the same number (metadata and xattrs copied, content
+// read from the lower chunk by chunk until written). A directory copied up keeps its lower node
+// and goes on showing its lower entries, hidden by whiteouts (trie entries with ino 0); one made
+// in the tree has none, so one re-made over a deleted lower directory is opaque. How the lower's
+// inode numbers become the overlay's is LowerView's (lower_view.hpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mem/cell.hpp"
+#include "mem/content.hpp"
+#include "mem/inode_table.hpp"
+#include "mem/lower_view.hpp"
+#include "core/op_clock.hpp"
+#include "core/rcu.hpp"
+#include "mem/trie.hpp"
+#include "packfs/backend.hpp"
+#include "packfs/mem.hpp"
+
+namespace packfs::mem {
+
+// A node as a walk or a call carries it, valid inside the RCU read section (or writer lock) it
+// was made in: its number, its cell when the tree holds one for the generation read, and its
+// lower node when it has one.
+struct Ref {
+    uint64_t ino = 0;
+    Cell* cell = nullptr;  // null: the lower's inode, unchanged
+    uint64_t lower = 0;    // its lower node (a lower inode, or what a cell was copied up from)
+    FileType type = FileType::regular;
+    bool is_dir() const noexcept { return type == FileType::directory; }
+};
+
+// The lower Files a reader has open, so successive reads of one copied-up or lower file do not
+// open it again. Owned by a handle (or by one call).
+class LowerFiles {
+public:
+    const Backing* get(Backend& lower, uint64_t node);
+
+private:
+    class Adapter final : public Backing {
+    public:
+        explicit Adapter(FileHandle file) : file_(std::move(file)) {}
+        Result<std::size_t> read(uint64_t offset, std::span<std::byte> out) const override {
+            return file_->pread(out, offset);
+        }
+
+    private:
+        FileHandle file_;
+    };
+    uint64_t node_ = 0;
+    std::unique_ptr<Adapter> open_;
+};
+
+class Engine : public std::enable_shared_from_this<Engine> {
+public:
+    // A plain mem tree (`lower` null), or an overlay over `lower`. New inodes are numbered from
+    // `next_ino` (0: from 2, or just above the lower's numbers).
+    Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64_t next_ino);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    const MemOptions& options() const noexcept { return options_; }
+    Backend* lower() const noexcept { return lower_.get(); }
+    const std::shared_ptr<Backend>& lower_ptr() const noexcept { return lower_; }
+
+    // === reading: inside an rcu::ReadSection, at kLiveGen or a snapshot's generation ========
+
+    Ref root(uint64_t gen) const;
+    // The entry `name` of directory `dir`; nullopt when it has none.
+    Result<std::optional<Ref>> child(const Ref& dir, std::string_view name, uint64_t gen) const;
+    // The node with number `ino`: ESTALE when there is none at `gen`.
+    Result<Ref> by_ino(uint64_t ino, uint64_t gen) const;
+    Result<Stat> stat(const Ref& node, uint64_t gen) const;
+    Result<std::vector<DirEntry>> list(const Ref& dir, uint64_t gen) const;
+    Result<std::string> target(const Ref& link, uint64_t gen) const;
+    Result<std::string> getxattr(const Ref& node, std::string_view name, uint64_t gen) const;
+    Result<std::vector<std::string>> listxattr(const Ref& node, uint64_t gen) const;
+    Result<bool> has_entries(const Ref& dir, uint64_t gen) const;
+    Result<std::size_t> read(const Ref& file, std::span<std::byte> out, uint64_t offset,
+                             uint64_t gen, LowerFiles& lower_files) const;
+    StatFs statfs(uint64_t gen) const;
+
+    // The state a cell shows at `gen` (nullopt: none; it is then the lower's, or nothing).
+    static std::optional<CellState> visible(const Cell& cell, uint64_t gen) noexcept;
+
+    // Directory renames since the engine began (odd while one is under way).
+    uint32_t rename_seq() const noexcept { return rename_seq_.load(std::memory_order_acquire); }
+
+    // === holds (any thread, outside a read section for release) =============================
+
+    // A hold on the live node `ino` (an open file or a node reference): its cell, a stub made
+    // for a lower inode. ESTALE when it is gone.
+    Result<Cell*> hold(uint64_t ino);
+    // Gives a hold back; the last one of an orphan frees it, of a stub removes it.
+    void release(Cell* cell) noexcept;
+    // The cell of `ino`, if it has one (a held node always has).
+    Cell* find_cell(uint64_t ino) const noexcept { return table_.find(ino); }
+
+    // === the writer ===========================================================================
+
+    std::unique_lock<std::mutex> lock() { return std::unique_lock(writer_); }
+
+    // Everything below needs the lock. Refs come from the live tree (by_ino/child at kLiveGen).
+    // New inodes belong to `owner` (with the set-group-ID rule) or to the options' owner.
+    Result<Ref> make(const Ref& dir, std::string_view name, FileType type, uint32_t mode,
+                     uint64_t rdev, std::string_view target, const std::optional<Owner>& owner);
+    Result<void> link(const Ref& node, const Ref& dir, std::string_view name);
+    Result<void> unlink(const Ref& dir, std::string_view name);
+    Result<void> rmdir(const Ref& dir, std::string_view name);
+    // `ancestry_checked`: the caller (a path walk) already knows neither directory is inside
+    // the other where that matters.
+    Result<void> rename(const Ref& dir, std::string_view name, const Ref& to_dir,
+                        std::string_view to_name, RenameFlags flags, bool ancestry_checked);
+    Result<Stat> setattr(const Ref& node, const SetAttr& change);
+    Result<void> setxattr(const Ref& node, std::string_view name, std::string_view value,
+                          XattrMode mode);
+    Result<void> removexattr(const Ref& node, std::string_view name);
+    // A handle's write and truncate (the cell is held by the handle).
+    Result<std::size_t> write(Cell* cell, std::span<const std::byte> data, uint64_t offset,
+                              bool append);
+    Result<void> truncate(Cell* cell, uint64_t size);
+    // The live node's cell, copying a lower inode up first (a handle opened for writing holds
+    // the copy, so its writes need no copy-up).
+    Result<Cell*> own(const Ref& node);
+
+    uint64_t next_ino() const noexcept { return next_ino_; }
+
+    // === versions ===========================================================================
+
+    // A snapshot: the generation it reads at, kept until released (both under the lock).
+    struct SnapshotInfo {
+        uint64_t gen;
+        uint64_t bytes_used;
+        uint64_t next_ino;
+    };
+    SnapshotInfo take_snapshot();
+    void drop_snapshot(uint64_t gen) noexcept;
+
+    // Tests: what the engine allocated (cells, versions, trie and map nodes, entries, chunks).
+    struct Counters {
+        uint64_t cells = 0, versions = 0;
+    };
+    Counters counters() const noexcept {
+        return {cells_made_.load(std::memory_order_relaxed),
+                versions_made_.load(std::memory_order_relaxed)};
+    }
+
+private:
+    friend class LowerFiles;
+
+    // The cell's next state, for an edit under the lock: when a snapshot can see its current
+    // state, that state is kept as a Version first.
+    CellState begin_edit(Cell* cell);
+    void commit(Cell* cell, const CellState& next) noexcept { cell->write(next); }
+    // The live cell of `node`, copied up from the lower when it has none (needs the lock).
+    Result<Cell*> own_cell(const Ref& node);
+    Cell* new_cell(uint64_t ino);
+    // A fresh inode of `type` (not yet named).
+    Cell* make_inode(FileType type, uint32_t mode, Time now, const std::optional<Owner>& owner,
+                     const CellState& parent);
+    // The entry `name` of a live directory, as lookup sees it (whiteouts are no entry).
+    Result<std::optional<Ref>> live_child(const Ref& dir, std::string_view name);
+    // Names `ino` as dir/name (the name free or a whiteout) in `dir_state` (the dir's next state).
+    void add_name(CellState& dir_state, std::string_view name, uint64_t ino, FileType type);
+    // Removes dir/name: erased, or a whiteout where the lower has that name.
+    Result<void> remove_name(CellState& dir_state, std::string_view name);
+    // One link of `node` gone (its name already removed): at nlink 0 the inode is freed, or
+    // left as an orphan while held (a lower inode nobody holds only needs a tombstone).
+    Result<void> drop_link(const Ref& node, Time now);
+    // Frees a live inode with no name and no hold (or marks it dead for the snapshots and the
+    // lower that still know its number).
+    void free_inode(Cell* cell);
+    void release_state(const CellState& s) noexcept;
+    void retain_state(const CellState& s) noexcept;
+    // Whether `dir` is `ancestor` or inside it: up the parents the cells record, or where a
+    // lower directory's parent is not known, down the ancestor's subtree.
+    Result<bool> inside(const Ref& dir, const Ref& ancestor);
+    // A dead cell for a lower inode the tree removed unheld (its number must not come back).
+    void bury(uint64_t ino);
+    const Backing* writer_backing(const CellState& s);
+    Result<void> add_lower_xattrs(CellState& s, uint64_t lower_node);
+
+    const MemOptions options_;
+    const std::shared_ptr<Backend> lower_;
+    LowerView lower_view_;
+    InodeTable table_;
+
+    std::mutex writer_;
+    rcu::Reclaimer reclaimer_;
+    LowerFiles writer_files_;  // the lower files the writer reads chunks from
+    uint64_t next_ino_ = kRootIno + 1;
+    uint64_t gen_ = 1;             // the generation mutations make now
+    uint64_t last_snapshot_ = 0;   // the newest live snapshot's generation (0: none)
+    std::atomic<uint64_t> bytes_used_{0};  // the writer's, read by statfs
+    std::atomic<uint64_t> inodes_{0};      // the tree's own live inodes (likewise)
+    std::atomic<uint32_t> rename_seq_{0};
+    // Live snapshots by generation, each with the versions only it (and older ones) still need.
+    struct Kept {
+        uint32_t count = 0;  // snapshots of this generation
+        std::vector<std::pair<Cell*, Version*>> versions;
+    };
+    std::map<uint64_t, Kept> snapshots_;
+
+    std::atomic<uint64_t> cells_made_{0}, versions_made_{0};
+};
+
+}  // namespace packfs::mem

@@ -1,0 +1,242 @@
+// The engine's reads (engine.hpp): what a node is, its entries, attributes, target, xattrs and
+// bytes, at the live generation or a snapshot's. Callers are inside an RCU read section (or
+// hold the writer lock); nothing here takes a lock or writes shared memory.
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "mem/engine.hpp"
+
+namespace packfs::mem {
+
+// --- lower files ---------------------------------------------------------------------------
+
+const Backing* LowerFiles::get(Backend& lower, uint64_t node) {
+    if (open_ && node_ == node) return open_.get();
+    auto file = lower.open(Node{node}, O_RDONLY);
+    if (!file) return nullptr;
+    open_ = std::make_unique<Adapter>(std::move(*file));
+    node_ = node;
+    return open_.get();
+}
+
+// --- nodes -----------------------------------------------------------------------------------
+
+Ref Engine::root(uint64_t gen) const {
+    if (Cell* cell = table_.find(kRootIno)) {
+        if (auto s = visible(*cell, gen); s && s->kind == CellKind::live)
+            return Ref{kRootIno, cell, s->lower, FileType::directory};
+    }
+    return Ref{kRootIno, nullptr, kRootNode.id, FileType::directory};
+}
+
+Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
+                                         uint64_t gen) const {
+    uint64_t lower_dir = dir.lower;
+    if (dir.cell) {
+        auto s = visible(*dir.cell, gen);
+        if (!s || s->kind != CellKind::live) return std::nullopt;  // removed meanwhile
+        if (const EntryRec* e = trie_find(static_cast<const TrieNode*>(s->data),
+                                          name_hash(name), name)) {
+            if (e->ino == 0) return std::nullopt;  // a whiteout: the lower's name is deleted
+            Cell* cell = table_.find(e->ino);
+            if (!cell) return std::nullopt;  // freed after the name was read: gone
+            auto cs = visible(*cell, gen);
+            if (!cs || cs->kind != CellKind::live) return std::nullopt;
+            return Ref{e->ino, cell, cs->lower, e->type};
+        }
+        lower_dir = s->lower;
+    }
+    if (!lower_dir || !lower_) return std::nullopt;
+    auto found = lower_->lookup(Node{lower_dir}, name);
+    if (!found) {
+        if (found.error().code() == ENOENT) return std::nullopt;
+        return std::unexpected(found.error());
+    }
+    const uint64_t ino = const_cast<LowerView&>(lower_view_).number(*found);
+    if (Cell* cell = table_.find(ino)) {
+        // The lower's inode, changed by the tree (copied up under another of its names), or
+        // removed by it.
+        if (auto cs = visible(*cell, gen)) {
+            if (cs->kind != CellKind::live) return std::nullopt;
+            return Ref{ino, cell, cs->lower, cs->type};
+        }
+    }
+    return Ref{ino, nullptr, found->node.id, found->stat.type};
+}
+
+Result<Ref> Engine::by_ino(uint64_t ino, uint64_t gen) const {
+    if (ino == kRootIno) return root(gen);
+    uint64_t lower_node = 0;
+    FileType lower_type = FileType::regular;
+    if (Cell* cell = table_.find(ino)) {
+        if (auto s = visible(*cell, gen)) {
+            if (s->kind != CellKind::live) return fail(ESTALE, "lookup");
+            return Ref{ino, cell, s->lower, s->type};
+        }
+        const CellState raw = cell->read();
+        if (raw.kind == CellKind::stub) {
+            lower_node = raw.lower;
+            lower_type = raw.type;
+        }
+    }
+    if (!lower_ || ino >= lower_view_.limit()) return fail(ESTALE, "lookup");
+    if (!lower_node) {
+        auto node = const_cast<LowerView&>(lower_view_).node_of(ino);
+        if (!node) return std::unexpected(node.error());
+        auto st = lower_->getattr(Node{*node});
+        if (!st) return std::unexpected(st.error());
+        lower_node = *node;
+        lower_type = st->type;
+    }
+    return Ref{ino, nullptr, lower_node, lower_type};
+}
+
+// --- attributes ----------------------------------------------------------------------------------
+
+Result<Stat> Engine::stat(const Ref& node, uint64_t gen) const {
+    if (node.cell) {
+        auto s = visible(*node.cell, gen);
+        if (!s || s->kind != CellKind::live) return fail(ESTALE, "stat");
+        return stat_of(node.ino, *s);
+    }
+    auto st = lower_->getattr(Node{node.lower});
+    if (!st) return std::unexpected(st.error());
+    st->ino = node.ino;
+    return st;
+}
+
+Result<std::string> Engine::target(const Ref& link, uint64_t gen) const {
+    if (link.cell) {
+        auto s = visible(*link.cell, gen);
+        if (!s || s->kind != CellKind::live) return fail(ESTALE, "readlink");
+        if (s->type != FileType::symlink) return fail(EINVAL, "readlink");
+        return static_cast<const Target*>(s->data)->text;
+    }
+    return lower_->readlink(Node{link.lower});
+}
+
+Result<std::string> Engine::getxattr(const Ref& node, std::string_view name, uint64_t gen) const {
+    if (node.cell) {
+        auto s = visible(*node.cell, gen);
+        if (!s || s->kind != CellKind::live) return fail(ESTALE, "getxattr");
+        const std::string* value = s->xattrs ? s->xattrs->find(name) : nullptr;
+        if (!value) return fail(ENODATA, "getxattr");
+        return *value;
+    }
+    return lower_->getxattr(Node{node.lower}, name);
+}
+
+Result<std::vector<std::string>> Engine::listxattr(const Ref& node, uint64_t gen) const {
+    if (node.cell) {
+        auto s = visible(*node.cell, gen);
+        if (!s || s->kind != CellKind::live) return fail(ESTALE, "listxattr");
+        std::vector<std::string> names;
+        if (s->xattrs)
+            for (const auto& [k, v] : s->xattrs->items) names.push_back(k);
+        return names;
+    }
+    return lower_->listxattr(Node{node.lower});
+}
+
+// --- directories -------------------------------------------------------------------------------
+
+Result<std::vector<DirEntry>> Engine::list(const Ref& dir, uint64_t gen) const {
+    if (!dir.cell) return const_cast<LowerView&>(lower_view_).list(dir.lower);
+    auto s = visible(*dir.cell, gen);
+    if (!s || s->kind != CellKind::live) return fail(ESTALE, "readdir");
+    std::vector<DirEntry> out;
+    const auto* root = static_cast<const TrieNode*>(s->data);
+    out.reserve(s->entries);
+    if (!s->lower) {
+        trie_each(root, [&](const EntryRec& e) {
+            if (e.ino) out.push_back(DirEntry{std::string(e.name()), e.ino, e.type});
+            return true;
+        });
+        return out;
+    }
+    // Merged: its own names (whiteouts hide the lower's), then the lower's it does not shadow.
+    auto lower = const_cast<LowerView&>(lower_view_).list(s->lower);
+    if (!lower) return std::unexpected(lower.error());
+    if (!root) return lower;
+    std::unordered_set<std::string_view> own;
+    trie_each(root, [&](const EntryRec& e) {
+        own.insert(e.name());
+        if (e.ino) out.push_back(DirEntry{std::string(e.name()), e.ino, e.type});
+        return true;
+    });
+    for (DirEntry& e : *lower)
+        if (!own.contains(e.name)) out.push_back(std::move(e));
+    return out;
+}
+
+Result<bool> Engine::has_entries(const Ref& dir, uint64_t gen) const {
+    uint64_t lower_dir = dir.lower;
+    const TrieNode* root = nullptr;
+    if (dir.cell) {
+        auto s = visible(*dir.cell, gen);
+        if (!s || s->kind != CellKind::live) return false;
+        if (s->entries > 0) return true;
+        lower_dir = s->lower;
+        root = static_cast<const TrieNode*>(s->data);
+    }
+    if (!lower_dir || !lower_) return false;
+    auto lower = lower_->list(Node{lower_dir});
+    if (!lower) return std::unexpected(lower.error());
+    for (const DirEntry& e : *lower)
+        if (!trie_find(root, name_hash(e.name), e.name)) return true;  // not whited out
+    return false;
+}
+
+// --- contents --------------------------------------------------------------------------------------
+
+Result<std::size_t> Engine::read(const Ref& file, std::span<std::byte> out, uint64_t offset,
+                                 uint64_t gen, LowerFiles& lower_files) const {
+    if (file.type == FileType::directory) return fail(EISDIR, "read");
+    if (!file.cell) {
+        const Backing* lower = lower_files.get(*lower_, file.lower);
+        if (!lower) return fail(EIO, "read");
+        return lower->read(offset, out);
+    }
+    auto s = visible(*file.cell, gen);
+    if (!s || s->kind != CellKind::live) return fail(ESTALE, "read");
+    if (s->type == FileType::directory) return fail(EISDIR, "read");
+    const Backing* backing = nullptr;
+    if (s->aux > 0 && s->lower && lower_) {
+        backing = lower_files.get(*lower_, s->lower);
+        if (!backing) return fail(EIO, "read");
+    }
+    return Content(s->data).read(s->size, offset, out, backing, s->aux);
+}
+
+StatFs Engine::statfs(uint64_t gen) const {
+    (void)gen;
+    uint64_t capacity = options_.capacity_bytes;
+    if (capacity == 0) {
+        const long pages = sysconf(_SC_PHYS_PAGES);
+        const long page_size = sysconf(_SC_PAGESIZE);
+        capacity = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 1ull << 32;
+    }
+    StatFs fs;
+    fs.block_size = 4096;
+    fs.blocks = capacity / fs.block_size;
+    uint64_t used =
+        (bytes_used_.load(std::memory_order_relaxed) + fs.block_size - 1) / fs.block_size;
+    uint64_t files = inodes_.load(std::memory_order_relaxed);
+    if (lower_) {
+        // The lower's bytes and inodes count as used: an overlay holds both layers.
+        if (auto lower = lower_->statfs(kRootNode)) {
+            used += (lower->blocks - lower->blocks_free) * lower->block_size / fs.block_size;
+            files += lower->files - lower->files_free;
+        }
+        fs.blocks = std::max(fs.blocks, used);
+    }
+    fs.blocks_free = fs.blocks > used ? fs.blocks - used : 0;
+    fs.files = files + (1ull << 32);
+    fs.files_free = fs.files - files;
+    fs.name_max = 255;
+    return fs;
+}
+
+}  // namespace packfs::mem

@@ -1,0 +1,191 @@
+// Compaction (DESIGN §10, volume_impl.hpp): the tree at one instant written into a fresh pack
+// while readers and writers go on, then a new tree over that pack with the records made since
+// that instant, a new journal generation holding only those records, and the manifest switched.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "core/io.hpp"
+#include "mem/mem_backend.hpp"
+#include "volume/volume_impl.hpp"
+
+namespace packfs::volume {
+namespace {
+
+// Copies the frames of the journal at `path` with seq > `after` into `to` and replays each into
+// `tree`, reading from `resume` (moved past every frame read). `last` is the last seq copied.
+Result<void> carry_records(const std::string& path, uint64_t after, JournalWriter& to,
+                           Backend& tree, uint64_t& last, std::optional<JournalPosition>& resume) {
+    auto scan = scan_journal(
+        path,
+        [&](const JournalRecordView& view) -> Result<void> {
+            resume = JournalPosition{view.offset + journal_frame_size(view.payload.size()),
+                                     view.seq + 1};
+            if (view.seq <= after) return {};
+            if (auto ok = replay_record(tree, view); !ok) return ok;
+            auto copied = to.append(view.type, view.payload);
+            if (!copied) return std::unexpected(copied.error());
+            last = view.seq;
+            return {};
+        },
+        resume);
+    if (!scan) return std::unexpected(scan.error());
+    return {};
+}
+
+}  // namespace
+
+Result<CompactionStats> VolumeImpl::compact() {
+    if (options_.read_only) return fail(EROFS, "compact", dir_);
+    std::lock_guard one_at_a_time(compact_mu_);
+    const auto t0 = std::chrono::steady_clock::now();
+    CompactionStats stats;
+
+    // 1. For an instant, under the lock: the tree to write, and where the journal stands.
+    std::shared_ptr<Backend> snap;
+    uint64_t snapshot_seq = 0, generation = 0, recoveries = 0;
+    std::shared_ptr<JournalWriter> old_writer;
+    {
+        std::lock_guard lock(mu_);
+        if (broken_) return fail(EIO, "compact", dir_);
+        auto s = tree_owner_->snapshot();
+        if (!s) return std::unexpected(s.error());
+        snap = std::move(*s);
+        snapshot_seq = writer_->last_seq();
+        generation = manifest_.generation + 1;
+        old_writer = writer_;
+        recoveries = recoveries_;
+    }
+    const uint64_t next_ino = snap->inode_numbering().limit;
+    const std::string pack_name = pack_file_name(generation);
+    const std::string journal_name = journal_file_name(generation);
+    const std::string pack_path = join(dir_, pack_name), journal_path = join(dir_, journal_name);
+    // Nothing of a failed compaction may stay behind.
+    struct Cleanup {
+        std::string pack, journal;
+        bool armed = true;
+        ~Cleanup() {
+            if (!armed) return;
+            ::unlink(pack.c_str());
+            ::unlink(journal.c_str());
+        }
+    } cleanup{pack_path, journal_path};
+
+    // 2. The pack, while readers and writers go on (the snapshot is frozen).
+    if (auto ok = io::step("compact.before_pack"); !ok) return std::unexpected(ok.error());
+    PackWriteOptions pack_options = options_.pack;
+    pack_options.keep_inode_numbers = true;
+    auto written = write_pack(*snap, pack_path, pack_options);
+    if (!written) return std::unexpected(written.error());
+    stats.pack = *written;
+    snap.reset();
+    if (auto ok = io::step("compact.after_pack"); !ok) return std::unexpected(ok.error());
+    auto fresh = open_volume_pack(pack_path);
+    if (!fresh) return std::unexpected(fresh.error());
+    auto tree = mem::make_mem_backend_over(fresh->lower, {}, next_ino);
+
+    // 3. The new journal and the new tree: the records made since the instant of step 1,
+    //    copied frame by frame and replayed. First what is there, without the lock.
+    Manifest next = manifest_;
+    next.generation = generation;
+    next.pack = pack_name;
+    next.journal = journal_name;
+    next.first_seq = snapshot_seq + 1;
+    next.next_ino = next_ino;
+    next.pack_digest = fresh->digest;
+    auto new_writer =
+        JournalWriter::create(journal_path, {generation, snapshot_seq + 1, manifest_.volume_id},
+                              durability_);
+    if (!new_writer) return std::unexpected(new_writer.error());
+    std::shared_ptr<JournalWriter> writer = std::move(*new_writer);
+    uint64_t copied = snapshot_seq;
+    const std::string old_journal = join(dir_, manifest_.journal);
+    std::optional<JournalPosition> resume;
+    for (int pass = 0; pass < 4; ++pass) {  // copying is far faster than writers add
+        if (auto ok = old_writer->sync(); !ok) return std::unexpected(ok.error());
+        const uint64_t before_pass = copied;
+        if (auto ok = carry_records(old_journal, copied, *writer, *tree, copied, resume); !ok)
+            return std::unexpected(ok.error());
+        if (copied - before_pass < 256) break;
+    }
+    if (auto ok = io::step("compact.caught_up"); !ok) return std::unexpected(ok.error());
+
+    // 4. The switch, with writers held: the last records, the manifest, the new tree.
+    const auto pause_start = std::chrono::steady_clock::now();
+    std::unique_lock lock(mu_);
+    if (writer_ != old_writer || broken_) return fail(EIO, "compact", dir_);
+    if (auto ok = writer_->sync(); !ok) return std::unexpected(ok.error());
+    if (recoveries_ != recoveries)  // records it copied may have been discarded since
+        return fail(EAGAIN, "compact (the journal failed meanwhile; try again)", dir_);
+    if (auto ok = carry_records(old_journal, copied, *writer, *tree, copied, resume); !ok)
+        return std::unexpected(ok.error());
+    if (copied != writer_->last_seq()) return fail(EIO, "compact (journal copy incomplete)", dir_);
+    if (auto ok = writer->sync(); !ok) return std::unexpected(ok.error());
+    if (auto ok = io::step("compact.journal_written"); !ok) return std::unexpected(ok.error());
+    next.last_compaction = utc_now_iso8601();
+    next.last_compaction_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto switched = write_manifest(dir_, next);
+    if (!switched) {
+        // Before the rename the old manifest stands; after it, the new one may or may not be
+        // durable: only the old files can serve both cases, so nothing may change any more.
+        struct stat st {};
+        const bool renamed = ::stat(join(dir_, std::string(kManifestName) + ".tmp").c_str(), &st) != 0;
+        if (renamed) {
+            cleanup.armed = false;
+            broken_ = true;
+        }
+        return std::unexpected(switched.error());
+    }
+    cleanup.armed = false;
+    // Open files and node references move to the new tree by inode number.
+    replace_tree_locked(std::move(tree));
+    pack_.lease->retire = true;  // unlinked when its last reader goes
+    pack_ = std::move(*fresh);
+    const std::string retired_journal = old_journal;
+    writer_ = writer;
+    recovered_epochs_.clear();  // the new writer numbers its epochs from 0
+    append_epoch_ = 0;
+    manifest_ = next;
+    stats.records_carried = copied - snapshot_seq;
+    journal_records_ = stats.records_carried;
+    journal_bytes_ = writer_->file_bytes();
+    lock.unlock();
+    ::unlink(retired_journal.c_str());
+    (void)io::fsync_dir(dir_, "volume directory");
+    const auto t1 = std::chrono::steady_clock::now();
+    stats.generation = generation;
+    stats.pause_seconds = std::chrono::duration<double>(t1 - pause_start).count();
+    stats.seconds = std::chrono::duration<double>(t1 - t0).count();
+    return stats;
+}
+
+void VolumeImpl::start_auto_compaction() {
+    if (options_.auto_compact_journal_bytes == 0) return;
+    auto_thread_ = std::thread([this] {
+        std::unique_lock lock(auto_mu_);
+        for (;;) {
+            auto_cv_.wait(lock, [&] { return auto_stop_ || auto_wanted_; });
+            if (auto_stop_) return;
+            auto_wanted_ = false;
+            lock.unlock();
+            auto done = compact();
+            lock.lock();
+            // A failed compaction is retried only after more has been written, and not at once.
+            if (!done) auto_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return auto_stop_; });
+        }
+    });
+}
+
+void VolumeImpl::stop_auto_compaction() {
+    if (!auto_thread_.joinable()) return;
+    {
+        std::lock_guard lock(auto_mu_);
+        auto_stop_ = true;
+    }
+    auto_cv_.notify_all();
+    auto_thread_.join();
+}
+
+}  // namespace packfs::volume

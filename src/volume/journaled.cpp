@@ -1,0 +1,800 @@
+// The volume's journaled tree (volume_impl.hpp has the protocol): every mutation made on the
+// tree and recorded by node, reads straight from the tree, and the tree made again from the
+// pack and the journal when the journal could not take a record.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "core/op_clock.hpp"
+#include "core/path_api.hpp"
+#include "mem/mem_backend.hpp"
+#include "volume/volume_impl.hpp"
+
+namespace packfs::volume {
+
+// --- the tree ------------------------------------------------------------------------------------
+
+VolumeImpl::VolumeImpl(std::string dir, VolumeOptions options)
+    : dir_(std::move(dir)), options_(std::move(options)) {}
+
+VolumeImpl::~VolumeImpl() {
+    stop_auto_compaction();
+    if (writer_) (void)writer_->sync();  // a clean close leaves nothing only in memory
+    old_trees_.flush();
+}
+
+std::pair<std::shared_ptr<Backend>, uint64_t> VolumeImpl::current_tree() const {
+    std::lock_guard lock(mu_);
+    return {tree_owner_, tree_epoch_.load(std::memory_order_relaxed)};
+}
+
+std::shared_ptr<Backend> VolumeImpl::tree_for(Node node) const {
+    if (has_orphans_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(held_mu_);
+        if (auto it = orphans_.find(node.id); it != orphans_.end()) return it->second;
+    }
+    return current_tree().first;
+}
+
+void VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
+    std::unique_lock nodes(nodes_mu_);
+    std::lock_guard maps(held_mu_);
+    const std::shared_ptr<Backend> old = tree_owner_;
+    // Node references move by number; one whose object has no name left stays where it is.
+    for (auto& [ino, count] : held_) {
+        if (orphans_.contains(ino)) continue;
+        uint64_t moved = 0;
+        for (; moved < count; ++moved) {
+            auto e = next->lookup_ino(ino);
+            if (!e) break;
+        }
+        if (moved == count) {
+            old->forget(Node{ino}, count);
+        } else {
+            next->forget(Node{ino}, moved);
+            orphans_[ino] = old;
+        }
+    }
+    has_orphans_.store(!orphans_.empty(), std::memory_order_release);
+    tree_owner_ = std::move(next);
+    tree_.store(tree_owner_.get(), std::memory_order_release);
+    tree_epoch_.fetch_add(1, std::memory_order_acq_rel);
+    old_trees_.retire_shared(old);  // readers in a section may still be using it
+    old_trees_.flush();
+}
+
+Result<std::shared_ptr<Backend>> VolumeImpl::rebuild_tree_locked() {
+    auto tree = mem::make_mem_backend_over(pack_.lower, {}, manifest_.next_ino);
+    const std::string journal = join(dir_, manifest_.journal);
+    std::vector<std::pair<std::vector<std::byte>, JournalRecordView>> kept;
+    auto durable_end = writer_->retained([&](const JournalRecordView& view) -> Result<void> {
+        kept.emplace_back(std::vector<std::byte>(view.payload.begin(), view.payload.end()), view);
+        return {};
+    });
+    if (!durable_end) return std::unexpected(durable_end.error());
+    auto scan = replay_journal(journal, *tree, *durable_end);
+    if (!scan) return std::unexpected(scan.error());
+    for (auto& [payload, view] : kept) {
+        view.payload = payload;
+        if (auto ok = replay_record(*tree, view); !ok) return std::unexpected(ok.error());
+    }
+    return tree;
+}
+
+void VolumeImpl::recover_locked() {
+    auto fresh = rebuild_tree_locked();
+    if (!fresh) {
+        broken_ = true;
+        return;
+    }
+    replace_tree_locked(std::move(*fresh));
+    ++recoveries_;
+    if (auto ok = writer_->resume(); !ok) broken_ = true;
+}
+
+void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
+    ++journal_records_;
+    // Counted as appended, not as written: explicit mode holds up to a MiB before writing.
+    journal_bytes_ += journal_frame_size(payload_bytes);
+    if (options_.auto_compact_journal_bytes != 0 &&
+        journal_bytes_ >= options_.auto_compact_journal_bytes) {
+        std::lock_guard auto_lock(auto_mu_);
+        auto_wanted_ = true;
+        auto_cv_.notify_one();
+    }
+}
+
+template <class T, class Op, class Fill>
+Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op, Fill&& fill) {
+    if (options_.read_only) return fail(EROFS, record_type_name(type), what);
+    std::unique_lock lock(mu_);
+    if (broken_)
+        return fail(EIO, record_type_name(type),
+                    fmt::format("{} (the volume's journal failed and could not be repaired; "
+                                "reopen the volume)",
+                                what));
+    const Time now = Time::now();
+    Backend& tree = *tree_owner_;
+    OpRecord record;
+    record.type = type;
+    record.time = now;
+    record.next_ino = tree.inode_numbering().limit;
+    Result<T> result = [&]() -> Result<T> {
+        OpTimeScope stamp(now);
+        return op(tree);
+    }();
+    if (!result) return result;
+    if (!fill(record, *result)) return result;  // nothing a crash could need back
+    const std::vector<std::byte> payload = encode_record(record);
+    std::shared_ptr<JournalWriter> writer = writer_;
+    if (payload.size() > kMaxJournalPayload) {  // refused without failing the writer
+        recover_locked();
+        return fail(EFBIG, record_type_name(type), what);
+    }
+    auto ticket = writer->append(static_cast<uint16_t>(type), payload);
+    if (!ticket) {
+        // The journal did not take it (and, in batch mode, discarded what a failed group
+        // commit held): the tree is made again from what the journal kept.
+        if (recovered_epochs_.insert(append_epoch_).second || durability_ != Durability::batch)
+            recover_locked();
+        return std::unexpected(ticket.error().with_path(what));
+    }
+    note_appended_locked(payload.size());
+    if (durability_ != Durability::batch) return result;
+    append_epoch_ = ticket->epoch;
+    lock.unlock();
+    if (auto durable = writer->wait_durable(*ticket); !durable) {
+        lock.lock();
+        if (writer_ == writer && recovered_epochs_.insert(ticket->epoch).second) recover_locked();
+        return std::unexpected(durable.error().with_path(what));
+    }
+    return result;
+}
+
+// --- node references ------------------------------------------------------------------------------
+
+void VolumeImpl::count_hold(uint64_t ino) {
+    std::lock_guard lock(held_mu_);
+    ++held_[ino];
+}
+
+Result<Entry> VolumeImpl::lookup(Node dir, std::string_view name) {
+    std::shared_lock no_replacement(nodes_mu_);
+    Result<Entry> e = [&] {
+        {
+            std::lock_guard lock(held_mu_);
+            if (auto it = orphans_.find(dir.id); it != orphans_.end()) {
+                auto tree = it->second;
+                return tree->lookup(dir, name);
+            }
+        }
+        rcu::ReadSection section;
+        return tree_now().lookup(dir, name);
+    }();
+    if (e) count_hold(e->node.id);
+    return e;
+}
+
+Result<Entry> VolumeImpl::lookup_ino(uint64_t ino) {
+    std::shared_lock no_replacement(nodes_mu_);
+    auto e = tree_for(Node{ino})->lookup_ino(ino);
+    if (e) count_hold(e->node.id);
+    return e;
+}
+
+void VolumeImpl::forget(Node node, uint64_t count) noexcept {
+    if (!node || node == kRootNode) return;
+    std::shared_lock no_replacement(nodes_mu_);
+    std::shared_ptr<Backend> tree;
+    {
+        std::lock_guard lock(held_mu_);
+        auto it = held_.find(node.id);
+        if (it == held_.end()) return;
+        count = std::min(count, it->second);
+        it->second -= count;
+        auto orphan = orphans_.find(node.id);
+        tree = orphan != orphans_.end() ? orphan->second : tree_owner_;
+        if (it->second == 0) {
+            held_.erase(it);
+            if (orphan != orphans_.end()) {
+                orphans_.erase(orphan);
+                has_orphans_.store(!orphans_.empty(), std::memory_order_release);
+            }
+        }
+    }
+    tree->forget(node, count);
+}
+
+template <class Op, class Fill>
+Result<Entry> VolumeImpl::make_entry(RecordType type, std::string_view name, Op&& op,
+                                     Fill&& fill) {
+    uint64_t counted = 0;
+    auto e = journaled<Entry>(
+        type, name,
+        [&](Backend& tree) -> Result<Entry> {
+            auto made = op(tree);
+            if (made) {
+                count_hold(made->node.id);
+                counted = made->node.id;
+            }
+            return made;
+        },
+        fill);
+    if (!e && counted) forget(Node{counted}, 1);  // the journal failed after the call
+    return e;
+}
+
+// --- reads ---------------------------------------------------------------------------------------
+
+Result<Stat> VolumeImpl::getattr(Node node) { return tree_for(node)->getattr(node); }
+Result<std::vector<DirEntry>> VolumeImpl::list(Node dir) { return tree_for(dir)->list(dir); }
+Result<std::string> VolumeImpl::readlink(Node node) { return tree_for(node)->readlink(node); }
+Result<StatFs> VolumeImpl::statfs(Node node) { return tree_for(node)->statfs(node); }
+Result<std::string> VolumeImpl::getxattr(Node node, std::string_view name) {
+    return tree_for(node)->getxattr(node, name);
+}
+Result<std::vector<std::string>> VolumeImpl::listxattr(Node node) {
+    return tree_for(node)->listxattr(node);
+}
+Backend::InodeNumbering VolumeImpl::inode_numbering() const {
+    rcu::ReadSection section;
+    return tree_now().inode_numbering();
+}
+
+Result<Stat> VolumeImpl::stat(std::string_view p) {
+    rcu::ReadSection section;
+    return tree_now().stat(p);
+}
+Result<Stat> VolumeImpl::lstat(std::string_view p) {
+    rcu::ReadSection section;
+    return tree_now().lstat(p);
+}
+Result<std::vector<DirEntry>> VolumeImpl::readdir(std::string_view p) {
+    rcu::ReadSection section;
+    return tree_now().readdir(p);
+}
+Result<std::string> VolumeImpl::readlink(std::string_view p) {
+    rcu::ReadSection section;
+    return tree_now().readlink(p);
+}
+Result<StatFs> VolumeImpl::statfs(std::string_view p) {
+    rcu::ReadSection section;
+    return tree_now().statfs(p);
+}
+Result<std::string> VolumeImpl::getxattr(std::string_view p, std::string_view n) {
+    rcu::ReadSection section;
+    return tree_now().getxattr(p, n);
+}
+Result<std::vector<std::string>> VolumeImpl::listxattr(std::string_view p) {
+    rcu::ReadSection section;
+    return tree_now().listxattr(p);
+}
+Result<std::shared_ptr<Backend>> VolumeImpl::snapshot() {
+    rcu::ReadSection section;
+    return tree_now().snapshot();
+}
+
+// --- files ---------------------------------------------------------------------------------------
+
+VolumeFile::VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t epoch,
+                       uint64_t ino, int flags)
+    : volume_(std::move(volume)),
+      inner_(std::move(inner)),
+      epoch_(epoch),
+      ino_(ino),
+      flags_(flags & (O_ACCMODE | O_APPEND)) {}
+
+File& VolumeFile::inner_locked() {
+    std::unique_lock lock(mu_);
+    const uint64_t now = volume_->tree_epoch();
+    if (epoch_ == now || stays_) return *inner_;
+    // (The volume's mu_ is held: its tree cannot change meanwhile.)
+    const uint64_t epoch = volume_->tree_epoch_.load(std::memory_order_relaxed);
+    auto moved = volume_->tree_owner_->open(Node{ino_}, flags_);
+    if (moved) {
+        inner_ = std::move(*moved);
+    } else {
+        stays_ = true;  // unnamed: its tree lives on for it
+    }
+    epoch_ = epoch;
+    return *inner_;
+}
+
+template <class Body>
+auto VolumeFile::with_inner(Body&& body) {
+    {
+        std::shared_lock lock(mu_);
+        if (epoch_ == volume_->tree_epoch() || stays_) return body(*inner_);
+    }
+    // The tree was replaced: move to the new one first.
+    std::lock_guard vlock(volume_->mu_);
+    File& inner = inner_locked();
+    return body(inner);
+}
+
+Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset) {
+    return with_inner([&](File& f) { return f.pread(buf, offset); });
+}
+Result<Stat> VolumeFile::fstat() {
+    return with_inner([&](File& f) { return f.fstat(); });
+}
+Result<std::size_t> VolumeFile::pwrite(std::span<const std::byte> data, uint64_t offset) {
+    if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "write");
+    return volume_->write_by_handle(*this, data, offset);
+}
+Result<void> VolumeFile::truncate(uint64_t size) {
+    if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EINVAL, "ftruncate");
+    return volume_->truncate_by_handle(*this, size);
+}
+Result<void> VolumeFile::fsync(bool) {
+    // always and batch: every change was durable when it returned. explicit: any handle's
+    // fsync (a read-only one too: coreutils' `sync FILE`) makes the volume durable.
+    if (volume_->durability() != Durability::explicit_sync) return {};
+    return volume_->sync();
+}
+
+// Whether a change through a handle needs a record: not for a file with no name left (after a
+// crash it is gone, as on any filesystem).
+static bool named(File& inner) {
+    auto st = inner.fstat();
+    return st && st->nlink > 0;
+}
+
+Result<std::size_t> VolumeImpl::write_by_handle(VolumeFile& file, std::span<const std::byte> data,
+                                                uint64_t offset) {
+    File* inner = nullptr;
+    return journaled<std::size_t>(
+        RecordType::write, {},
+        [&](Backend&) -> Result<std::size_t> {
+            inner = &file.inner_locked();
+            return inner->pwrite(data, offset);
+        },
+        [&](OpRecord& r, std::size_t) {
+            if (!named(*inner)) return false;
+            r.ino = file.ino();
+            r.offset = offset;
+            r.flags = file.append() ? 1 : 0;
+            r.data = data;
+            return true;
+        });
+}
+
+Result<void> VolumeImpl::truncate_by_handle(VolumeFile& file, uint64_t size) {
+    File* inner = nullptr;
+    auto done = journaled<bool>(
+        RecordType::ftruncate, {},
+        [&](Backend&) -> Result<bool> {
+            inner = &file.inner_locked();
+            if (auto ok = inner->truncate(size); !ok) return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            if (!named(*inner)) return false;
+            r.ino = file.ino();
+            r.offset = size;
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+Result<FileHandle> VolumeImpl::open(Node node, int flags) {
+    if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
+    const bool writes = (flags & O_ACCMODE) != O_RDONLY;
+    if (options_.read_only && (writes || (flags & O_TRUNC))) {
+        auto st = getattr(node);
+        if (!st) return std::unexpected(st.error());
+        if (auto ok = check_open_target(st->type, flags); !ok) return std::unexpected(ok.error());
+        return fail(EROFS, "open");
+    }
+    if ((flags & O_TRUNC) && writes) {
+        // O_TRUNC is a change: journaled as a setattr of the size, when there is one to cut.
+        auto st = getattr(node);
+        if (!st) return std::unexpected(st.error());
+        if (auto ok = check_open_target(st->type, flags); !ok) return std::unexpected(ok.error());
+        if (st->size > 0) {
+            auto cut = setattr(node, SetAttr::resize(0));
+            if (!cut) return std::unexpected(cut.error());
+        }
+        flags &= ~O_TRUNC;
+    }
+    auto [tree, epoch] = current_tree();
+    std::shared_ptr<Backend> in = tree;
+    if (has_orphans_.load(std::memory_order_acquire)) in = tree_for(node);
+    auto inner = in->open(node, flags);
+    if (!inner) return std::unexpected(inner.error());
+    return std::make_unique<VolumeFile>(shared_from_this(), std::move(*inner), epoch, node.id, flags);
+}
+
+// --- node mutations --------------------------------------------------------------------------------
+
+namespace {
+
+void owner_into(OpRecord& r, const std::optional<Owner>& owner) {
+    r.has_owner = owner.has_value();
+    if (owner) {
+        r.uid = owner->uid;
+        r.gid = owner->gid;
+    }
+}
+
+}  // namespace
+
+Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, uint32_t mode,
+                                   std::optional<Owner> owner) {
+    uint64_t counted = 0, epoch = 0;
+    auto made = journaled<Created>(
+        RecordType::create_at, name,
+        [&](Backend& tree) -> Result<Created> {
+            auto c = tree.create(dir, name, flags, mode, owner);
+            if (c) {
+                count_hold(c->entry.node.id);
+                counted = c->entry.node.id;
+                epoch = tree_epoch_.load(std::memory_order_relaxed);
+            }
+            return c;
+        },
+        [&](OpRecord& r, const Created&) {
+            r.ino = dir.id;
+            r.name = name;
+            r.mode = mode;
+            r.flags = static_cast<uint32_t>(flags);
+            owner_into(r, owner);
+            return true;
+        });
+    if (!made) {
+        if (counted) forget(Node{counted}, 1);
+        return std::unexpected(made.error());
+    }
+    made->file = std::make_unique<VolumeFile>(shared_from_this(), std::move(made->file), epoch,
+                                              made->entry.node.id, flags);
+    return made;
+}
+
+Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
+                                std::optional<Owner> owner) {
+    return make_entry(
+        RecordType::mkdir_at, name,
+        [&](Backend& tree) { return tree.mkdir(dir, name, mode, owner); },
+        [&](OpRecord& r, const Entry&) {
+            r.ino = dir.id;
+            r.name = name;
+            r.mode = mode;
+            owner_into(r, owner);
+            return true;
+        });
+}
+
+Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
+                                uint64_t rdev, std::optional<Owner> owner) {
+    return make_entry(
+        RecordType::mknod_at, name,
+        [&](Backend& tree) { return tree.mknod(dir, name, type, mode, rdev, owner); },
+        [&](OpRecord& r, const Entry&) {
+            r.ino = dir.id;
+            r.name = name;
+            r.flags = static_cast<uint32_t>(type);
+            r.mode = mode;
+            r.offset = rdev;
+            owner_into(r, owner);
+            return true;
+        });
+}
+
+Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_view target,
+                                  std::optional<Owner> owner) {
+    return make_entry(
+        RecordType::symlink_at, name,
+        [&](Backend& tree) { return tree.symlink(dir, name, target, owner); },
+        [&](OpRecord& r, const Entry&) {
+            r.ino = dir.id;
+            r.name = name;
+            r.value = target;
+            owner_into(r, owner);
+            return true;
+        });
+}
+
+Result<Entry> VolumeImpl::link(Node node, Node dir, std::string_view name) {
+    return make_entry(
+        RecordType::link_at, name, [&](Backend& tree) { return tree.link(node, dir, name); },
+        [&](OpRecord& r, const Entry&) {
+            r.ino = node.id;
+            r.ino2 = dir.id;
+            r.name = name;
+            return true;
+        });
+}
+
+Result<void> VolumeImpl::unlink(Node dir, std::string_view name) {
+    auto done = journaled<bool>(
+        RecordType::unlink_at, name,
+        [&](Backend& tree) -> Result<bool> {
+            if (auto ok = tree.unlink(dir, name); !ok) return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            r.ino = dir.id;
+            r.name = name;
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+Result<void> VolumeImpl::rmdir(Node dir, std::string_view name) {
+    auto done = journaled<bool>(
+        RecordType::rmdir_at, name,
+        [&](Backend& tree) -> Result<bool> {
+            if (auto ok = tree.rmdir(dir, name); !ok) return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            r.ino = dir.id;
+            r.name = name;
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
+                                std::string_view to_name, RenameFlags flags) {
+    auto done = journaled<bool>(
+        RecordType::rename_at, name,
+        [&](Backend& tree) -> Result<bool> {
+            if (auto ok = tree.rename(dir, name, to_dir, to_name, flags); !ok)
+                return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            r.ino = dir.id;
+            r.name = name;
+            r.ino2 = to_dir.id;
+            r.name2 = to_name;
+            r.flags = static_cast<uint32_t>(flags);
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
+    if (has_orphans_.load(std::memory_order_acquire)) {
+        auto tree = tree_for(node);
+        if (tree != current_tree().first) return tree->setattr(node, change);  // unnamed
+    }
+    return journaled<Stat>(
+        RecordType::setattr, {}, [&](Backend& tree) { return tree.setattr(node, change); },
+        [&](OpRecord& r, const Stat& st) {
+            if (st.nlink == 0) return false;  // unnamed: nothing to recover
+            r.ino = node.id;
+            r.mode = change.mode;
+            r.uid = change.uid;
+            r.gid = change.gid;
+            r.flags = change.truncate ? 1 : 0;
+            r.offset = change.size;
+            r.atime = change.atime;
+            r.mtime = change.mtime;
+            return true;
+        });
+}
+
+Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_view value,
+                                  XattrMode mode) {
+    auto done = journaled<bool>(
+        RecordType::setxattr_at, name,
+        [&](Backend& tree) -> Result<bool> {
+            if (auto ok = tree.setxattr(node, name, value, mode); !ok)
+                return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            r.ino = node.id;
+            r.name = name;
+            r.value = value;
+            r.flags = static_cast<uint32_t>(mode);
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
+    auto done = journaled<bool>(
+        RecordType::removexattr_at, name,
+        [&](Backend& tree) -> Result<bool> {
+            if (auto ok = tree.removexattr(node, name); !ok) return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            r.ino = node.id;
+            r.name = name;
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+// --- path mutations: the path layer over the tree's lookups and the journaled node calls ---------
+
+namespace {
+
+struct VolumeOps {
+    using NodeT = Node;
+    VolumeImpl& volume;
+    std::shared_ptr<Backend> tree;
+
+    Result<Node> root() const noexcept { return kRootNode; }
+    Result<std::optional<walk::Step<Node>>> lookup(Node dir, std::string_view name) const {
+        auto e = tree->lookup(dir, name);
+        if (!e) {
+            if (e.error().code() == ENOENT) return std::nullopt;
+            return std::unexpected(e.error());
+        }
+        return walk::Step<Node>{e->node, e->stat.type};
+    }
+    Result<std::string> readlink(Node n) const { return tree->readlink(n); }
+    void release(Node n) const noexcept {
+        if (n && n != kRootNode) tree->forget(n, 1);
+    }
+    bool read_only() const noexcept { return volume.read_only(); }
+    bool same(Node a, Node b) const noexcept { return a == b; }
+    bool has_entries(Node dir) const {
+        auto entries = tree->list(dir);
+        return !entries || !entries->empty();
+    }
+    Result<Stat> getattr(Node n) const { return tree->getattr(n); }
+    Result<std::vector<DirEntry>> list(Node n) const { return tree->list(n); }
+    Result<FileHandle> open(Node n, int flags) const { return volume.open(n, flags); }
+    Result<std::string> getxattr(Node n, std::string_view name) const {
+        return tree->getxattr(n, name);
+    }
+    Result<std::vector<std::string>> listxattr(Node n) const { return tree->listxattr(n); }
+    Result<StatFs> statfs(Node n) const { return tree->statfs(n); }
+
+    Result<FileHandle> create(Node dir, std::string_view name, int flags, uint32_t mode) const {
+        auto made = volume.create(dir, name, flags, mode, std::nullopt);
+        if (!made) return std::unexpected(made.error());
+        volume.forget(made->entry.node, 1);
+        return std::move(made->file);
+    }
+    Result<void> made(Result<Entry>&& e) const {
+        if (!e) return std::unexpected(e.error());
+        volume.forget(e->node, 1);
+        return {};
+    }
+    Result<void> mkdir(Node dir, std::string_view name, uint32_t mode) const {
+        return made(volume.mkdir(dir, name, mode, std::nullopt));
+    }
+    Result<void> mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
+                       uint64_t rdev) const {
+        return made(volume.mknod(dir, name, type, mode, rdev, std::nullopt));
+    }
+    Result<void> symlink(Node dir, std::string_view name, std::string_view target) const {
+        return made(volume.symlink(dir, name, target, std::nullopt));
+    }
+    Result<void> link(Node node, Node dir, std::string_view name) const {
+        return made(volume.link(node, dir, name));
+    }
+    Result<void> unlink(Node dir, std::string_view name) const { return volume.unlink(dir, name); }
+    Result<void> rmdir(Node dir, std::string_view name) const { return volume.rmdir(dir, name); }
+    Result<void> rename(Node dir, std::string_view name, Node to_dir, std::string_view to_name,
+                        RenameFlags flags) const {
+        return volume.rename(dir, name, to_dir, to_name, flags);
+    }
+    Result<void> setattr(Node n, const SetAttr& change) const {
+        auto st = volume.setattr(n, change);
+        if (!st) return std::unexpected(st.error());
+        return {};
+    }
+    Result<void> setxattr(Node n, std::string_view name, std::string_view value,
+                          XattrMode mode) const {
+        return volume.setxattr(n, name, value, mode);
+    }
+    Result<void> removexattr(Node n, std::string_view name) const {
+        return volume.removexattr(n, name);
+    }
+};
+
+}  // namespace
+
+#define PACKFS_VOLUME_PATHS                                 \
+    VolumeOps ops{*this, current_tree().first};             \
+    paths::PathApi<VolumeOps> api(ops)
+
+Result<FileHandle> VolumeImpl::open(std::string_view path, int flags, uint32_t mode) {
+    PACKFS_VOLUME_PATHS;
+    return api.open(path, flags, mode);
+}
+Result<void> VolumeImpl::truncate(std::string_view path, uint64_t size) {
+    PACKFS_VOLUME_PATHS;
+    return api.truncate(path, size);
+}
+Result<void> VolumeImpl::mkdir(std::string_view path, uint32_t mode) {
+    PACKFS_VOLUME_PATHS;
+    return api.mkdir(path, mode);
+}
+Result<void> VolumeImpl::rmdir(std::string_view path) {
+    PACKFS_VOLUME_PATHS;
+    return api.rmdir(path);
+}
+Result<void> VolumeImpl::unlink(std::string_view path) {
+    PACKFS_VOLUME_PATHS;
+    return api.unlink(path);
+}
+Result<void> VolumeImpl::rename(std::string_view from, std::string_view to, RenameFlags flags) {
+    PACKFS_VOLUME_PATHS;
+    return api.rename(from, to, flags);
+}
+Result<void> VolumeImpl::symlink(std::string_view target, std::string_view link_path) {
+    PACKFS_VOLUME_PATHS;
+    return api.symlink(target, link_path);
+}
+Result<void> VolumeImpl::link(std::string_view existing, std::string_view new_path) {
+    PACKFS_VOLUME_PATHS;
+    return api.link(existing, new_path);
+}
+Result<void> VolumeImpl::mknod(std::string_view path, FileType type, uint32_t mode, uint64_t rdev) {
+    PACKFS_VOLUME_PATHS;
+    return api.mknod(path, type, mode, rdev);
+}
+Result<void> VolumeImpl::chmod(std::string_view path, uint32_t mode) {
+    PACKFS_VOLUME_PATHS;
+    return api.chmod(path, mode);
+}
+Result<void> VolumeImpl::chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) {
+    PACKFS_VOLUME_PATHS;
+    return api.chown(path, uid, gid, follow);
+}
+Result<void> VolumeImpl::utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
+                                 Follow follow) {
+    PACKFS_VOLUME_PATHS;
+    return api.utimens(path, atime, mtime, follow);
+}
+Result<void> VolumeImpl::setxattr(std::string_view path, std::string_view name,
+                                  std::string_view value, XattrMode mode) {
+    PACKFS_VOLUME_PATHS;
+    return api.setxattr(path, name, value, mode);
+}
+Result<void> VolumeImpl::removexattr(std::string_view path, std::string_view name) {
+    PACKFS_VOLUME_PATHS;
+    return api.removexattr(path, name);
+}
+
+#undef PACKFS_VOLUME_PATHS
+
+// --- the volume's own ------------------------------------------------------------------------------
+
+Result<void> VolumeImpl::sync() {
+    std::shared_ptr<JournalWriter> writer;
+    {
+        std::lock_guard lock(mu_);
+        writer = writer_;
+    }
+    if (!writer) return {};
+    return writer->sync();
+}
+
+VolumeStatus VolumeImpl::status() const {
+    std::lock_guard lock(mu_);
+    VolumeStatus s;
+    s.path = dir_;
+    s.generation = manifest_.generation;
+    s.durability = durability_;
+    s.pack_bytes = pack_.bytes;
+    struct stat st {};
+    if (::stat(join(dir_, manifest_.journal).c_str(), &st) == 0) s.journal_bytes = uint64_t(st.st_size);
+    s.journal_bytes = std::max(s.journal_bytes, journal_bytes_);
+    s.journal_records = journal_records_;
+    s.next_ino = tree_owner_->inode_numbering().limit;
+    s.pack_digest = pack_.digest;
+    s.created = manifest_.created;
+    s.last_compaction = manifest_.last_compaction;
+    s.last_compaction_seconds = manifest_.last_compaction_seconds;
+    s.recovery = recovery_;
+    return s;
+}
+
+}  // namespace packfs::volume

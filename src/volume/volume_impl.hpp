@@ -1,0 +1,263 @@
+// The volume (include/packfs/volume.hpp, docs/VOLUME.md), in three parts: the directory it lives
+// in (volume_dir.cpp: create, open, check, leftovers), the journaled tree (journaled.cpp), and
+// compaction (compaction.cpp).
+//
+// THE TREE. A mem tree (the overlay engine) over the current pack, holding every change the
+// journal holds: it is a cache of pack + journal, and can always be made again from them. It
+// is replaced whole twice in a volume's life: by compaction (a tree over the new pack, with the
+// records made since the snapshot replayed into it) and after a journal failure (the pack and
+// what the journal kept, replayed: "a mutation that fails changes nothing"). Readers find it
+// through an RCU-published pointer (no lock, no count); open files and node references move to
+// the new tree by inode number, which never changes (DESIGN §10: packs written by compaction
+// keep the volume's numbers). An object with no name left (unlinked while open or held) is not
+// in any journal: it stays in the tree it lived in, which lives on for it.
+//
+// MUTATIONS. A mutation holds `mu_`, stamps the time, makes its node call on the tree, frames
+// its record (by node: records.hpp) into the journal writer, and releases `mu_`; so records are
+// in the order the tree changed. It then waits for durability as its mode says
+// (journal_writer.hpp). A path mutation is the generic path layer over the tree's lookups and
+// the volume's journaled node calls.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "core/fd.hpp"
+#include "core/rcu.hpp"
+#include "packfs/volume.hpp"
+#include "volume/journal_reader.hpp"
+#include "volume/journal_writer.hpp"
+#include "volume/manifest.hpp"
+#include "volume/records.hpp"
+
+namespace packfs::volume {
+
+// A pack the volume reads from. Once a compaction has replaced it, `retire` is set and the
+// file is unlinked when the last reader of it (a snapshot, an open file, an old tree) goes.
+struct PackLease {
+    std::shared_ptr<PackBackend> pack;
+    std::string path;
+    std::atomic<bool> retire{false};
+    ~PackLease();
+};
+
+struct OpenedPack {
+    std::shared_ptr<PackLease> lease;
+    std::shared_ptr<Backend> lower;  // the pack, holding the lease
+    uint64_t max_ino = 1;
+    std::string digest;
+    uint64_t bytes = 0;
+};
+
+Result<OpenedPack> open_volume_pack(const std::string& path);
+std::string join(const std::string& dir, const std::string& name);
+
+// Replays every record of the journal at `path` into `tree`: those before offset `until`
+// (the whole file when absent).
+Result<JournalScan> replay_journal(const std::string& path, Backend& tree,
+                                   std::optional<uint64_t> until = std::nullopt);
+// Applies one record, telling a record that does not apply as the journal's damage.
+Result<void> replay_record(Backend& tree, const JournalRecordView& view);
+RecoveryReport report_of(const JournalScan& scan);
+Result<void> check_header(const JournalScan& scan, const Manifest& m);
+void remove_leftovers(const std::string& dir, const Manifest& m);
+
+inline constexpr const char* kLockName = "LOCK";
+
+class VolumeFile;
+
+class VolumeImpl final : public Volume, public std::enable_shared_from_this<VolumeImpl> {
+public:
+    VolumeImpl(std::string dir, VolumeOptions options);
+    ~VolumeImpl() override;
+
+    Result<void> open();  // volume_dir.cpp
+
+    // --- nodes ---------------------------------------------------------------------------
+    Result<Entry> lookup(Node dir, std::string_view name) override;
+    Result<Entry> lookup_ino(uint64_t ino) override;
+    void forget(Node node, uint64_t count) noexcept override;
+    Result<Stat> getattr(Node node) override;
+    Result<std::vector<DirEntry>> list(Node dir) override;
+    Result<std::string> readlink(Node node) override;
+    Result<FileHandle> open(Node node, int flags) override;
+    Result<StatFs> statfs(Node node) override;
+    Result<std::string> getxattr(Node node, std::string_view name) override;
+    Result<std::vector<std::string>> listxattr(Node node) override;
+    InodeNumbering inode_numbering() const override;
+
+    Result<Created> create(Node dir, std::string_view name, int flags, uint32_t mode,
+                           std::optional<Owner> owner) override;
+    Result<Entry> mkdir(Node dir, std::string_view name, uint32_t mode,
+                        std::optional<Owner> owner) override;
+    Result<Entry> mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
+                        uint64_t rdev, std::optional<Owner> owner) override;
+    Result<Entry> symlink(Node dir, std::string_view name, std::string_view target,
+                          std::optional<Owner> owner) override;
+    Result<Entry> link(Node node, Node dir, std::string_view name) override;
+    Result<void> unlink(Node dir, std::string_view name) override;
+    Result<void> rmdir(Node dir, std::string_view name) override;
+    Result<void> rename(Node dir, std::string_view name, Node to_dir, std::string_view to_name,
+                        RenameFlags flags) override;
+    Result<Stat> setattr(Node node, const SetAttr& change) override;
+    Result<void> setxattr(Node node, std::string_view name, std::string_view value,
+                          XattrMode mode) override;
+    Result<void> removexattr(Node node, std::string_view name) override;
+
+    // --- paths: reads are the tree's own (lock-free); mutations through the path layer ----
+    Result<Stat> stat(std::string_view p) override;
+    Result<Stat> lstat(std::string_view p) override;
+    Result<std::vector<DirEntry>> readdir(std::string_view p) override;
+    Result<std::string> readlink(std::string_view p) override;
+    Result<StatFs> statfs(std::string_view p) override;
+    Result<std::string> getxattr(std::string_view p, std::string_view n) override;
+    Result<std::vector<std::string>> listxattr(std::string_view p) override;
+    Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override;
+    Result<void> truncate(std::string_view path, uint64_t size) override;
+    Result<void> mkdir(std::string_view path, uint32_t mode) override;
+    Result<void> rmdir(std::string_view path) override;
+    Result<void> unlink(std::string_view path) override;
+    Result<void> rename(std::string_view from, std::string_view to, RenameFlags flags) override;
+    Result<void> symlink(std::string_view target, std::string_view link_path) override;
+    Result<void> link(std::string_view existing, std::string_view new_path) override;
+    Result<void> mknod(std::string_view path, FileType type, uint32_t mode,
+                       uint64_t rdev) override;
+    Result<void> chmod(std::string_view path, uint32_t mode) override;
+    Result<void> chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) override;
+    Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
+                         Follow follow) override;
+    Result<void> setxattr(std::string_view path, std::string_view name, std::string_view value,
+                          XattrMode mode) override;
+    Result<void> removexattr(std::string_view path, std::string_view name) override;
+
+    Result<std::shared_ptr<Backend>> snapshot() override;
+    bool read_only() const noexcept override { return options_.read_only; }
+
+    // --- the volume's own --------------------------------------------------------------------
+    Result<void> sync() override;
+    Result<CompactionStats> compact() override;  // compaction.cpp
+    VolumeStatus status() const override;
+    const RecoveryReport& recovery() const noexcept override { return recovery_; }
+    Durability durability() const noexcept { return durability_; }
+
+    // --- for VolumeFile ----------------------------------------------------------------------
+    uint64_t tree_epoch() const noexcept { return tree_epoch_.load(std::memory_order_acquire); }
+    // The current tree, and its epoch (a reference kept by the caller).
+    std::pair<std::shared_ptr<Backend>, uint64_t> current_tree() const;
+    Result<std::size_t> write_by_handle(VolumeFile& file, std::span<const std::byte> data,
+                                        uint64_t offset);
+    Result<void> truncate_by_handle(VolumeFile& file, uint64_t size);
+
+private:
+    friend class VolumeFile;
+
+    // The tree readers use now (inside an rcu::ReadSection).
+    Backend& tree_now() const noexcept { return *tree_.load(std::memory_order_acquire); }
+    // Puts `next` in place of the tree (under mu_), moving node references to it.
+    void replace_tree_locked(std::shared_ptr<Backend> next);
+    // A new tree over the current pack with the journal as the writer keeps it replayed: what
+    // the volume holds after a journal failure (under mu_).
+    Result<std::shared_ptr<Backend>> rebuild_tree_locked();
+    // After the journal refused or discarded records: the tree made again from what it kept,
+    // and the writer resumed. On failure the volume refuses mutations until reopened.
+    void recover_locked();
+
+    // Applies `op(tree)` and journals the record `fill` completes (see the top of the file).
+    template <class T, class Op, class Fill>
+    Result<T> journaled(RecordType type, std::string_view what, Op&& op, Fill&& fill);
+    void note_appended_locked(std::size_t payload_bytes);
+    // Counts a reference handed out (with nodes_mu_ or mu_ held, so no replacement is between
+    // taking it and counting it).
+    void count_hold(uint64_t ino);
+    // Entry-making node calls: the reference is counted under mu_, given back if the journal
+    // then fails.
+    template <class Op, class Fill>
+    Result<Entry> make_entry(RecordType type, std::string_view name, Op&& op, Fill&& fill);
+    // The tree a node lives in: the current one, or the old one an unnamed object stays in.
+    std::shared_ptr<Backend> tree_for(Node node) const;
+
+    // Compaction's steps (compaction.cpp).
+    void start_auto_compaction();
+    void stop_auto_compaction();
+
+    std::string dir_;
+    VolumeOptions options_;
+    Durability durability_ = Durability::batch;
+    Manifest manifest_;
+    Fd lock_fd_;
+    OpenedPack pack_;
+    RecoveryReport recovery_;
+
+    std::atomic<Backend*> tree_{nullptr};  // RCU-published; owned by tree_owner_
+    std::shared_ptr<Backend> tree_owner_;  // under mu_
+    std::atomic<uint64_t> tree_epoch_{0};
+    rcu::Reclaimer old_trees_;             // under mu_
+
+    mutable std::mutex mu_;  // mutations, the writer pointer, the manifest, the tree
+    std::shared_ptr<JournalWriter> writer_;
+    std::set<uint64_t> recovered_epochs_;  // of writer_: failures already recovered from
+    uint64_t append_epoch_ = 0;            // batch: writer_'s epoch at its last append
+    bool broken_ = false;  // the journal could not be put back in order: refuse mutations
+    uint64_t recoveries_ = 0;  // times the tree was made again (a compaction that saw one
+                               // meanwhile gives up: its journal copy is void)
+    uint64_t journal_records_ = 0;
+    uint64_t journal_bytes_ = 0;  // the journal's length with everything appended
+    // Compaction hands records made while it writes its pack to the tree it builds.
+    std::function<void(const OpRecord&)> on_record_;
+
+    // Node references handed out, by inode, so they move to a new tree; unnamed objects that
+    // stayed in an old tree. `nodes_mu_` is held shared by whoever hands out or gives back a
+    // reference, exclusively by replace_tree_locked; `held_mu_` guards the maps themselves.
+    mutable std::shared_mutex nodes_mu_;
+    mutable std::mutex held_mu_;
+    std::unordered_map<uint64_t, uint64_t> held_;
+    std::unordered_map<uint64_t, std::shared_ptr<Backend>> orphans_;
+    std::atomic<bool> has_orphans_{false};
+
+    std::mutex compact_mu_;  // one compaction at a time
+    std::mutex auto_mu_;
+    std::condition_variable auto_cv_;
+    bool auto_stop_ = false;
+    bool auto_wanted_ = false;
+    std::thread auto_thread_;
+};
+
+// An open file of the volume: the tree's handle, moved to a new tree by inode number when the
+// tree is replaced; writes and truncates are journaled by inode.
+class VolumeFile final : public File {
+public:
+    VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t epoch, uint64_t ino,
+               int flags);
+    Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override;
+    Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override;
+    Result<void> truncate(uint64_t size) override;
+    Result<void> fsync(bool data_only) override;
+    Result<Stat> fstat() override;
+
+    uint64_t ino() const noexcept { return ino_; }
+    bool append() const noexcept { return (flags_ & O_APPEND) != 0; }
+    // The handle on the current tree (reopened there when the tree was replaced; an unnamed
+    // file keeps the one it has). Under the volume's mu_ for a change.
+    File& inner_locked();
+
+private:
+    template <class Body>
+    auto with_inner(Body&& body);
+
+    std::shared_ptr<VolumeImpl> volume_;
+    std::shared_mutex mu_;
+    FileHandle inner_;
+    uint64_t epoch_;
+    const uint64_t ino_;
+    const int flags_;
+    bool stays_ = false;  // unnamed: it lives in the old tree for good
+};
+
+}  // namespace packfs::volume
