@@ -101,4 +101,11 @@ void Reclaimer::flush() noexcept {
 
 void barrier() noexcept { rcu_barrier(); }
 
+void synchronize() noexcept {
+    synchronize_rcu();
+#ifdef PACKFS_TSAN
+    __tsan_acquire(&grace_period_token);
+#endif
+}
+
 }  // namespace packfs::rcu

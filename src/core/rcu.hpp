@@ -72,5 +72,8 @@ private:
 
 // Waits until every object retired so far (by any Reclaimer that was flushed) is freed.
 void barrier() noexcept;
+// Waits until every read section that began before the call has ended. Never from inside a
+// read section, nor holding a lock a reader in a section may wait for.
+void synchronize() noexcept;
 
 }  // namespace packfs::rcu

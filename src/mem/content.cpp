@@ -278,16 +278,17 @@ void ContentWriter::set_chunk(uint64_t index, Chunk* chunk) {
     // Whether a reader of the current size may be reading the chunk being replaced.
     const bool visible = index * uint64_t{kChunkSize} < state_.size;
     Content c = content();
-    if (c.empty() || (!c.is_map() && index == 0)) {
+    if (index == 0 && !c.is_map()) {
+        // The one-chunk form: the content is chunk 0 itself.
         if (!c.empty()) chunk_release(c.as_chunk(), reclaimer_);
         set_content(chunk ? Content::of(chunk) : Content());
         return;
     }
     ChunkMap* root;
     if (!c.is_map()) {
-        if (!chunk) return;  // a hole past a one-chunk file: nothing there to remove
-        root = new ChunkMap;  // chunk 0 moves into a map (published with the state)
-        root->slots[0].store(c.as_chunk(), std::memory_order_relaxed);
+        if (!chunk) return;  // a hole past a one-chunk (or empty) file: nothing to remove
+        root = new ChunkMap;  // chunk 0, if any, moves into a map (published with the state)
+        if (!c.empty()) root->slots[0].store(c.as_chunk(), std::memory_order_relaxed);
         made_.push_back(root);
         set_content(Content::of(root));
     } else {

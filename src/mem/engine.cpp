@@ -46,8 +46,7 @@ Engine::Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64
 }
 
 Engine::~Engine() {
-    // No reader is left (they all hold the engine): free everything now, then whatever was
-    // retired before.
+    // No reader is left (every one holds the engine): free everything now.
     reclaimer_.flush();
     std::vector<Cell*> cells;
     table_.each([&](Cell* c) { cells.push_back(c); });
@@ -73,7 +72,7 @@ Engine::~Engine() {
         }
         delete c;
     }
-    rcu::barrier();
+    // What was retired earlier is freed by the reclamation thread: it needs nothing of the engine.
 }
 
 Cell* Engine::new_cell(uint64_t ino) {

@@ -64,12 +64,7 @@ struct PackOps {
     const std::shared_ptr<const PackReader>& reader;
     Ctx ctx;
 
-    Result<InodeView> root() const {
-        auto root = reader->inode(kRootIno, ctx);
-        if (root && root->type != FileType::directory) [[unlikely]]
-            return fail(kErrCorrupt, ctx.op, ctx.path);
-        return root;
-    }
+    Result<InodeView> root() const { return reader->root(ctx); }
     Result<std::optional<walk::Step<InodeView>>> lookup(const InodeView& dir,
                                                         std::string_view name) const {
         auto found = reader->lookup(dir, name, ctx);
@@ -156,7 +151,12 @@ class PackBackendImpl final : public PackBackend,
                               public std::enable_shared_from_this<PackBackendImpl> {
 public:
     explicit PackBackendImpl(std::unique_ptr<PackReader> reader)
-        : reader_(std::move(reader)), info_(reader_->info()) {}
+        : reader_(std::move(reader)), info_(reader_->info()) {
+        // Inode numbers are unique in a pack (by position, or the kept ones that verify proves
+        // unique); the largest is one record away (O(1), the open stays O(1)).
+        auto max = reader_->max_inode_number(Ctx{"open", {}});
+        if (max) numbering_ = {true, *max + 1};
+    }
 
 private:
     PackOps ops(const Ctx& ctx) const { return PackOps{reader_, ctx}; }
@@ -238,6 +238,7 @@ public:
     }
 
     Result<StatFs> statfs(Node) override { return ops({"statfs", {}}).statfs({}); }
+    InodeNumbering inode_numbering() const override { return numbering_; }
 
     Result<std::string> getxattr(Node node, std::string_view name) override {
         const Ctx ctx{"getxattr", {}};
@@ -319,6 +320,7 @@ public:
 private:
     std::shared_ptr<const PackReader> reader_;
     PackInfo info_;
+    InodeNumbering numbering_;
 };
 
 }  // namespace

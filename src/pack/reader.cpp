@@ -723,13 +723,19 @@ Result<uint64_t> PackReader::max_inode_number(const Ctx& ctx) const {
 
 // --- names -------------------------------------------------------------------------------
 
-Result<InodeView> PackReader::resolve(std::string_view path, bool follow_last,
-                                      const Ctx& ctx) const {
+Result<InodeView> PackReader::root(const Ctx& ctx) const {
     auto root = inode(kRootIno, ctx);
     if (!root) return root;
     if (root->type != FileType::directory) [[unlikely]]
         return corrupt(ctx, inodes_rel_ + offsetof(Inode, mode), S_IFDIR, root->rec.mode,
                        "root inode type");
+    return root;
+}
+
+Result<InodeView> PackReader::resolve(std::string_view path, bool follow_last,
+                                      const Ctx& ctx) const {
+    auto root = this->root(ctx);
+    if (!root) return root;
     InodeView cur = *root;
     DirChain chain;
     PendingPath pending(path);

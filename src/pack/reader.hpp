@@ -100,6 +100,8 @@ public:
 
     // Inode record `ino` (1-based record number), its fields checked.
     Result<InodeView> inode(uint64_t ino, const Ctx& ctx) const;
+    // The root's record, checked to be a directory (where every walk starts).
+    Result<InodeView> root(const Ctx& ctx) const;
 
     // --- inode numbers (what st_ino reports) -------------------------------------------------
     // A pack numbers its inodes by position (record i is inode i + 1) or, with the

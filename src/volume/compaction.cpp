@@ -140,7 +140,7 @@ Result<CompactionStats> VolumeImpl::compact() {
     }
     cleanup.armed = false;
     // Open files and node references move to the new tree by inode number.
-    replace_tree_locked(std::move(tree));
+    std::shared_ptr<Backend> old_tree = replace_tree_locked(std::move(tree));
     pack_.lease->retire = true;  // unlinked when its last reader goes
     pack_ = std::move(*fresh);
     const std::string retired_journal = old_journal;
@@ -152,6 +152,7 @@ Result<CompactionStats> VolumeImpl::compact() {
     journal_records_ = stats.records_carried;
     journal_bytes_ = writer_->file_bytes();
     lock.unlock();
+    release_tree(std::move(old_tree));
     ::unlink(retired_journal.c_str());
     (void)io::fsync_dir(dir_, "volume directory");
     const auto t1 = std::chrono::steady_clock::now();

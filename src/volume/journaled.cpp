@@ -37,7 +37,12 @@ std::shared_ptr<Backend> VolumeImpl::tree_for(Node node) const {
     return current_tree().first;
 }
 
-void VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
+void VolumeImpl::release_tree(std::shared_ptr<Backend> old) noexcept {
+    rcu::synchronize();
+    old.reset();
+}
+
+std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
     std::unique_lock nodes(nodes_mu_);
     std::lock_guard maps(held_mu_);
     const std::shared_ptr<Backend> old = tree_owner_;
@@ -60,8 +65,7 @@ void VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
     tree_owner_ = std::move(next);
     tree_.store(tree_owner_.get(), std::memory_order_release);
     tree_epoch_.fetch_add(1, std::memory_order_acq_rel);
-    old_trees_.retire_shared(old);  // readers in a section may still be using it
-    old_trees_.flush();
+    return old;
 }
 
 Result<std::shared_ptr<Backend>> VolumeImpl::rebuild_tree_locked() {
@@ -88,7 +92,9 @@ void VolumeImpl::recover_locked() {
         broken_ = true;
         return;
     }
-    replace_tree_locked(std::move(*fresh));
+    // (Readers in a section may still use the old tree: it is freed after a grace period.)
+    old_trees_.retire_shared(replace_tree_locked(std::move(*fresh)));
+    old_trees_.flush();
     ++recoveries_;
     if (auto ok = writer_->resume(); !ok) broken_ = true;
 }

@@ -160,8 +160,12 @@ private:
 
     // The tree readers use now (inside an rcu::ReadSection).
     Backend& tree_now() const noexcept { return *tree_.load(std::memory_order_acquire); }
-    // Puts `next` in place of the tree (under mu_), moving node references to it.
-    void replace_tree_locked(std::shared_ptr<Backend> next);
+    // Puts `next` in place of the tree (under mu_), moving node references to it; returns the
+    // old one, which readers inside a read section may still be using (see release_tree).
+    std::shared_ptr<Backend> replace_tree_locked(std::shared_ptr<Backend> next);
+    // Drops a replaced tree once no reader can be using it (not under mu_): its pack goes with
+    // its last user.
+    static void release_tree(std::shared_ptr<Backend> old) noexcept;
     // A new tree over the current pack with the journal as the writer keeps it replayed: what
     // the volume holds after a journal failure (under mu_).
     Result<std::shared_ptr<Backend>> rebuild_tree_locked();
@@ -198,7 +202,7 @@ private:
     std::atomic<Backend*> tree_{nullptr};  // RCU-published; owned by tree_owner_
     std::shared_ptr<Backend> tree_owner_;  // under mu_
     std::atomic<uint64_t> tree_epoch_{0};
-    rcu::Reclaimer old_trees_;             // under mu_
+    rcu::Reclaimer old_trees_;             // under mu_: trees replaced after a journal failure
 
     mutable std::mutex mu_;  // mutations, the writer pointer, the manifest, the tree
     std::shared_ptr<JournalWriter> writer_;

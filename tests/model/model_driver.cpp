@@ -86,7 +86,11 @@ ModelDriver::ModelDriver(std::shared_ptr<Backend> backend, uint64_t seed, Driver
       seed_(seed),
       config_(std::move(config)),
       model_(config_.model),
-      generator_(seed, config_.generator) {}
+      generator_(seed, config_.generator) {
+    // A longer history in a failure report, to replay a mismatch by hand.
+    if (const char* h = std::getenv("PACKFS_MODEL_HISTORY"); h && *h)
+        config_.compare.history = std::strtoull(h, nullptr, 10);
+}
 
 bool ModelDriver::mismatch(std::string detail) {
     if (!result_.ok) return false;
