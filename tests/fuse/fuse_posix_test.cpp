@@ -1270,7 +1270,7 @@ TEST_P(FusePosix, TreesDeeperThanPathMaxWorkThroughRelativePaths) {
             ::close(fds[0]);
             t.val("all_removed", removed ? "yes" : "no");
         },
-        "levels=33\ndeeper_than_8k=yes\ncreate=0\nwrite=0\nstat=0\nsize=4\nchmod=0\n"
+        "levels=35\ndeeper_than_8k=yes\ncreate=0\nwrite=0\nstat=0\nsize=4\nchmod=0\n"
         "mode=100600\nlink=0\nnlink=2\nrename=0\nunlink_f=0\nunlink_moved=0\n"
         "all_removed=yes\n");
 }
