@@ -498,7 +498,11 @@ public:
             if (!*c) return fail(ENOENT, "lookup", name);
             found = **c;
         }
-        return held_entry(found.ino);
+        // Its inode may go between the walk and the hold: the name was removed first, so the
+        // lookup answers as if it came after.
+        auto entry = held_entry(found.ino);
+        if (!entry && entry.error().code() == ESTALE) return fail(ENOENT, "lookup", name);
+        return entry;
     }
     Result<Entry> lookup_ino(uint64_t ino) override { return held_entry(ino); }
     void forget(Node node, uint64_t count) noexcept override {
