@@ -87,9 +87,6 @@ public:
                           XattrMode mode) override;
     Result<void> removexattr(Node node, std::string_view name) override;
 
-    // How many nodes are held (each is one open fd), the root not counted.
-    std::size_t held_nodes() const { return nodes_.held(); }
-
     // --- paths ---
 
     Result<Stat> stat(std::string_view path) override;

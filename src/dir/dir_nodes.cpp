@@ -95,9 +95,4 @@ void NodeTable::forget(uint64_t id, uint64_t count) noexcept {
     by_id_.erase(it);
 }
 
-std::size_t NodeTable::held() const {
-    std::lock_guard lock(mu_);
-    return by_id_.size();
-}
-
 }  // namespace packfs::dir

@@ -63,9 +63,6 @@ public:
     // unknown ids are ignored.
     void forget(uint64_t id, uint64_t count) noexcept;
 
-    // How many nodes are held (the root not counted): each costs one open fd.
-    std::size_t held() const;
-
 private:
     struct Key {
         uint64_t dev = 0;

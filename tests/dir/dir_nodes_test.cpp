@@ -496,8 +496,11 @@ TEST_F(DirNodes, MakeEntriesWithExactModes) {
     expect_same(reg->stat, root_ / "dir" / "empty");
     EXPECT_EQ(reg->stat.mode, 0606u);
     EXPECT_EQ(reg->stat.size, 0u);
-    if (::geteuid() == 0) {
-        auto dev = fs.mknod(dir->node, "null", FileType::char_device, 0600, makedev(1, 3));
+    auto dev = fs.mknod(dir->node, "null", FileType::char_device, 0600, makedev(1, 3));
+    if (!dev && dev.error().code() == EPERM) {
+        // No CAP_MKNOD: the host's own answer.
+        EXPECT_EQ(::mknod((root_ / "dir" / "null2").c_str(), S_IFCHR | 0600, makedev(1, 3)), -1);
+    } else {
         ASSERT_TRUE(dev.has_value()) << dev.error().message();
         expect_same(dev->stat, root_ / "dir" / "null");
         EXPECT_EQ(dev->stat.rdev, makedev(1, 3));
