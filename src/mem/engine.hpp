@@ -43,12 +43,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/op_clock.hpp"
+#include "core/rcu.hpp"
 #include "mem/cell.hpp"
 #include "mem/content.hpp"
 #include "mem/inode_table.hpp"
 #include "mem/lower_view.hpp"
-#include "core/op_clock.hpp"
-#include "core/rcu.hpp"
 #include "mem/trie.hpp"
 #include "packfs/backend.hpp"
 #include "packfs/mem.hpp"
@@ -127,6 +127,9 @@ public:
     Result<bool> has_entries(const Ref& dir, uint64_t gen) const;
     Result<std::size_t> read(const Ref& file, std::span<std::byte> out, uint64_t offset,
                              uint64_t gen, LowerFiles& lower_files) const;
+    // A held live cell's bytes as they are now (an open file's read): one read of its state.
+    Result<std::size_t> read_held(const Cell& cell, std::span<std::byte> out, uint64_t offset,
+                                  LowerFiles& lower_files) const;
     StatFs statfs(uint64_t gen) const;
 
     // The state a cell shows at `gen` (nullopt: none; it is then the lower's, or nothing).
@@ -140,6 +143,15 @@ public:
     // A hold on the live node `ino` (an open file or a node reference): its cell, a stub made
     // for a lower inode. ESTALE when it is gone.
     Result<Cell*> hold(uint64_t ino);
+    // The same for a node a reader just found (inside its read section): its cell directly.
+    Result<Cell*> hold(const Ref& node) {
+        if (node.cell && node.cell->try_hold()) {
+            if (node.cell->kind() != CellKind::dead) return node.cell;
+            release(node.cell);
+            return fail(ESTALE, "open");
+        }
+        return hold(node.ino);
+    }
     // Gives a hold back; the last one of an orphan frees it, of a stub removes it.
     void release(Cell* cell) noexcept;
     // The cell of `ino`, if it has one (a held node always has).
@@ -222,6 +234,8 @@ private:
     // lower that still know its number).
     void free_inode(Cell* cell);
     void release_state(const CellState& s) noexcept;
+    Result<std::size_t> read_state(const CellState& s, std::span<std::byte> out, uint64_t offset,
+                                   LowerFiles& lower_files) const;
     void retain_state(const CellState& s) noexcept;
     // Whether `dir` is `ancestor` or inside it: up the parents the cells record, or where a
     // lower directory's parent is not known, down the ancestor's subtree.
@@ -240,8 +254,8 @@ private:
     rcu::Reclaimer reclaimer_;
     LowerFiles writer_files_;  // the lower files the writer reads chunks from
     uint64_t next_ino_ = kRootIno + 1;
-    uint64_t gen_ = 1;             // the generation mutations make now
-    uint64_t last_snapshot_ = 0;   // the newest live snapshot's generation (0: none)
+    uint64_t gen_ = 1;                     // the generation mutations make now
+    uint64_t last_snapshot_ = 0;           // the newest live snapshot's generation (0: none)
     std::atomic<uint64_t> bytes_used_{0};  // the writer's, read by statfs
     std::atomic<uint64_t> inodes_{0};      // the tree's own live inodes (likewise)
     std::atomic<uint32_t> rename_seq_{0};

@@ -200,6 +200,11 @@ Result<void> Engine::drop_link(const Ref& node, Time now) {
     }
     s.ctime = now;
     commit(*cell, s);
+    if (s.nlink == 0) {
+        // The last hold may have gone meanwhile, seeing the old nlink (see Engine::release).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if ((*cell)->try_kill()) free_inode(*cell);
+    }
     return {};
 }
 
