@@ -42,6 +42,7 @@ Engine::Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64
     s.aux = kRootIno;
     s.atime = s.mtime = s.ctime = Time::now();
     table_.slot(kRootIno).store(root, std::memory_order_release);
+    live_root_.store(root, std::memory_order_release);
     inodes_.store(1, std::memory_order_relaxed);
 }
 

@@ -102,7 +102,13 @@ public:
 
     // === reading: inside an rcu::ReadSection, at kLiveGen or a snapshot's generation ========
 
-    Ref root(uint64_t gen) const;
+    Ref root(uint64_t gen) const {
+        if (gen == kLiveGen) {
+            if (Cell* cell = live_root_.load(std::memory_order_acquire))
+                return Ref{kRootIno, cell, cell->lower_node(), FileType::directory};
+        }
+        return root_at(gen);
+    }
     // The entry `name` of directory `dir`; nullopt when it has none.
     Result<std::optional<Ref>> child(const Ref& dir, std::string_view name, uint64_t gen) const;
     // A live lookup that answers only the common case, cheaply: the tree's own entry of that
@@ -113,7 +119,7 @@ public:
         if (d.kind != CellKind::live) return std::nullopt;
         const EntryRec* e = trie_find(static_cast<const TrieNode*>(d.data), name_hash(name), name);
         if (!e || e->ino == 0) return std::nullopt;
-        Cell* cell = table_.find(e->ino);
+        Cell* cell = e->cell ? e->cell : table_.find(e->ino);
         if (!cell || cell->kind() != CellKind::live) return std::nullopt;
         return Ref{e->ino, cell, cell->lower_node(), e->type};
     }
@@ -234,6 +240,7 @@ private:
     // lower that still know its number).
     void free_inode(Cell* cell);
     void release_state(const CellState& s) noexcept;
+    Ref root_at(uint64_t gen) const;
     Result<std::size_t> read_state(const CellState& s, std::span<std::byte> out, uint64_t offset,
                                    LowerFiles& lower_files) const;
     void retain_state(const CellState& s) noexcept;
@@ -249,6 +256,9 @@ private:
     const std::shared_ptr<Backend> lower_;
     LowerView lower_view_;
     InodeTable table_;
+    // The root's cell once it has a live one (from the start, or its copy-up over a lower):
+    // never removed after, so every live walk starts here without a table lookup.
+    std::atomic<Cell*> live_root_{nullptr};
 
     std::mutex writer_;
     rcu::Reclaimer reclaimer_;

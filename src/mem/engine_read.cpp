@@ -48,7 +48,7 @@ std::optional<std::pair<CellKind, uint64_t>> kind_and_lower(const Cell& cell,
 
 }  // namespace
 
-Ref Engine::root(uint64_t gen) const {
+Ref Engine::root_at(uint64_t gen) const {
     if (Cell* cell = table_.find(kRootIno)) {
         if (auto k = kind_and_lower(*cell, gen); k && k->first == CellKind::live)
             return Ref{kRootIno, cell, k->second, FileType::directory};
@@ -72,7 +72,7 @@ Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
         if (const EntryRec* e =
                 trie_find(static_cast<const TrieNode*>(d.data), name_hash(name), name)) {
             if (e->ino == 0) return std::nullopt;  // a whiteout: the lower's name is deleted
-            Cell* cell = table_.find(e->ino);
+            Cell* cell = e->cell ? e->cell : table_.find(e->ino);
             if (!cell) return std::nullopt;  // freed after the name was read: gone
             auto k = kind_and_lower(*cell, gen);
             if (!k || k->first != CellKind::live) return std::nullopt;

@@ -87,11 +87,12 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
         // A stub (a held lower inode) becomes the copy: the holds stay where they are.
         s.prev = nullptr;
         cell->write(s);
-        return cell;
+    } else {
+        cell = new_cell(node.ino);
+        cell->state = s;
+        table_.slot(node.ino).store(cell, std::memory_order_release);
     }
-    cell = new_cell(node.ino);
-    cell->state = s;
-    table_.slot(node.ino).store(cell, std::memory_order_release);
+    if (node.ino == kRootIno) live_root_.store(cell, std::memory_order_release);
     return cell;
 }
 
@@ -218,7 +219,9 @@ Result<std::optional<Ref>> Engine::live_child(const Ref& dir, std::string_view n
 void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileType type) {
     auto* root = static_cast<TrieNode*>(dir.data);
     TrieWriter w(root, reclaimer_);
-    const int64_t replaced = w.put(name, name_hash(name), ino, type);
+    Cell* cell = ino ? table_.find(ino) : nullptr;
+    if (cell && cell->state.kind != CellKind::live) cell = nullptr;  // a stub may be replaced
+    const int64_t replaced = w.put(name, name_hash(name), ino, type, cell);
     dir.data = root;
     if (replaced <= 0) ++dir.entries;  // a new name (over nothing, or over a whiteout)
 }

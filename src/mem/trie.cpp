@@ -6,13 +6,14 @@
 namespace packfs::mem {
 
 EntryRec* EntryRec::make(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
-                         EntryRec* next) {
+                         Cell* cell, EntryRec* next) {
     void* p = ::operator new(sizeof(EntryRec) + name.size());  // name_bytes[1] holds the NUL
     auto* e = new (p) EntryRec;
     e->type = type;
     e->name_length = static_cast<uint16_t>(name.size());
     e->hash = hash;
     e->ino = ino;
+    e->cell = cell;
     e->next = next;
     std::memcpy(e->name_bytes, name.data(), name.size());
     e->name_bytes[name.size()] = '\0';
@@ -125,8 +126,9 @@ TrieNode* TrieWriter::own(TrieNode* node, std::atomic<uintptr_t>* parent_slot) {
     return copy;
 }
 
-int64_t TrieWriter::put(std::string_view name, uint64_t hash, uint64_t ino, FileType type) {
-    EntryRec* fresh = EntryRec::make(name, hash, ino, type);
+int64_t TrieWriter::put(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
+                        Cell* cell) {
+    EntryRec* fresh = EntryRec::make(name, hash, ino, type, cell);
     if (!root_) {
         auto* node = new TrieNode;
         node->slots[TrieNode::index(hash, 0)].store(TrieNode::tag(fresh), std::memory_order_relaxed);
@@ -170,7 +172,7 @@ int64_t TrieWriter::put_at(TrieNode* node, int depth, EntryRec* fresh) {
             // The chain again without the replaced entry (entries are immutable: copies).
             EntryRec* chain = nullptr;
             for (auto it = others.rbegin(); it != others.rend(); ++it)
-                chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, chain);
+                chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, (*it)->cell, chain);
             fresh->next = chain;
             slot.store(TrieNode::tag(fresh), std::memory_order_release);
             entry_release(e, reclaimer_);
@@ -232,7 +234,7 @@ bool TrieWriter::erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* par
         if (!found) return false;
         node = own(node, parent_slot);
         for (auto it = others.rbegin(); it != others.rend(); ++it)
-            chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, chain);
+            chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, (*it)->cell, chain);
         node->slots[i].store(chain ? TrieNode::tag(chain) : 0, std::memory_order_release);
         entry_release(e, reclaimer_);
         fold = parent_slot && lone_entry(node) != 0;
