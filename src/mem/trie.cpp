@@ -200,7 +200,9 @@ int64_t TrieWriter::put_at(TrieNode* node, int depth, EntryRec* fresh) {
 }
 
 bool TrieWriter::erase(std::string_view name, uint64_t hash) {
-    if (!root_) return false;
+    // Owning the path copies (under a snapshot): only once the name is known to be there, so a
+    // miss copies nothing, and found once, not again at each level.
+    if (!root_ || !trie_find(root_, hash, name)) return false;
     bool fold = false;
     const bool found = erase_at(root_, 0, nullptr, hash, name, fold);
     if (found && root_ && empty(root_)) {
@@ -240,13 +242,10 @@ bool TrieWriter::erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* par
         fold = parent_slot && lone_entry(node) != 0;
         return true;
     }
-    TrieNode* child = TrieNode::node(s);
     bool child_fold = false;
-    // Own the path only once the name is known to be there: a miss copies nothing.
-    if (!trie_find_from(child, depth + 1, hash, name)) return false;
     node = own(node, parent_slot);
     auto& slot = node->slots[i];
-    child = own(TrieNode::node(slot.load(std::memory_order_relaxed)), &slot);
+    TrieNode* child = own(TrieNode::node(slot.load(std::memory_order_relaxed)), &slot);
     erase_at(child, depth + 1, &slot, hash, name, child_fold);
     if (empty(child)) {
         slot.store(0, std::memory_order_release);
