@@ -216,6 +216,12 @@ Result<std::optional<Ref>> Engine::live_child(const Ref& dir, std::string_view n
     return child(dir, name, kLiveGen);
 }
 
+// A directory removed while something held it (rmdir left it with nlink 0): it takes no new
+// names (ENOENT, as Linux answers a create in a removed working directory).
+static bool removed_dir(const Ref& dir) noexcept {
+    return dir.cell && dir.cell->state.kind == CellKind::live && dir.cell->state.nlink == 0;
+}
+
 void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileType type) {
     auto* root = static_cast<TrieNode*>(dir.data);
     TrieWriter w(root, reclaimer_);
@@ -256,6 +262,7 @@ Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
 Result<Ref> Engine::make(const Ref& dir, std::string_view name, FileType type, uint32_t mode,
                          uint64_t rdev, std::string_view target,
                          const std::optional<Owner>& owner, bool free_known) {
+    if (removed_dir(dir)) return fail(ENOENT, "create", name);
     if (!free_known) {
         auto existing = live_child(dir, name);
         if (!existing) return std::unexpected(existing.error());
@@ -287,6 +294,7 @@ Result<Ref> Engine::make(const Ref& dir, std::string_view name, FileType type, u
 }
 
 Result<void> Engine::link(const Ref& node, const Ref& dir, std::string_view name) {
+    if (removed_dir(dir)) return fail(ENOENT, "link", name);
     auto existing = live_child(dir, name);
     if (!existing) return std::unexpected(existing.error());
     if (*existing) return fail(EEXIST, "link", name);
@@ -372,6 +380,7 @@ Result<bool> Engine::inside(const Ref& dir, const Ref& ancestor) {
 Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to_dir,
                             std::string_view to_name, RenameFlags flags, bool ancestry_checked) {
     if (!valid_rename_flags(flags)) return fail(EINVAL, "rename", name);
+    if (removed_dir(to_dir)) return fail(ENOENT, "rename", to_name);
     auto moved = live_child(dir, name);
     if (!moved) return std::unexpected(moved.error());
     auto victim = live_child(to_dir, to_name);

@@ -51,6 +51,13 @@ std::shared_ptr<Backend> VolumeImpl::tree_for_locked(Node node) const {
     return tree_owner_;
 }
 
+std::shared_ptr<Backend> VolumeImpl::unnamed_tree(Node node) const {
+    if (!has_orphans_.load(std::memory_order_acquire)) return nullptr;
+    std::shared_lock no_replacement(nodes_mu_);
+    auto tree = tree_for_locked(node);
+    return tree != tree_owner_ ? tree : nullptr;
+}
+
 void VolumeImpl::add_file(VolumeFile* file) {
     std::lock_guard lock(held_mu_);
     files_.insert(file);
@@ -450,6 +457,7 @@ void owner_into(OpRecord& r, const std::optional<Owner>& owner) {
 
 Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, uint32_t mode,
                                    std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "create", name);  // a removed directory
     uint64_t counted = 0;
     auto made = journaled<Created>(
         RecordType::create_at, name,
@@ -481,6 +489,7 @@ Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, u
 
 Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
                                 std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "mkdir", name);  // a removed directory
     return make_entry(
         RecordType::mkdir_at, name,
         [&](Backend& tree) { return tree.mkdir(dir, name, mode, owner); },
@@ -495,6 +504,7 @@ Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
 
 Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
                                 uint64_t rdev, std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "mknod", name);  // a removed directory
     return make_entry(
         RecordType::mknod_at, name,
         [&](Backend& tree) { return tree.mknod(dir, name, type, mode, rdev, owner); },
@@ -511,6 +521,7 @@ Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, 
 
 Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_view target,
                                   std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "symlink", name);  // a removed directory
     return make_entry(
         RecordType::symlink_at, name,
         [&](Backend& tree) { return tree.symlink(dir, name, target, owner); },
@@ -524,6 +535,9 @@ Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_v
 }
 
 Result<Entry> VolumeImpl::link(Node node, Node dir, std::string_view name) {
+    // An object with no name left gets none back (as on Linux), nor a name in a removed
+    // directory.
+    if (unnamed_tree(node) || unnamed_tree(dir)) return fail(ENOENT, "link", name);
     return make_entry(
         RecordType::link_at, name, [&](Backend& tree) { return tree.link(node, dir, name); },
         [&](OpRecord& r, const Entry&) {
@@ -568,6 +582,7 @@ Result<void> VolumeImpl::rmdir(Node dir, std::string_view name) {
 
 Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
                                 std::string_view to_name, RenameFlags flags) {
+    if (unnamed_tree(to_dir)) return fail(ENOENT, "rename", to_name);  // a removed directory
     auto done = journaled<bool>(
         RecordType::rename_at, name,
         [&](Backend& tree) -> Result<bool> {
@@ -588,15 +603,7 @@ Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
 }
 
 Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
-    if (has_orphans_.load(std::memory_order_acquire)) {
-        std::shared_ptr<Backend> old;
-        {
-            std::shared_lock no_replacement(nodes_mu_);
-            auto tree = tree_for_locked(node);
-            if (tree != tree_owner_) old = std::move(tree);
-        }
-        if (old) return old->setattr(node, change);  // unnamed: nothing to journal
-    }
+    if (auto old = unnamed_tree(node)) return old->setattr(node, change);
     return journaled<Stat>(
         RecordType::setattr, {}, [&](Backend& tree) { return tree.setattr(node, change); },
         [&](OpRecord& r, const Stat& st) {
@@ -613,16 +620,26 @@ Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
         });
 }
 
+// Whether `node` still has a name after a change made on `tree` (under mu_): a change to an
+// unnamed object is not journaled (its record would name an inode a replay never makes).
+static Result<bool> still_named(Backend& tree, Node node) {
+    auto st = tree.getattr(node);
+    if (!st) return std::unexpected(st.error());
+    return st->nlink > 0;
+}
+
 Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_view value,
                                   XattrMode mode) {
+    if (auto old = unnamed_tree(node)) return old->setxattr(node, name, value, mode);
     auto done = journaled<bool>(
         RecordType::setxattr_at, name,
         [&](Backend& tree) -> Result<bool> {
             if (auto ok = tree.setxattr(node, name, value, mode); !ok)
                 return std::unexpected(ok.error());
-            return true;
+            return still_named(tree, node);
         },
-        [&](OpRecord& r, bool) {
+        [&](OpRecord& r, bool named) {
+            if (!named) return false;
             r.ino = node.id;
             r.name = name;
             r.value = value;
@@ -634,13 +651,15 @@ Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_
 }
 
 Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
+    if (auto old = unnamed_tree(node)) return old->removexattr(node, name);
     auto done = journaled<bool>(
         RecordType::removexattr_at, name,
         [&](Backend& tree) -> Result<bool> {
             if (auto ok = tree.removexattr(node, name); !ok) return std::unexpected(ok.error());
-            return true;
+            return still_named(tree, node);
         },
-        [&](OpRecord& r, bool) {
+        [&](OpRecord& r, bool named) {
+            if (!named) return false;
             r.ino = node.id;
             r.name = name;
             return true;

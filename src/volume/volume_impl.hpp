@@ -195,6 +195,9 @@ private:
     auto on_tree(Node node, Body&& body);
     // The same choice, with nodes_mu_ or mu_ held (tree_owner_ cannot change meanwhile).
     std::shared_ptr<Backend> tree_for_locked(Node node) const;
+    // The old tree `node` stayed on with no name left, or null when it is the current tree's:
+    // a change there is made there and not journaled (after a crash it is gone).
+    std::shared_ptr<Backend> unnamed_tree(Node node) const;
 
     // Compaction's steps (compaction.cpp).
     void start_auto_compaction();
