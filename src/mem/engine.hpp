@@ -231,11 +231,22 @@ private:
     Result<std::optional<Ref>> live_child(const Ref& dir, std::string_view name);
     // Names `ino` as dir/name (the name free or a whiteout) in `dir_state` (the dir's next state).
     void add_name(CellState& dir_state, std::string_view name, uint64_t ino, FileType type);
+    // Whether the lower directory under `dir` (a cell of the tree's) has `name`: a removal
+    // there leaves a whiteout. Asked before anything changes (it reads the lower).
+    Result<bool> lower_has_name(const Cell* dir, std::string_view name);
     // Removes dir/name: erased, or a whiteout where the lower has that name.
-    Result<void> remove_name(CellState& dir_state, std::string_view name);
-    // One link of `node` gone (its name already removed): at nlink 0 the inode is freed, or
-    // left as an orphan while held (a lower inode nobody holds only needs a tombstone).
-    Result<void> drop_link(const Ref& node, Time now);
+    void remove_name(CellState& dir_state, std::string_view name, bool lower_has);
+
+    // Removing one link of a node, in two steps so that a mutation can do everything that may
+    // fail (the lower's link count, a copy-up) before it changes any name, and then cannot
+    // fail half-way: prepare_drop decides, drop_link does. At nlink 0 the inode is freed, or
+    // left as an orphan while held; a lower inode nobody holds only needs a tombstone.
+    struct LinkDrop {
+        uint64_t ino = 0;
+        Cell* cell = nullptr;   // the tree's own cell to drop a link of; null: bury `ino`
+    };
+    Result<LinkDrop> prepare_drop(const Ref& node);
+    void drop_link(const LinkDrop& drop, Time now);
     // Frees a live inode with no name and no hold (or marks it dead for the snapshots and the
     // lower that still know its number).
     void free_inode(Cell* cell);

@@ -152,61 +152,56 @@ void Engine::free_inode(Cell* cell) {
     cell->write(dead);
 }
 
-Result<void> Engine::drop_link(const Ref& node, Time now) {
+Result<Engine::LinkDrop> Engine::prepare_drop(const Ref& node) {
     if (!node.cell) {
-        // An unchanged lower inode: one name of several goes (the copy records it), or the
-        // inode goes; held, it lives on as an orphan copy.
+        // An unchanged lower inode: when this is its last name and nothing holds it, only a
+        // tombstone is needed (a stub nobody holds goes: it can no longer be held once killed);
+        // else it is copied up, to count its links or to live on as an orphan.
         Cell* stub = table_.find(node.ino);
-        const bool held = stub && stub->held();
-        if (!held && !node.is_dir()) {
+        bool last = node.is_dir();
+        if (!last && !(stub && stub->held())) {
             auto st = lower_->getattr(Node{node.lower});
             if (!st) return std::unexpected(st.error());
-            if (st->nlink <= 1) {
-                if (stub) {
-                    if (!stub->try_kill()) return drop_link(Ref{node.ino, nullptr, node.lower, node.type}, now);
-                    void* expected = stub;
-                    table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
-                    reclaimer_.retire(stub);
-                }
-                bury(node.ino);
-                return {};
-            }
-        } else if (!held) {
+            last = st->nlink <= 1;
+        }
+        if (last && (!stub || stub->try_kill())) {
             if (stub) {
-                if (stub->try_kill()) {
-                    void* expected = stub;
-                    table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
-                    reclaimer_.retire(stub);
-                    bury(node.ino);
-                    return {};
-                }
-            } else {
-                bury(node.ino);
-                return {};
+                void* expected = stub;
+                table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
+                reclaimer_.retire(stub);
             }
+            return LinkDrop{node.ino, nullptr};
         }
     }
     auto cell = own_cell(node);
     if (!cell) return std::unexpected(cell.error());
-    CellState s = begin_edit(*cell);
+    return LinkDrop{node.ino, *cell};
+}
+
+void Engine::drop_link(const LinkDrop& drop, Time now) {
+    if (!drop.cell) {
+        bury(drop.ino);
+        return;
+    }
+    Cell* cell = drop.cell;
+    CellState s = begin_edit(cell);
     if (s.type == FileType::directory || s.nlink <= 1) {
-        if ((*cell)->try_kill()) {
-            commit(*cell, s);
-            free_inode(*cell);
-            return {};
+        if (cell->try_kill()) {
+            commit(cell, s);
+            free_inode(cell);
+            return;
         }
         s.nlink = 0;  // an orphan: the last hold frees it (Engine::release)
     } else {
         s.nlink -= 1;
     }
     s.ctime = now;
-    commit(*cell, s);
+    commit(cell, s);
     if (s.nlink == 0) {
         // The last hold may have gone meanwhile, seeing the old nlink (see Engine::release).
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        if ((*cell)->try_kill()) free_inode(*cell);
+        if (cell->try_kill()) free_inode(cell);
     }
-    return {};
 }
 
 // --- names -------------------------------------------------------------------------------------
@@ -232,19 +227,21 @@ void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileT
     if (replaced <= 0) ++dir.entries;  // a new name (over nothing, or over a whiteout)
 }
 
-Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
+Result<bool> Engine::lower_has_name(const Cell* dir, std::string_view name) {
+    const uint64_t lower_dir = dir->state.lower;
+    if (!lower_dir || !lower_) return false;
+    auto found = lower_->lookup(Node{lower_dir}, name);
+    if (found) {
+        lower_->forget(found->node, 1);
+        return true;
+    }
+    if (found.error().code() == ENOENT) return false;
+    return std::unexpected(found.error());
+}
+
+void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) {
     const uint64_t hash = name_hash(name);
     auto* root = static_cast<TrieNode*>(dir.data);
-    bool lower_has = false;
-    if (dir.lower && lower_) {
-        auto found = lower_->lookup(Node{dir.lower}, name);
-        if (found) {
-            lower_has = true;
-            lower_->forget(found->node, 1);
-        } else if (found.error().code() != ENOENT) {
-            return std::unexpected(found.error());
-        }
-    }
     const EntryRec* own = trie_find(root, hash, name);
     if (own && own->ino != 0) --dir.entries;
     TrieWriter w(root, reclaimer_);
@@ -254,7 +251,6 @@ Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
         w.erase(name, hash);
     }
     dir.data = root;
-    return {};
 }
 
 // --- the mutations -----------------------------------------------------------------------------
@@ -323,12 +319,18 @@ Result<void> Engine::unlink(const Ref& dir, std::string_view name) {
     if ((*entry)->is_dir()) return fail(EISDIR, "unlink", name);
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
+    auto lower_has = lower_has_name(*dcell, name);
+    if (!lower_has) return std::unexpected(lower_has.error());
+    auto drop = prepare_drop(**entry);
+    if (!drop) return std::unexpected(drop.error());
+    // Nothing below can fail.
     const Time now = op_now();
     CellState ds = begin_edit(*dcell);
-    if (auto ok = remove_name(ds, name); !ok) return ok;
+    remove_name(ds, name, *lower_has);
     ds.mtime = ds.ctime = now;
     commit(*dcell, ds);
-    return drop_link(**entry, now);
+    drop_link(*drop, now);
+    return {};
 }
 
 Result<void> Engine::rmdir(const Ref& dir, std::string_view name) {
@@ -341,13 +343,19 @@ Result<void> Engine::rmdir(const Ref& dir, std::string_view name) {
     if (*full) return fail(ENOTEMPTY, "rmdir", name);
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
+    auto lower_has = lower_has_name(*dcell, name);
+    if (!lower_has) return std::unexpected(lower_has.error());
+    auto drop = prepare_drop(**entry);
+    if (!drop) return std::unexpected(drop.error());
+    // Nothing below can fail.
     const Time now = op_now();
     CellState ds = begin_edit(*dcell);
-    if (auto ok = remove_name(ds, name); !ok) return ok;
+    remove_name(ds, name, *lower_has);
     ds.nlink -= 1;
     ds.mtime = ds.ctime = now;
     commit(*dcell, ds);
-    return drop_link(**entry, now);
+    drop_link(*drop, now);
+    return {};
 }
 
 Result<bool> Engine::inside(const Ref& dir, const Ref& ancestor) {
@@ -425,6 +433,17 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     auto dcell = own_cell(to_dir);
     if (!dcell) return std::unexpected(dcell.error());
     const bool same_dir = *scell == *dcell;
+    Result<bool> lower_has = false;
+    Result<LinkDrop> drop = LinkDrop{};
+    if (flags != RenameFlags::exchange) {
+        lower_has = lower_has_name(*scell, name);
+        if (!lower_has) return std::unexpected(lower_has.error());
+        if (*victim) {
+            drop = prepare_drop(**victim);
+            if (!drop) return std::unexpected(drop.error());
+        }
+    }
+    // Nothing below can fail.
 
     const Time now = op_now();
     const bool dirs_move = m.is_dir() || (*victim && (*victim)->is_dir());
@@ -438,7 +457,6 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
         s.ctime = now;
         commit(cell, s);
     };
-    Result<void> done;
     if (flags == RenameFlags::exchange) {
         const Ref w = **victim;
         add_name(src, name, w.ino, w.type);
@@ -454,7 +472,7 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     } else {
         // The new name first, then the old one goes: a reader never finds the object nowhere.
         add_name(dst, to_name, m.ino, m.type);
-        done = remove_name(src, name);
+        remove_name(src, name, *lower_has);
         if (*victim && (*victim)->is_dir()) dst.nlink -= 1;
         if (m.is_dir() && !same_dir) {
             src.nlink -= 1;
@@ -466,9 +484,9 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     dst.mtime = dst.ctime = now;
     commit(*scell, src);
     if (!same_dir) commit(*dcell, dst);
-    if (done && *victim && flags != RenameFlags::exchange) done = drop_link(**victim, now);
+    if (*victim && flags != RenameFlags::exchange) drop_link(*drop, now);
     if (dirs_move) rename_seq_.fetch_add(1, std::memory_order_acq_rel);
-    return done;
+    return {};
 }
 
 // --- attributes -----------------------------------------------------------------------------
