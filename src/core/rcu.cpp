@@ -80,24 +80,21 @@ void read_unlock() noexcept {
     rcu_read_unlock();
 }
 
-void Reclaimer::add(void* p, Deleter deleter) {
+void Reclaimer::add(void* p, Deleter deleter, std::size_t bytes) {
     if (items_.capacity() == 0) items_.reserve(kBatch);
     items_.emplace_back(p, deleter);
-    if (items_.size() >= kBatch) flush();
+    bytes_ += bytes;
 }
 
 void Reclaimer::flush() noexcept {
     if (items_.empty()) return;
     install_fork_handlers();
+    // No memory for a batch: the items stay pending for the next flush (waiting for a grace
+    // period here could wait for a reader that waits for the writer's lock).
     Batch* batch = new (std::nothrow) Batch;
-    if (!batch) {
-        // No memory for the batch: wait for the grace period here instead.
-        synchronize_rcu();
-        for (auto& [p, deleter] : items_) deleter(p);
-        items_.clear();
-        return;
-    }
+    if (!batch) return;
     batch->items.swap(items_);
+    bytes_ = 0;
 #ifdef PACKFS_TSAN
     __tsan_release(batch);
 #endif

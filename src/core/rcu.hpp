@@ -10,8 +10,10 @@
 // period (every read section that began before the retirement has ended).
 //
 // Rules the engine keeps:
-// - Never take the writer's lock inside a ReadSection: the writer may wait for a grace period
-//   (rcu::barrier when a backend is destroyed), and that waits for the reader.
+// - The writer never waits for a grace period while it holds its lock (what it retires goes
+//   to the reclamation thread, call_rcu; when no memory is left for a batch, the batch waits
+//   for a later flush), so a reader may take the writer's lock inside a section (the last
+//   close of an orphan does). Whoever calls synchronize() holds no lock a reader may wait for.
 // - What is reached inside a section is not used after it, unless a reference (a hold on a
 //   cell, a snapshot) keeps it.
 //
@@ -39,7 +41,9 @@ public:
 };
 
 // Objects one writer retired, freed in batches after a grace period (one call_rcu per batch,
-// on liburcu's reclamation thread). Not thread-safe: it belongs to the writer's lock.
+// on liburcu's reclamation thread). A batch goes when it holds kBatch objects or kBatchBytes
+// of memory (a file's 64 KiB chunks count by their size), so what a quiet writer leaves
+// pending is bounded by both. Not thread-safe: it belongs to the writer's lock.
 class Reclaimer {
 public:
     using Deleter = void (*)(void*) noexcept;
@@ -51,7 +55,7 @@ public:
 
     template <class T>
     void retire(T* p) {
-        if (p) add(p, [](void* q) noexcept { delete static_cast<T*>(q); });
+        if (p) add(p, [](void* q) noexcept { delete static_cast<T*>(q); }, sizeof(T));
     }
     // A reference a reader may still be using through a raw pointer: dropped after the grace
     // period.
@@ -59,15 +63,24 @@ public:
     void retire_shared(std::shared_ptr<T> p) {
         if (p) retire(new std::shared_ptr<T>(std::move(p)));
     }
-    void add(void* p, Deleter deleter);
+    // `bytes`: about what freeing `p` gives back. Pending until collect() or flush(): the
+    // writer retires objects before it publishes what replaces them, and hands them over only
+    // once nothing it retired is reachable any more.
+    void add(void* p, Deleter deleter, std::size_t bytes);
+    // flush(), when a batch is full (kBatch objects or kBatchBytes).
+    void collect() noexcept {
+        if (items_.size() >= kBatch || bytes_ >= kBatchBytes) flush();
+    }
     // Hands what is pending to the reclamation thread now.
     void flush() noexcept;
     std::size_t pending() const noexcept { return items_.size(); }
 
     static constexpr std::size_t kBatch = 4096;
+    static constexpr std::size_t kBatchBytes = 1 << 20;
 
 private:
     std::vector<std::pair<void*, Deleter>> items_;
+    std::size_t bytes_ = 0;
 };
 
 // Waits until every object retired so far (by any Reclaimer that was flushed) is freed.

@@ -64,7 +64,8 @@ void zero(std::byte* p, uint32_t from, uint32_t to) noexcept {
 }
 
 void retire_chunk(Chunk* c, rcu::Reclaimer& reclaimer) {
-    reclaimer.add(c, [](void* p) noexcept { Chunk::destroy(static_cast<Chunk*>(p)); });
+    reclaimer.add(c, [](void* p) noexcept { Chunk::destroy(static_cast<Chunk*>(p)); },
+                  sizeof(Chunk) + c->capacity);
 }
 
 void chunk_release(Chunk* c, rcu::Reclaimer& reclaimer) noexcept {

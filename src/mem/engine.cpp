@@ -29,7 +29,8 @@ Engine::Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64
       lower_(std::move(lower)),
       lower_view_(lower_.get()),
       table_(lower_ ? lower_view_.limit() : 64) {
-    next_ino_ = std::max<uint64_t>({kRootIno + 1, next_ino, lower_ ? lower_view_.limit() : 0});
+    next_ino_.store(std::max<uint64_t>({kRootIno + 1, next_ino, lower_ ? lower_view_.limit() : 0}),
+                    std::memory_order_relaxed);
     if (lower_) return;  // the root, like everything else, is the lower's until it changes
     Cell* root = new_cell(kRootIno);
     CellState& s = root->state;
@@ -136,7 +137,7 @@ Engine::SnapshotInfo Engine::take_snapshot() {
     const uint64_t gen = gen_++;
     ++snapshots_[gen].count;
     last_snapshot_ = gen;
-    return SnapshotInfo{gen, bytes_used_.load(std::memory_order_relaxed), next_ino_};
+    return SnapshotInfo{gen, bytes_used_.load(std::memory_order_relaxed), next_ino()};
 }
 
 void Engine::drop_snapshot(uint64_t gen) noexcept {
@@ -234,7 +235,7 @@ void Engine::release(Cell* cell) noexcept {
     // sees its nlink of 0.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (cell->kind() == CellKind::live && cell->nlink() > 0) return;
-    std::lock_guard lock(writer_);
+    auto lock = this->lock();
     if (cell->held()) return;  // held again meanwhile
     const CellState& s = cell->state;
     const bool orphan = s.kind == CellKind::live && s.nlink == 0;

@@ -165,7 +165,23 @@ public:
 
     // === the writer ===========================================================================
 
-    std::unique_lock<std::mutex> lock() { return std::unique_lock(writer_); }
+    // The writer's lock. What a mutation retires is handed to the reclamation thread only when
+    // the lock is given back: by then every change is committed, so nothing retired is still
+    // published (a grace period that began while a retired node was still reachable would not
+    // wait for the readers that reach it after).
+    class WriterLock {
+    public:
+        explicit WriterLock(Engine& engine) : engine_(&engine), lock_(engine.writer_) {}
+        WriterLock(WriterLock&& o) noexcept = default;
+        ~WriterLock() {
+            if (lock_.owns_lock()) engine_->reclaimer_.collect();
+        }
+
+    private:
+        Engine* engine_;
+        std::unique_lock<std::mutex> lock_;
+    };
+    WriterLock lock() { return WriterLock(*this); }
 
     // Everything below needs the lock. Refs come from the live tree (by_ino/child at kLiveGen).
     // New inodes belong to `owner` (with the set-group-ID rule) or to the options' owner.
@@ -192,7 +208,7 @@ public:
     // the copy, so its writes need no copy-up).
     Result<Cell*> own(const Ref& node);
 
-    uint64_t next_ino() const noexcept { return next_ino_; }
+    uint64_t next_ino() const noexcept { return next_ino_.load(std::memory_order_relaxed); }
 
     // === versions ===========================================================================
 
@@ -274,7 +290,7 @@ private:
     std::mutex writer_;
     rcu::Reclaimer reclaimer_;
     LowerFiles writer_files_;  // the lower files the writer reads chunks from
-    uint64_t next_ino_ = kRootIno + 1;
+    std::atomic<uint64_t> next_ino_{kRootIno + 1};  // changed by the writer; read by anyone
     uint64_t gen_ = 1;                     // the generation mutations make now
     uint64_t last_snapshot_ = 0;           // the newest live snapshot's generation (0: none)
     std::atomic<uint64_t> bytes_used_{0};  // the writer's, read by statfs

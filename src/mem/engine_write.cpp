@@ -98,7 +98,7 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
 
 Cell* Engine::make_inode(FileType type, uint32_t mode, Time now,
                          const std::optional<Owner>& owner, const CellState& parent) {
-    Cell* cell = new_cell(next_ino_++);
+    Cell* cell = new_cell(next_ino_.fetch_add(1, std::memory_order_relaxed));
     CellState& s = cell->state;
     s.modified_gen = gen_;
     s.kind = CellKind::live;

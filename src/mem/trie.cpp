@@ -46,7 +46,8 @@ void release_slot(uintptr_t s, rcu::Reclaimer& reclaimer) noexcept {
 }
 
 void retire_entry(EntryRec* e, rcu::Reclaimer& reclaimer) {
-    reclaimer.add(e, [](void* p) noexcept { EntryRec::destroy(static_cast<EntryRec*>(p)); });
+    reclaimer.add(e, [](void* p) noexcept { EntryRec::destroy(static_cast<EntryRec*>(p)); },
+                  sizeof(EntryRec) + e->name_length);
 }
 
 // Whether a node holds exactly one slot and that one is an entry (chain): folding it into its
