@@ -26,6 +26,7 @@ public:
     bool time(const Time& t) { return i64(t.sec) && u32(static_cast<uint32_t>(t.nsec)); }
     bool update(const TimeUpdate& u) { return u8(static_cast<uint8_t>(u.kind)) && time(u.time); }
     std::vector<std::byte> take() { return std::move(out_); }
+    bool invalid(const char*) { return false; }  // (an encoder writes only valid values)
 
 private:
     bool raw(const void* p, std::size_t n) {
@@ -58,16 +59,26 @@ public:
     }
     bool time(Time& t) {
         uint32_t nsec = 0;
-        if (!i64(t.sec) || !u32(nsec) || nsec > 999'999'999) return false;
+        if (!i64(t.sec) || !u32(nsec)) return false;
+        if (nsec > 999'999'999) return invalid("a time's nanoseconds (over 999999999)");
         t.nsec = nsec;
         return true;
     }
     bool update(TimeUpdate& u) {
         uint8_t kind = 0;
-        if (!u8(kind) || kind > static_cast<uint8_t>(TimeUpdate::Kind::set)) return false;
+        if (!u8(kind)) return false;
+        if (kind > static_cast<uint8_t>(TimeUpdate::Kind::set))
+            return invalid("a time update's kind (over 2)");
         u.kind = static_cast<TimeUpdate::Kind>(kind);
         return time(u.time);
     }
+    // A field that is there but holds a value no encoder writes: false, naming it.
+    bool invalid(const char* what) {
+        invalid_ = what;
+        return false;
+    }
+    // Why fields() failed: a value out of range, or the payload ending early.
+    const char* why() const { return invalid_ ? invalid_ : "a field runs past the end of the payload"; }
     bool done() const { return at_ == in_.size(); }
     std::unexpected<Error> bad(std::string_view field) const {
         return std::unexpected(Error::corrupt(
@@ -86,6 +97,7 @@ private:
     std::span<const std::byte> in_;
     RecordType type_;
     std::size_t at_ = 0;
+    const char* invalid_ = nullptr;
 };
 
 bool known(uint16_t type) {
@@ -96,7 +108,8 @@ bool known(uint16_t type) {
 template <class Codec, class R>
 bool owner(Codec& c, R& r) {
     uint8_t has = r.has_owner ? 1 : 0;
-    if (!c.u8(has) || has > 1) return false;
+    if (!c.u8(has)) return false;
+    if (has > 1) return c.invalid("the owner flag (over 1)");
     if constexpr (!std::is_const_v<R>) r.has_owner = has != 0;
     return c.u32(r.uid) && c.u32(r.gid);
 }
@@ -202,7 +215,7 @@ Result<OpRecord> decode_record(uint16_t raw_type, std::span<const std::byte> pay
     OpRecord r;
     r.type = static_cast<RecordType>(raw_type);
     Decoder d(payload, r.type);
-    if (!fields(d, r)) return d.bad("a field runs past the end of the payload");
+    if (!fields(d, r)) return d.bad(d.why());
     if (!d.done()) return d.bad("bytes after the last field");
     return r;
 }
