@@ -337,16 +337,29 @@ VolumeFile::~VolumeFile() { volume_->remove_file(this); }
 
 bool VolumeFile::move_to(Backend& next) {
     auto moved = next.open(Node{ino_}, flags_);
-    if (!moved) return false;
     std::unique_lock lock(mu_);
+    if (!moved) {
+        // Not there: it has no name left and stays on its tree. But a named file that could
+        // not be opened on the new tree (no memory, a lower's I/O error) would read and write
+        // a copy the volume no longer journals against: it fails from now on instead.
+        auto st = inner_->fstat();
+        if (st && st->nlink > 0) lost_ = moved.error().relabeled("volume file", {});
+        return false;
+    }
     inner_ = std::move(*moved);
     return true;
 }
 
 template <class Body>
-auto VolumeFile::with_inner(Body&& body) {
+auto VolumeFile::with_inner(Body&& body) -> decltype(body(std::declval<File&>())) {
     std::shared_lock lock(mu_);
+    if (lost_) return std::unexpected(*lost_);
     return body(*inner_);
+}
+
+Result<File*> VolumeFile::inner_locked() {
+    if (lost_) return std::unexpected(*lost_);
+    return inner_.get();
 }
 
 Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset) {
@@ -383,7 +396,9 @@ Result<std::size_t> VolumeImpl::write_by_handle(VolumeFile& file, std::span<cons
     return journaled<std::size_t>(
         RecordType::write, {},
         [&](Backend&) -> Result<std::size_t> {
-            inner = &file.inner_locked();
+            auto usable = file.inner_locked();
+            if (!usable) return std::unexpected(usable.error());
+            inner = *usable;
             return inner->pwrite(data, offset);
         },
         [&](OpRecord& r, std::size_t) {
@@ -401,7 +416,9 @@ Result<void> VolumeImpl::truncate_by_handle(VolumeFile& file, uint64_t size) {
     auto done = journaled<bool>(
         RecordType::ftruncate, {},
         [&](Backend&) -> Result<bool> {
-            inner = &file.inner_locked();
+            auto usable = file.inner_locked();
+            if (!usable) return std::unexpected(usable.error());
+            inner = *usable;
             if (auto ok = inner->truncate(size); !ok) return std::unexpected(ok.error());
             return true;
         },

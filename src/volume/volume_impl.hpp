@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -265,19 +266,21 @@ public:
 
     uint64_t ino() const noexcept { return ino_; }
     bool append() const noexcept { return (flags_ & O_APPEND) != 0; }
-    // The tree's handle, for a change made under the volume's mu_ (no replacement meanwhile).
-    File& inner_locked() noexcept { return *inner_; }
+    // The tree's handle, for a change made under the volume's mu_ (no replacement meanwhile);
+    // the error that made it unusable when a replacement could not move it.
+    Result<File*> inner_locked();
     // Reopens the file on `next` (replace_tree_locked, under mu_ and nodes_mu_); false when its
     // inode is not there (no name left: it stays on its tree).
     bool move_to(Backend& next);
 
 private:
     template <class Body>
-    auto with_inner(Body&& body);
+    auto with_inner(Body&& body) -> decltype(body(std::declval<File&>()));
 
     std::shared_ptr<VolumeImpl> volume_;
     std::shared_mutex mu_;  // exclusive only to swap inner_
     FileHandle inner_;
+    std::optional<Error> lost_;  // set when a named file could not move to a new tree
     const uint64_t ino_;
     const int flags_;
 };
