@@ -1,8 +1,8 @@
 // The mem backend (DESIGN §6): a complete in-memory filesystem with O(1) snapshots.
 //
-// Every version of the tree is immutable and shared structurally with its neighbours;
-// mutations are serialised by one writer lock and publish the next version with one pointer
-// swap, so readers never wait and a snapshot is one pointer copy.
+// One writer at a time changes the tree (a lock); readers never wait for it nor write a shared
+// cache line (RCU read sections, docs/MEM.md). A snapshot is a generation number: O(1) to
+// take, frozen, contents included; the writer keeps the old state of what it changes after it.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ struct MemOptions {
     uint32_t root_mode = 0755;
     uint32_t uid = 0;
     uint32_t gid = 0;
-    // statfs reports this capacity; 0 reports the host's free memory.
+    // statfs reports this capacity; 0 reports the host's physical memory.
     uint64_t capacity_bytes = 0;
 };
 

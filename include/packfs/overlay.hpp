@@ -28,12 +28,12 @@ struct OverlayOptions {
     // Owner of the new inodes (the root and its times come from the lower).
     uint32_t uid = 0;
     uint32_t gid = 0;
-    // statfs capacity of the upper; 0 reports the host's free memory.
+    // statfs capacity of the upper; 0 reports the host's physical memory.
     uint64_t capacity_bytes = 0;
 };
 
-// A writable overlay over `lower` (read-only from then on: it must not change underneath).
-// A pack opened with open_pack() is walked through its own index; any other backend by path.
+// A writable overlay over `lower` (read-only from then on: it must not change underneath),
+// reached through its node calls (any backend).
 Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
                                               const OverlayOptions& options = {});
 

@@ -105,7 +105,7 @@ public:
     // Makes every mutation so far durable (whatever the mode).
     virtual Result<void> sync() = 0;
     // Writes the live tree into a fresh pack and starts a new journal generation; readers
-    // and writers go on meanwhile. `progress` as for write_pack.
+    // and writers go on meanwhile.
     virtual Result<CompactionStats> compact() = 0;
     virtual VolumeStatus status() const = 0;
     virtual const RecoveryReport& recovery() const noexcept = 0;

@@ -11,7 +11,7 @@
 // made after the last snapshot is changed in place, since no snapshot can see it. So the live
 // tree pays for versions only on the first change of each cell after a snapshot, and a
 // snapshot costs O(1) to take. Versions are freed when no snapshot between their making and
-// their replacement is left (engine_versions.cpp).
+// their replacement is left (Engine::drop_snapshot, engine.cpp).
 //
 // READERS. A cell's state is guarded by a sequence count (seqlock.hpp): the one writer changes
 // it inside write_begin/write_end; readers copy what they need and retry when it moved. What

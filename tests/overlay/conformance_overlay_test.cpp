@@ -19,6 +19,7 @@ using packfs::conformance::BackendFactory;
 using packfs::conformance::Capabilities;
 using packfs::overlay_test::pack_of;
 using packfs::overlay_test::remove_tree;
+using packfs::overlay_test::copy_up_tree;
 
 Capabilities overlay_caps() {
     Capabilities caps;
@@ -78,6 +79,19 @@ BackendFactory fixture_through_lower() {
             caps};
 }
 
+BackendFactory fixture_copied_up() {
+    Capabilities caps = overlay_caps();
+    caps.read_only = true;
+    return {"fixture_copied_up",
+            []() -> std::shared_ptr<Backend> {
+                auto fs = overlay_over(pack_of(build_fixture));
+                if (!fs || !copy_up_tree(*fs, "/")) return nullptr;
+                auto snap = fs->snapshot();
+                return snap ? *snap : nullptr;
+            },
+            caps};
+}
+
 // Stacked lowers: the fixture under an empty pack, and the fixture twice (every directory a
 // merge of two, every name found in both), read-only; and the fixture twice with everything
 // removed through the overlay (whiteouts over merged directories), writable.
@@ -128,5 +142,6 @@ BackendFactory over_stacked_whiteouts() {
 }  // namespace
 
 PACKFS_INSTANTIATE_CONFORMANCE(Overlay, over_empty_pack(), over_empty_dir(), over_whiteouts(),
-                               fixture_through_lower(), fixture_under_empty_pack(),
+                               fixture_through_lower(), fixture_copied_up(),
+                               fixture_under_empty_pack(),
                                fixture_twice(), over_stacked_whiteouts());

@@ -56,7 +56,6 @@ std::shared_ptr<Backend> overlay_of_pack_of(Backend& current, const std::string&
 struct Lowers {
     const char* name;
     Compression compression;
-    bool dir_lower;  // the first lower is a host directory (the dir backend), not a pack
 };
 
 void run_plan(const Lowers& lowers, const std::vector<uint64_t>& seeds) {
@@ -85,10 +84,10 @@ void run_plan(const Lowers& lowers, const std::vector<uint64_t>& seeds) {
     }
 }
 
-TEST(OverlayModel, OverRawPacks) { run_plan({"raw packs", Compression::none, false}, {1, 7}); }
+TEST(OverlayModel, OverRawPacks) { run_plan({"raw packs", Compression::none}, {1, 7}); }
 
 TEST(OverlayModel, OverCompressedPacks) {
-    run_plan({"zstd packs", Compression::zstd, false}, {0x0e71a75});
+    run_plan({"zstd packs", Compression::zstd}, {0x0e71a75});
 }
 
 }  // namespace

@@ -50,4 +50,18 @@ inline bool remove_tree(Backend& fs, const std::string& dir) {
     return true;
 }
 
+// Copies every object under `dir` up into the overlay's upper by a metadata change that changes
+// no value (a chown to its own owner, not following symlinks): every later read is the upper's.
+inline bool copy_up_tree(Backend& fs, const std::string& dir) {
+    auto entries = fs.readdir(dir);
+    if (!entries) return false;
+    for (const DirEntry& e : *entries) {
+        const std::string path = dir == "/" ? "/" + e.name : dir + "/" + e.name;
+        auto st = fs.lstat(path);
+        if (!st || !fs.chown(path, st->uid, st->gid, Follow::no)) return false;
+        if (e.type == FileType::directory && !copy_up_tree(fs, path)) return false;
+    }
+    return true;
+}
+
 }  // namespace packfs::overlay_test

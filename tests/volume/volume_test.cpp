@@ -81,7 +81,9 @@ TEST(Volume, ChangesToAnUnnamedObjectAreNotJournaled) {
             EXPECT_EQ(fs.getattr(f->node).value_or(Stat{}).mode, 0600u + round);
             EXPECT_EQ(fs.link(f->node, kRootNode, "back").error().code(), ENOENT);
             EXPECT_EQ(fs.mkdir(d->node, "sub", 0755).error().code(), ENOENT);
-            if (round == 0) ASSERT_TRUE(volume->compact().has_value());
+            if (round == 0) {
+                ASSERT_TRUE(volume->compact().has_value());
+            }
         }
         fs.forget(f->node, 1);
         fs.forget(d->node, 1);
