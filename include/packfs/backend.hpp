@@ -11,7 +11,7 @@
 //   symlinks, 40 follows, trailing slashes, the errno order the conformance suite pins) and then
 //   makes the node call; a backend overrides a path call only to do the same faster.
 // So a read-only backend is root + lookup + getattr + list + readlink + open (see
-// examples/entries_backend.cpp), and a writable one adds the node mutations.
+// examples/index_backend.hpp), and a writable one adds the node mutations.
 //
 // Semantics follow POSIX where POSIX speaks:
 // - Paths are virtual and absolute; each call normalises its path (see path.hpp). A trailing
