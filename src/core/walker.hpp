@@ -21,6 +21,12 @@
 //     Result<std::optional<Step<NodeT>>> lookup(const NodeT& dir, std::string_view name);
 //     Result<std::string> readlink(const NodeT& link);   (or anything a string_view binds to)
 //     void release(const NodeT&);   a node the walk no longer needs (forget one reference)
+// and, optionally, for the common case that needs none of the rules above:
+//     std::optional<Step<NodeT>> fast_lookup(const NodeT& dir, std::string_view name);
+//   an entry that exists, answered cheaply, or nullopt for anything else (missing, an error,
+//   a case the tree would rather answer slowly). A walk first tries the path with it, and only
+//   when a component is not simply there (or is a symlink to follow, or not a directory before
+//   the last) walks it again by the rules: the fast try never decides an error or a symlink.
 // Static dispatch: mem and pack instantiate it over their own structures (no virtual call per
 // component); the Backend defaults over the node calls (path_api.cpp).
 #pragma once
@@ -141,6 +147,12 @@ public:
     }
     // The same for an API path: a trailing '/' follows the last link and demands a directory.
     Result<Step<N>> resolve(const NormalPath& path, bool follow_last) {
+        if constexpr (requires(N n) { ops_.fast_lookup(n, std::string_view{}); }) {
+            if (auto r = fast(path.view(), follow_last || path.wants_dir())) {
+                if (!path.wants_dir() || r->type == FileType::directory) return *r;
+                ops_.release(r->node);  // the rules decide the error
+            }
+        }
         auto r = resolve(path.view(), follow_last || path.wants_dir());
         if (r && path.wants_dir() && r->type != FileType::directory) {
             ops_.release(r->node);
@@ -192,6 +204,34 @@ public:
     void release(Parent<N>& p) { release_all(p.stack); }
 
 private:
+    // The walk of a normal path whose every component simply exists: nullopt as soon as one
+    // does not, or is a symlink to follow, or is not a directory before the last.
+    std::optional<Step<N>> fast(std::string_view path, bool follow_last) {
+        auto root = ops_.root();
+        if (!root) return std::nullopt;
+        Step<N> at{*root, FileType::directory};
+        std::size_t pos = 1;  // a normal path starts with '/' and has no empty component
+        while (pos < path.size()) {
+            std::size_t end = path.find('/', pos);
+            if (end == std::string_view::npos) end = path.size();
+            const bool last = end == path.size();
+            auto next = ops_.fast_lookup(at.node, path.substr(pos, end - pos));
+            if (!next) {
+                ops_.release(at.node);
+                return std::nullopt;
+            }
+            ops_.release(at.node);
+            at = *next;
+            if ((at.type == FileType::symlink && (!last || follow_last)) ||
+                (!last && at.type != FileType::directory)) {
+                ops_.release(at.node);
+                return std::nullopt;
+            }
+            pos = end + 1;
+        }
+        return at;
+    }
+
     // Walks `path` from the top of `stack`. With `parent`, stops before the final component
     // (left in *parent, the stack being its directory's); else returns the final node.
     Result<Step<N>> walk(DirStack<N>& stack, std::string_view path, bool follow_last,

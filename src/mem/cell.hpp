@@ -32,9 +32,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -99,6 +101,15 @@ struct alignas(8) CellState {
     uint64_t lower = 0;          // the lower node this inode is (stub) or was copied up from
 };
 
+static_assert(std::is_standard_layout_v<CellState> && sizeof(CellState) % 8 == 0);
+
+// What a live lookup needs of a directory: read together (three words, not the whole state).
+struct DirFields {
+    CellKind kind;
+    const void* data;  // the entry trie
+    uint64_t lower;
+};
+
 // A kept state. Immutable but for `state.prev`, which the writer may relink (atomically) when
 // it frees an older version; `until` is the generation that replaced it.
 struct Version {
@@ -124,6 +135,47 @@ struct Cell {
             atomic_copy_out(state, out);
             if (seq.read_valid(s)) return out;
         }
+    }
+    // A consistent copy of the state's bytes [From, To) (offsetof bounds, widened to whole
+    // words), for a reader that needs a few fields: the hot paths copy a few words, not 17.
+    template <std::size_t From, std::size_t To>
+    CellState read_part() const noexcept {
+        constexpr std::size_t from = From / 8;
+        constexpr std::size_t to = (To + 7) / 8;
+        CellState out;
+        auto* dst = reinterpret_cast<uint64_t*>(&out);
+        auto* src = reinterpret_cast<uint64_t*>(const_cast<CellState*>(&state));
+        for (;;) {
+            const uint32_t s = seq.read_begin();
+            for (std::size_t i = from; i < to; ++i)
+                dst[i] = std::atomic_ref<uint64_t>(src[i]).load(std::memory_order_relaxed);
+            if (seq.read_valid(s)) return out;
+        }
+    }
+    DirFields dir_fields() const noexcept {
+        auto* src = reinterpret_cast<uint64_t*>(const_cast<CellState*>(&state));
+        auto word = [&](std::size_t offset) {
+            return std::atomic_ref<uint64_t>(src[offset / 8]).load(std::memory_order_relaxed);
+        };
+        for (;;) {
+            const uint32_t s = seq.read_begin();
+            const uint64_t head = word(offsetof(CellState, type));
+            const uint64_t data = word(offsetof(CellState, data));
+            const uint64_t lower = word(offsetof(CellState, lower));
+            if (!seq.read_valid(s)) continue;
+            CellState probe;
+            std::memcpy(reinterpret_cast<char*>(&probe) + offsetof(CellState, type), &head, 8);
+            return DirFields{probe.kind, reinterpret_cast<const void*>(data), lower};
+        }
+    }
+    // One field read alone (a single word: never torn).
+    CellKind kind() const noexcept {
+        return std::atomic_ref<CellKind>(const_cast<CellKind&>(state.kind))
+            .load(std::memory_order_relaxed);
+    }
+    uint64_t lower_node() const noexcept {
+        return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(state.lower))
+            .load(std::memory_order_relaxed);
     }
     // The writer replaces the state (readers see all of it or none of it).
     void write(const CellState& next) noexcept {

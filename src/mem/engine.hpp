@@ -105,6 +105,18 @@ public:
     Ref root(uint64_t gen) const;
     // The entry `name` of directory `dir`; nullopt when it has none.
     Result<std::optional<Ref>> child(const Ref& dir, std::string_view name, uint64_t gen) const;
+    // A live lookup that answers only the common case, cheaply: the tree's own entry of that
+    // name; nullopt for anything else (none, a whiteout, a lower's entry), which child() answers.
+    std::optional<Ref> child_fast(const Ref& dir, std::string_view name) const noexcept {
+        if (!dir.cell) return std::nullopt;
+        const DirFields d = dir.cell->dir_fields();
+        if (d.kind != CellKind::live) return std::nullopt;
+        const EntryRec* e = trie_find(static_cast<const TrieNode*>(d.data), name_hash(name), name);
+        if (!e || e->ino == 0) return std::nullopt;
+        Cell* cell = table_.find(e->ino);
+        if (!cell || cell->kind() != CellKind::live) return std::nullopt;
+        return Ref{e->ino, cell, cell->lower_node(), e->type};
+    }
     // The node with number `ino`: ESTALE when there is none at `gen`.
     Result<Ref> by_ino(uint64_t ino, uint64_t gen) const;
     Result<Stat> stat(const Ref& node, uint64_t gen) const;
@@ -139,8 +151,10 @@ public:
 
     // Everything below needs the lock. Refs come from the live tree (by_ino/child at kLiveGen).
     // New inodes belong to `owner` (with the set-group-ID rule) or to the options' owner.
+    // `free_known`: the caller has just looked the name up and found none (under the lock).
     Result<Ref> make(const Ref& dir, std::string_view name, FileType type, uint32_t mode,
-                     uint64_t rdev, std::string_view target, const std::optional<Owner>& owner);
+                     uint64_t rdev, std::string_view target, const std::optional<Owner>& owner,
+                     bool free_known = false);
     Result<void> link(const Ref& node, const Ref& dir, std::string_view name);
     Result<void> unlink(const Ref& dir, std::string_view name);
     Result<void> rmdir(const Ref& dir, std::string_view name);

@@ -23,10 +23,34 @@ const Backing* LowerFiles::get(Backend& lower, uint64_t node) {
 
 // --- nodes -----------------------------------------------------------------------------------
 
+namespace {
+
+// The state a reader at `gen` sees with at least the bytes [From, To) of it (and the kind): the
+// live state read in part (a few words, not the whole), a snapshot's whole. nullopt: the cell
+// shows nothing at `gen` (a stub, or made later).
+template <std::size_t From, std::size_t To>
+std::optional<CellState> state_at(const Cell& cell, uint64_t gen) noexcept {
+    if (gen != kLiveGen) return Engine::visible(cell, gen);
+    constexpr std::size_t kind_at = offsetof(CellState, type);
+    const CellState s = cell.read_part<std::min(From, kind_at), std::max(To, kind_at + 8)>();
+    if (s.kind == CellKind::stub) return std::nullopt;
+    return s;
+}
+
+// The kind and lower node of a cell an entry names (whether it is live; its copy-up origin).
+std::optional<std::pair<CellKind, uint64_t>> kind_and_lower(const Cell& cell, uint64_t gen) noexcept {
+    if (gen == kLiveGen) return std::pair{cell.kind(), cell.lower_node()};
+    auto s = Engine::visible(cell, gen);
+    if (!s) return std::nullopt;
+    return std::pair{s->kind, s->lower};
+}
+
+}  // namespace
+
 Ref Engine::root(uint64_t gen) const {
     if (Cell* cell = table_.find(kRootIno)) {
-        if (auto s = visible(*cell, gen); s && s->kind == CellKind::live)
-            return Ref{kRootIno, cell, s->lower, FileType::directory};
+        if (auto k = kind_and_lower(*cell, gen); k && k->first == CellKind::live)
+            return Ref{kRootIno, cell, k->second, FileType::directory};
     }
     return Ref{kRootIno, nullptr, kRootNode.id, FileType::directory};
 }
@@ -35,18 +59,25 @@ Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
                                          uint64_t gen) const {
     uint64_t lower_dir = dir.lower;
     if (dir.cell) {
-        auto s = visible(*dir.cell, gen);
-        if (!s || s->kind != CellKind::live) return std::nullopt;  // removed meanwhile
-        if (const EntryRec* e = trie_find(static_cast<const TrieNode*>(s->data),
+        DirFields d;
+        if (gen == kLiveGen) {
+            d = dir.cell->dir_fields();
+        } else {
+            auto s = visible(*dir.cell, gen);
+            if (!s) return std::nullopt;
+            d = DirFields{s->kind, s->data, s->lower};
+        }
+        if (d.kind != CellKind::live) return std::nullopt;  // removed meanwhile
+        if (const EntryRec* e = trie_find(static_cast<const TrieNode*>(d.data),
                                           name_hash(name), name)) {
             if (e->ino == 0) return std::nullopt;  // a whiteout: the lower's name is deleted
             Cell* cell = table_.find(e->ino);
             if (!cell) return std::nullopt;  // freed after the name was read: gone
-            auto cs = visible(*cell, gen);
-            if (!cs || cs->kind != CellKind::live) return std::nullopt;
-            return Ref{e->ino, cell, cs->lower, e->type};
+            auto k = kind_and_lower(*cell, gen);
+            if (!k || k->first != CellKind::live) return std::nullopt;
+            return Ref{e->ino, cell, k->second, e->type};
         }
-        lower_dir = s->lower;
+        lower_dir = d.lower;
     }
     if (!lower_dir || !lower_) return std::nullopt;
     auto found = lower_->lookup(Node{lower_dir}, name);
@@ -58,9 +89,9 @@ Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
     if (Cell* cell = table_.find(ino)) {
         // The lower's inode, changed by the tree (copied up under another of its names), or
         // removed by it.
-        if (auto cs = visible(*cell, gen)) {
+        if (auto cs = state_at<offsetof(CellState, type), offsetof(CellState, uid)>(*cell, gen)) {
             if (cs->kind != CellKind::live) return std::nullopt;
-            return Ref{ino, cell, cs->lower, cs->type};
+            return Ref{ino, cell, cell->lower_node(), cs->type};
         }
     }
     return Ref{ino, nullptr, found->node.id, found->stat.type};
@@ -97,7 +128,7 @@ Result<Ref> Engine::by_ino(uint64_t ino, uint64_t gen) const {
 
 Result<Stat> Engine::stat(const Ref& node, uint64_t gen) const {
     if (node.cell) {
-        auto s = visible(*node.cell, gen);
+        auto s = state_at<offsetof(CellState, type), offsetof(CellState, data)>(*node.cell, gen);
         if (!s || s->kind != CellKind::live) return fail(ESTALE, "stat");
         return stat_of(node.ino, *s);
     }
@@ -199,7 +230,7 @@ Result<std::size_t> Engine::read(const Ref& file, std::span<std::byte> out, uint
         if (!lower) return fail(EIO, "read");
         return lower->read(offset, out);
     }
-    auto s = visible(*file.cell, gen);
+    auto s = state_at<offsetof(CellState, type), sizeof(CellState)>(*file.cell, gen);
     if (!s || s->kind != CellKind::live) return fail(ESTALE, "read");
     if (s->type == FileType::directory) return fail(EISDIR, "read");
     const Backing* backing = nullptr;

@@ -247,10 +247,12 @@ Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
 
 Result<Ref> Engine::make(const Ref& dir, std::string_view name, FileType type, uint32_t mode,
                          uint64_t rdev, std::string_view target,
-                         const std::optional<Owner>& owner) {
-    auto existing = live_child(dir, name);
-    if (!existing) return std::unexpected(existing.error());
-    if (*existing) return fail(EEXIST, "create", name);
+                         const std::optional<Owner>& owner, bool free_known) {
+    if (!free_known) {
+        auto existing = live_child(dir, name);
+        if (!existing) return std::unexpected(existing.error());
+        if (*existing) return fail(EEXIST, "create", name);
+    }
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
     const Time now = op_now();

@@ -225,7 +225,8 @@ struct WriteOps : ReadOps {
     }
     Result<FileHandle> create(const Ref& dir, std::string_view name, int flags,
                               uint32_t mode) const {
-        auto made = engine.make(dir, name, FileType::regular, mode, 0, {}, std::nullopt);
+        // The path layer looked the name up under this same lock: it is free.
+        auto made = engine.make(dir, name, FileType::regular, mode, 0, {}, std::nullopt, true);
         if (!made) return std::unexpected(made.error());
         if (!made->cell->try_hold()) return fail(ESTALE, "open");
         return std::make_unique<LiveFile>(shared, made->cell, flags);
@@ -275,6 +276,11 @@ struct WriteOps : ReadOps {
 struct LiveReadOps : ReadOps {
     const std::shared_ptr<Engine>& shared;
 
+    std::optional<walk::Step<Ref>> fast_lookup(const Ref& dir, std::string_view name) const {
+        auto c = engine.child_fast(dir, name);
+        if (!c) return std::nullopt;
+        return walk::Step<Ref>{*c, c->type};
+    }
     bool read_only() const noexcept { return false; }
     Result<FileHandle> open(const Ref& node, int flags) const {
         return open_live(shared, node, flags, false);
@@ -492,7 +498,11 @@ public:
             if (!*c) return fail(ENOENT, "lookup", name);
             found = **c;
         }
-        return held_entry(found.ino);
+        // Its inode may go between the walk and the hold: the name was removed first, so the
+        // lookup answers as if it came after.
+        auto entry = held_entry(found.ino);
+        if (!entry && entry.error().code() == ESTALE) return fail(ENOENT, "lookup", name);
+        return entry;
     }
     Result<Entry> lookup_ino(uint64_t ino) override { return held_entry(ino); }
     void forget(Node node, uint64_t count) noexcept override {

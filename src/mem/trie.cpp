@@ -1,13 +1,9 @@
 #include "mem/trie.hpp"
 
-#include <xxhash.h>
-
 #include <cstdlib>
 #include <vector>
 
 namespace packfs::mem {
-
-uint64_t name_hash(std::string_view name) noexcept { return XXH3_64bits(name.data(), name.size()); }
 
 EntryRec* EntryRec::make(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
                          EntryRec* next) {
@@ -26,31 +22,6 @@ EntryRec* EntryRec::make(std::string_view name, uint64_t hash, uint64_t ino, Fil
 void EntryRec::destroy(EntryRec* e) noexcept {
     e->~EntryRec();
     ::operator delete(e);
-}
-
-namespace {
-
-const EntryRec* find_from(const TrieNode* node, int depth, uint64_t hash,
-                          std::string_view name) noexcept {
-    for (; node; ++depth) {
-        const uintptr_t s = node->slots[TrieNode::index(hash, depth)].load(std::memory_order_acquire);
-        if (!s) return nullptr;
-        if (TrieNode::is_entry(s)) {
-            for (const EntryRec* e = TrieNode::entry(s); e; e = e->next) {
-                if (e->hash != hash) return nullptr;
-                if (e->name() == name) return e;
-            }
-            return nullptr;
-        }
-        node = TrieNode::node(s);
-    }
-    return nullptr;
-}
-
-}  // namespace
-
-const EntryRec* trie_find(const TrieNode* root, uint64_t hash, std::string_view name) noexcept {
-    return find_from(root, 0, hash, name);
 }
 
 namespace {
@@ -270,7 +241,7 @@ bool TrieWriter::erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* par
     TrieNode* child = TrieNode::node(s);
     bool child_fold = false;
     // Own the path only once the name is known to be there: a miss copies nothing.
-    if (!find_from(child, depth + 1, hash, name)) return false;
+    if (!trie_find_from(child, depth + 1, hash, name)) return false;
     node = own(node, parent_slot);
     auto& slot = node->slots[i];
     child = own(TrieNode::node(slot.load(std::memory_order_relaxed)), &slot);

@@ -24,13 +24,20 @@
 #include <cstring>
 #include <string_view>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "mem/cell.hpp"
 #include "core/rcu.hpp"
 #include "packfs/types.hpp"
 
 namespace packfs::mem {
 
-uint64_t name_hash(std::string_view name) noexcept;
+// XXH3-64 of the name, inlined (names are short: a call into the shared library costs as much
+// as the hash).
+inline uint64_t name_hash(std::string_view name) noexcept {
+    return XXH3_64bits(name.data(), name.size());
+}
 
 struct EntryRec : Counted {
     FileType type = FileType::regular;
@@ -64,8 +71,27 @@ struct TrieNode : Counted {
 
 // --- readers (inside an RCU read section, or the writer) -----------------------------------
 
-// The entry `name` (hash `hash`), whiteouts included; nullptr when the trie has none.
-const EntryRec* trie_find(const TrieNode* root, uint64_t hash, std::string_view name) noexcept;
+// The entry `name` (hash `hash`) below `node` at `depth`, whiteouts included; nullptr when
+// there is none.
+inline const EntryRec* trie_find_from(const TrieNode* node, int depth, uint64_t hash,
+                                      std::string_view name) noexcept {
+    for (; node; ++depth) {
+        const uintptr_t s = node->slots[TrieNode::index(hash, depth)].load(std::memory_order_acquire);
+        if (!s) return nullptr;
+        if (TrieNode::is_entry(s)) {
+            for (const EntryRec* e = TrieNode::entry(s); e; e = e->next) {
+                if (e->hash != hash) return nullptr;
+                if (e->name() == name) return e;
+            }
+            return nullptr;
+        }
+        node = TrieNode::node(s);
+    }
+    return nullptr;
+}
+inline const EntryRec* trie_find(const TrieNode* root, uint64_t hash, std::string_view name) noexcept {
+    return trie_find_from(root, 0, hash, name);
+}
 
 // Calls fn(const EntryRec&) for every entry (whiteouts included), in hash order; stops early
 // when fn returns false.

@@ -13,7 +13,6 @@
 
 #include "core/checks.hpp"
 #include "core/path_api.hpp"
-#include "pack/pack_access.hpp"
 #include "pack/reader.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -314,9 +313,6 @@ public:
         return reader_->verify(progress);
     }
 
-public:
-    const std::shared_ptr<const PackReader>& reader() const noexcept { return reader_; }
-
 private:
     std::shared_ptr<const PackReader> reader_;
     PackInfo info_;
@@ -324,11 +320,6 @@ private:
 };
 
 }  // namespace
-
-std::shared_ptr<const PackReader> reader_of(const Backend& backend) {
-    auto* pack = dynamic_cast<const PackBackendImpl*>(&backend);
-    return pack ? pack->reader() : nullptr;
-}
 
 }  // namespace packfs::pack
 

@@ -21,6 +21,7 @@ std::shared_ptr<packfs::Backend> make_host() {
 // What this host can do: probed once on a scratch directory.
 Capabilities host_caps() {
     Capabilities caps;
+    caps.nodes = false;  // the kernel, reached through paths: the reference for everything else
     caps.snapshots = false;
     caps.chown = ::geteuid() == 0;
     auto fs = make_host();

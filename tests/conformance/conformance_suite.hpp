@@ -79,6 +79,12 @@ struct Capabilities {
     bool dir_nlink = true;
     // What following a symlink does: see SymlinkFollow, and Follows() below.
     SymlinkFollow symlinks = SymlinkFollow::in_root;
+    // The node calls (backend.hpp) answer; false for a kernel reached only through paths (the
+    // reference runs on a host directory or a FUSE mount), where the Nodes topics skip.
+    bool nodes = true;
+    // A node held across the removal of its last name still answers getattr and setattr (mem,
+    // overlays, volumes, the dir backend), as an open unlinked file does on ext4.
+    bool held_nodes_outlive_names = true;
 };
 
 struct BackendFactory {
@@ -280,6 +286,15 @@ protected:
 class Snapshots : public WritableTest {};
 class Errors : public WritableTest {};
 class ReadOnlyTree : public FixtureTreeTest {};
+// The node calls (nodes_test.cpp): a writable backend's, and the fixture tree walked by node.
+class Nodes : public WritableTest {
+protected:
+    void SetUp() override;
+};
+class NodesOfTree : public FixtureTreeTest {
+protected:
+    void SetUp() override;
+};
 
 }  // namespace packfs::conformance
 
@@ -298,6 +313,8 @@ class ReadOnlyTree : public FixtureTreeTest {};
     PACKFS_CONFORMANCE_TOPIC_(prefix, Snapshots, __VA_ARGS__);                                 \
     PACKFS_CONFORMANCE_TOPIC_(prefix, Errors, __VA_ARGS__);                                    \
     PACKFS_CONFORMANCE_TOPIC_(prefix, ReadOnlyTree, __VA_ARGS__);                              \
+    PACKFS_CONFORMANCE_TOPIC_(prefix, Nodes, __VA_ARGS__);                                     \
+    PACKFS_CONFORMANCE_TOPIC_(prefix, NodesOfTree, __VA_ARGS__);                               \
     }                                                                                          \
     static_assert(true, "")
 

@@ -34,6 +34,7 @@ using packfs::fuse_test::ScratchDir;
 // What any kernel mount does differently from the PackFS API (conformance_suite.hpp).
 Capabilities kernel_mount_caps() {
     Capabilities caps;
+    caps.nodes = false;  // the mount is reached through paths (the kernel walks it by node)
     // On a kernel mount ".." is the resolved directory's parent, but the host backend the suite
     // talks to normalises every path lexically before the kernel sees it (host_backend.hpp),
     // exactly as conformance_host_test relies on; so, seen through it, ".." is lexical. The

@@ -1198,11 +1198,10 @@ TEST_P(FusePosix, NewEntriesInASetgidDirectoryTakeItsGroup) {
         "file_gid=4242\nsubdir_gid=4242\nsubdir_mode=42755\n");
 }
 
-// KNOWN LIMITATION (the Backend contract): a File handle can read, write, truncate, sync and
-// fstat, but not change modes, owners, times or xattrs, and the kernel sends those changes
-// with no handle; so on an open file whose last name is gone they fail (ENOENT) where a kernel
-// filesystem succeeds. Enable once the Backend can do them through a handle.
-TEST_P(FusePosix, DISABLED_AttributesChangeThroughAnUnlinkedFilesDescriptor) {
+// The kernel sends fchmod, futimens and fsetxattr of an open file with no handle, by node: a
+// node the kernel holds stays valid after its last name is gone (backend.hpp, "Nodes"), so
+// they succeed as on a kernel filesystem.
+TEST_P(FusePosix, AttributesChangeThroughAnUnlinkedFilesDescriptor) {
     expect_trace(
         [](const std::string& r, Trace& t) {
             const std::string f = r + "/f";
@@ -1220,6 +1219,60 @@ TEST_P(FusePosix, DISABLED_AttributesChangeThroughAnUnlinkedFilesDescriptor) {
             ::close(fd);
         },
         "fchmod=0\nfutimens=0\nfsetxattr=0\nmode=100600\nmtime=6\n");
+}
+
+// A tree deeper than PATH_MAX from the mount root (DESIGN §12): a chain of 255-byte names past
+// 8 KiB, reached through relative paths (each step an *at call on the directory above, as
+// POSIX test suites chdir down), where every call works as on the host: the driver works by
+// node and never builds a path.
+TEST_P(FusePosix, TreesDeeperThanPathMaxWorkThroughRelativePaths) {
+    expect_trace(
+        [](const std::string& r, Trace& t) {
+            const std::string name(255, 'd');
+            std::vector<int> fds;
+            int dir = ::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            ASSERT_GE(dir, 0);
+            fds.push_back(dir);
+            std::size_t depth_bytes = 0;
+            int made = 0;
+            while (depth_bytes <= 8192 + 512) {
+                if (::mkdirat(dir, name.c_str(), 0755) != 0) break;
+                dir = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dir < 0) break;
+                fds.push_back(dir);
+                depth_bytes += name.size() + 1;
+                ++made;
+            }
+            t.val("levels", std::to_string(made));
+            t.val("deeper_than_8k", depth_bytes > 8192 ? "yes" : "no");
+            const int fd = ::openat(dir, "f", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            t.rc("create", fd < 0 ? -1 : 0);
+            t.rc("write", fd >= 0 && ::write(fd, "deep", 4) == 4 ? 0 : -1);
+            if (fd >= 0) ::close(fd);
+            struct stat st {};
+            t.rc("stat", ::fstatat(dir, "f", &st, AT_SYMLINK_NOFOLLOW));
+            t.val("size", std::to_string(st.st_size));
+            t.rc("chmod", ::fchmodat(dir, "f", 0600, 0));
+            ::fstatat(dir, "f", &st, AT_SYMLINK_NOFOLLOW);
+            t.oct("mode", st.st_mode);
+            t.rc("link", ::linkat(dir, "f", dir, "g", 0));
+            ::fstatat(dir, "f", &st, AT_SYMLINK_NOFOLLOW);
+            t.val("nlink", std::to_string(st.st_nlink));
+            t.rc("rename", ::renameat(dir, "g", fds[fds.size() - 2], "moved"));
+            t.rc("unlink_f", ::unlinkat(dir, "f", 0));
+            t.rc("unlink_moved", ::unlinkat(fds[fds.size() - 2], "moved", 0));
+            // Back up, removing every level.
+            bool removed = true;
+            for (std::size_t i = fds.size() - 1; i > 0; --i) {
+                ::close(fds[i]);
+                removed = removed && ::unlinkat(fds[i - 1], name.c_str(), AT_REMOVEDIR) == 0;
+            }
+            ::close(fds[0]);
+            t.val("all_removed", removed ? "yes" : "no");
+        },
+        "levels=35\ndeeper_than_8k=yes\ncreate=0\nwrite=0\nstat=0\nsize=4\nchmod=0\n"
+        "mode=100600\nlink=0\nnlink=2\nrename=0\nunlink_f=0\nunlink_moved=0\n"
+        "all_removed=yes\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Mount, FusePosix, ::testing::Values(Kind::volume, Kind::host_dir),

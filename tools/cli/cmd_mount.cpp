@@ -25,7 +25,7 @@
 #include "command.hpp"
 #include "fuse/control.hpp"
 #include "fuse/mountinfo.hpp"
-#include "fuse/node_fs.hpp"
+#include "fuse/mount.hpp"
 #include "fuse/serve.hpp"
 #include "packfs/dir.hpp"
 #include "packfs/volume.hpp"
@@ -55,9 +55,8 @@ std::optional<std::string> absolute(const std::string& path) {
 
 // What serves a mount, and whatever keeps it alive (the backend, the volume).
 struct Served {
-    std::shared_ptr<Backend> backend;
     std::shared_ptr<Volume> volume;
-    std::unique_ptr<fuse::NodeFs> nodes;
+    fuse::Mount mount;
     std::string description;  // "pack, read-only"
 };
 
@@ -69,10 +68,9 @@ Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compa
         case SourceKind::pack: {
             auto pack = open_pack(args.source);
             if (!pack) return std::unexpected(pack.error());
-            out.backend = std::move(*pack);
-            auto nodes = fuse::pack_nodes(out.backend);
-            if (!nodes) return std::unexpected(nodes.error());
-            out.nodes = std::move(*nodes);
+            out.mount.xattrs = (*pack)->info().has_xattrs;
+            out.mount.fs = std::move(*pack);
+            out.mount.policy = fuse::CachePolicy::immutable();  // a pack never changes
             out.description = "pack, read-only";
             return out;
         }
@@ -83,26 +81,23 @@ Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compa
             auto volume = Volume::open(args.source, options);
             if (!volume) return std::unexpected(volume.error());
             out.volume = *volume;
-            out.backend = *volume;
+            out.mount.fs = *volume;
             if (const RecoveryReport& r = out.volume->recovery(); !r.clean())
                 Output::warn(fmt::format("{}: the journal's tail was torn (a crash): dropped {} "
                                          "bytes at offset {} ({}); everything before is there",
                                          args.source, r.dropped_bytes, r.dropped_offset,
                                          r.reason));
-            fuse::BackendNodesOptions nodes_options;
-            nodes_options.exclusive = true;  // the lock: nobody else writes it
+            // The volume's lock: nobody else writes it.
+            out.mount.policy = fuse::CachePolicy::exclusive();
             Volume* v = out.volume.get();
-            nodes_options.sync = [v] { return v->sync(); };
-            nodes_options.compact = [v]() -> Result<fuse::CompactReply> {
+            out.mount.sync = [v] { return v->sync(); };
+            out.mount.compact = [v]() -> Result<fuse::CompactReply> {
                 auto stats = v->compact();
                 if (!stats) return std::unexpected(stats.error());
                 return fuse::CompactReply{stats->generation, stats->records_carried,
                                           v->status().pack_bytes,
                                           static_cast<uint64_t>(stats->seconds * 1e6)};
             };
-            auto nodes = fuse::backend_nodes(out.backend, std::move(nodes_options));
-            if (!nodes) return std::unexpected(nodes.error());
-            out.nodes = std::move(*nodes);
             out.description = fmt::format("volume, {}, {} durability",
                                           read_only ? "read-only" : "read-write",
                                           durability_name(v->status().durability));
@@ -113,10 +108,8 @@ Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compa
             options.read_only = read_only;
             auto dir = open_dir_backend(args.source, options);
             if (!dir) return std::unexpected(dir.error());
-            out.backend = std::move(*dir);
-            auto nodes = fuse::backend_nodes(out.backend, {});
-            if (!nodes) return std::unexpected(nodes.error());
-            out.nodes = std::move(*nodes);
+            out.mount.fs = std::move(*dir);
+            out.mount.policy = fuse::CachePolicy::shared();  // anyone may change it
             out.description = fmt::format("host directory, {}", read_only ? "read-only" : "read-write");
             return out;
         }
@@ -221,12 +214,11 @@ int serve_mount(MountArgs args, int ready_fd) {
                        what);
         }
     };
-    auto served_ok = fuse::serve(*served->nodes, options);
+    auto served_ok = fuse::serve(served->mount, options);
     // Unmounted (or never mounted): make what was acknowledged durable, then close.
-    auto synced = served->nodes->sync();
-    served->nodes.reset();
+    auto synced = served->mount.sync ? served->mount.sync() : Result<void>{};
+    served->mount.fs.reset();
     served->volume.reset();
-    served->backend.reset();
     const bool daemon = ready_fd >= 0;
     auto report = [&](const Error& e) {
         if (daemon) ::syslog(LOG_ERR, "%s", e.message().c_str());

@@ -3,30 +3,56 @@
 #include <algorithm>
 #include <cstring>
 
+#include <sys/sendfile.h>
+#include <unistd.h>
+
 namespace packfs::cli {
 
 Result<ContentReader> ContentReader::open(Backend& fs, std::string_view path) {
-    auto st = fs.lstat(path);
-    if (!st) return std::unexpected(st.error());
-    if (st->type == FileType::directory) return fail(EISDIR, "read", path);
-    // read_view takes a regular file; anything else (a symlink to follow, a special file)
-    // goes through open(), which resolves it or says why not.
-    auto* pack = dynamic_cast<PackBackend*>(&fs);
-    if (pack && st->type == FileType::regular) return ContentReader(std::string(path), pack, {});
     auto file = fs.open(path, O_RDONLY);
     if (!file) return std::unexpected(file.error());
     auto resolved = (*file)->fstat();
     if (!resolved) return std::unexpected(resolved.error());
     if (resolved->type == FileType::directory) return fail(EISDIR, "read", path);
-    return ContentReader(std::string(path), nullptr, std::move(*file));
+    return ContentReader(std::string(path), std::move(*file));
 }
 
 Result<std::span<const std::byte>> ContentReader::read(uint64_t offset, std::size_t max) {
-    if (pack_) return pack_->read_view(path_, offset, max, scratch_);
     buffer_.resize(max);
     auto n = file_->pread(buffer_, offset);
     if (!n) return std::unexpected(n.error());
     return std::span<const std::byte>(buffer_.data(), *n);
+}
+
+Result<void> ContentReader::copy_to(int fd) {
+    uint64_t offset = 0;
+    for (;;) {
+        auto raw = file_->host_bytes(offset, kSliceBytes);
+        if (!raw || raw->length == 0) break;
+        off_t at = static_cast<off_t>(raw->offset);
+        const ssize_t n = ::sendfile(fd, raw->fd, &at, raw->length);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EINVAL || errno == ENOSYS) break;  // this fd takes no sendfile
+            return fail(errno, "write", "<output>");
+        }
+        if (n == 0) break;
+        offset += static_cast<uint64_t>(n);
+    }
+    for (;;) {
+        auto slice = read(offset);
+        if (!slice) return std::unexpected(slice.error());
+        if (slice->empty()) return {};
+        for (std::size_t done = 0; done < slice->size();) {
+            const ssize_t n = ::write(fd, slice->data() + done, slice->size() - done);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return fail(errno, "write", "<output>");
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        offset += slice->size();
+    }
 }
 
 Result<void> ContentReader::for_each_slice(

@@ -1,6 +1,7 @@
-// Reading a file's bytes in bounded slices, never the whole file at once: straight from a
-// pack's mapping where the bytes are stored raw (PackBackend::read_view, zero copy), through
-// open() + pread for any other backend. cat, extract, diff and info all read this way.
+// Reading a file's bytes in bounded slices, never the whole file at once (open() + pread on any
+// backend); cat, extract, diff and info all read this way. Where the bytes lie raw in a host
+// file (a pack's uncompressed data: File::host_bytes), copy_to() has the kernel move them
+// straight from that file to the output (sendfile), without passing them through memory.
 #pragma once
 
 #include <cstddef>
@@ -30,14 +31,15 @@ public:
     Result<void> for_each_slice(
         const std::function<Result<void>(std::span<const std::byte>)>& sink);
 
+    // Writes the whole file to `fd` (sendfile from the host file where it can, else slices);
+    // the errno of a failed write comes back as the error's code.
+    Result<void> copy_to(int fd);
+
 private:
-    ContentReader(std::string path, PackBackend* pack, FileHandle file)
-        : path_(std::move(path)), pack_(pack), file_(std::move(file)) {}
+    ContentReader(std::string path, FileHandle file) : path_(std::move(path)), file_(std::move(file)) {}
 
     std::string path_;
-    PackBackend* pack_;  // set: read through read_view
-    FileHandle file_;    // else: pread into buffer_
-    std::string scratch_;
+    FileHandle file_;
     std::vector<std::byte> buffer_;
 };
 

@@ -1,7 +1,10 @@
-// The kernel's requests, translated onto NodeFs. Each callback replies exactly once. Errors
-// are the Backend's errno (EUCLEAN for a damaged pack). Open files and directory listings
-// live in fi->fh: a file keeps its OpenFile; a directory keeps the listing taken at its first
-// readdir, so offsets stay valid across the many readdir calls of a large directory.
+// The kernel's requests, translated onto the Backend's node calls (mount.hpp). Each callback
+// replies exactly once. A FUSE node id is the Backend's Node id; every reply that hands the
+// kernel a node (lookup, create, mkdir, mknod, symlink, link, readdirplus) hands it the
+// reference the node call took, and FORGET gives them back. Errors are the Backend's errno
+// (EUCLEAN for a damaged pack). Open files and directory listings live in fi->fh: a file keeps
+// its File; a directory keeps the listing taken at its first readdir, so offsets stay valid
+// across the many readdir calls of a large directory.
 #include "fuse_ops.hpp"
 
 #include <sys/stat.h>
@@ -16,27 +19,27 @@ namespace packfs::fuse {
 
 namespace {
 
-struct OpenState {
-    uint64_t node;
-    std::unique_ptr<OpenFile> file;
-};
-
 struct DirState {
-    uint64_t node = 0;
-    std::unique_ptr<OpenFile> held;  // NodeFs::opendir's, while the directory is open
-    NodeFs::Listing items;           // null until the first readdir
+    Listing items;  // null until the first readdir
 };
 
 MountContext& mount_of(fuse_req_t req) {
     return *static_cast<MountContext*>(fuse_req_userdata(req));
 }
-NodeFs& fs_of(fuse_req_t req) { return *mount_of(req).fs; }
+Backend& fs_of(fuse_req_t req) { return *mount_of(req).mount->fs; }
+const CachePolicy& policy_of(fuse_req_t req) { return mount_of(req).mount->policy; }
 
-OpenState* open_of(fuse_file_info* fi) { return reinterpret_cast<OpenState*>(fi->fh); }
+File* file_of(fuse_file_info* fi) { return fi && fi->fh ? reinterpret_cast<File*>(fi->fh) : nullptr; }
+Node node_of(fuse_ino_t ino) { return Node{ino}; }
 
 void reply_error(fuse_req_t req, const Error& e) {
     const int code = e.code();
     fuse_reply_err(req, code > 0 ? code : EIO);
+}
+
+void reply_void(fuse_req_t req, const Result<void>& r) {
+    if (!r) return reply_error(req, r.error());
+    fuse_reply_err(req, 0);
 }
 
 struct stat to_host(const Stat& s) {
@@ -56,56 +59,29 @@ struct stat to_host(const Stat& s) {
     return st;
 }
 
-fuse_entry_param to_entry(const MountContext& m, const Entry& e) {
+fuse_entry_param to_entry(const CachePolicy& policy, const Entry& e) {
     fuse_entry_param out{};
-    out.ino = e.node;
-    out.generation = 0;  // node ids are never reused while the mount lives
+    out.ino = e.node.id;
+    out.generation = 0;  // node ids are never reused while held (backend.hpp)
     out.attr = to_host(e.stat);
-    out.attr_timeout = m.policy.attr_seconds;
-    out.entry_timeout = m.policy.entry_seconds;
+    out.attr_timeout = policy.attr_seconds;
+    out.entry_timeout = policy.entry_seconds;
     return out;
 }
 
-// Replies with a new entry the kernel now references (lookup, mkdir, ...).
-void reply_new_entry(fuse_req_t req, fuse_ino_t parent, std::string_view name,
-                     Result<Entry> entry) {
+// Replies with a node the kernel now references (the reference the node call took); gives the
+// reference back when the reply does not reach the kernel.
+void reply_new_entry(fuse_req_t req, Result<Entry> entry) {
     if (!entry) return reply_error(req, entry.error());
-    MountContext& m = mount_of(req);
-    m.fs->remember(parent, name, *entry);
-    const fuse_entry_param e = to_entry(m, *entry);
-    if (fuse_reply_entry(req, &e) != 0) m.fs->forget(entry->node, 1);
+    const fuse_entry_param e = to_entry(policy_of(req), *entry);
+    if (fuse_reply_entry(req, &e) != 0) fs_of(req).forget(entry->node, 1);
 }
 
-// New files belong to the caller, as on a kernel filesystem; the Backend made them as the
-// daemon. In a set-group-ID directory they take the directory's group instead, and a new
-// subdirectory the S_ISGID bit too. One setattr when that differs from what was made (never
-// for a daemon serving its own user outside such directories).
-Result<Entry> owned_by_caller(fuse_req_t req, fuse_ino_t parent, Result<Entry> made) {
-    if (!made) return made;
-    NodeFs& fs = fs_of(req);
+// New entries belong to the caller, as on a kernel filesystem (the backend applies the
+// set-group-ID rule of the directory).
+Owner caller(fuse_req_t req) {
     const fuse_ctx* ctx = fuse_req_ctx(req);
-    uint32_t gid = ctx->gid;
-    bool inherit_setgid = false;
-    auto dir = fs.getattr(parent, nullptr);
-    if (dir && (dir->mode & S_ISGID)) {
-        gid = dir->gid;
-        inherit_setgid = made->stat.type == FileType::directory && !(made->stat.mode & S_ISGID);
-    }
-    AttrChange change;
-    if (made->stat.uid != ctx->uid || made->stat.gid != gid) {
-        change.uid = change.gid = true;
-        change.to.uid = ctx->uid;
-        change.to.gid = gid;
-    }
-    if (inherit_setgid) {
-        change.mode = true;
-        change.to.mode = made->stat.mode | S_ISGID;
-    }
-    if (!change.uid && !change.mode) return made;
-    auto st = fs.setattr(made->node, change, nullptr);
-    if (!st) return std::unexpected(st.error());
-    made->stat = *st;
-    return made;
+    return Owner{ctx->uid, ctx->gid};
 }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
@@ -119,44 +95,43 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     conn->want &= ~FUSE_CAP_SPLICE_READ;
     if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
     if (conn->capable & FUSE_CAP_SPLICE_MOVE) conn->want |= FUSE_CAP_SPLICE_MOVE;
-    // A pack needs no open state: ENOSYS from open/opendir tells the kernel to stop sending
-    // OPEN, OPENDIR and RELEASE at all, and it then keeps pages and listings cached.
+    // An immutable tree needs no open state: ENOSYS from open/opendir tells the kernel to stop
+    // sending OPEN, OPENDIR and RELEASE at all, and it then keeps pages and listings cached.
     const uint64_t zero_open = FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
-    m.stateless_open = m.policy.stateless_open && (conn->capable & zero_open) == zero_open;
+    m.stateless_open =
+        m.mount->policy.stateless_open && (conn->capable & zero_open) == zero_open;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-    MountContext& m = mount_of(req);
-    auto entry = m.fs->lookup(parent, name);
-    if (!entry && entry.error().code() == ENOENT && m.policy.cache_negative) {
-        // Remembered as missing for as long as names are (the tree cannot change).
+    auto entry = fs_of(req).lookup(node_of(parent), name);
+    if (!entry && entry.error().code() == ENOENT && policy_of(req).cache_negative) {
+        // Remembered as missing for as long as names are (only this mount changes the tree).
         fuse_entry_param e{};
         e.ino = 0;
-        e.entry_timeout = m.policy.entry_seconds;
+        e.entry_timeout = policy_of(req).entry_seconds;
         fuse_reply_entry(req, &e);
         return;
     }
-    reply_new_entry(req, parent, name, std::move(entry));
+    reply_new_entry(req, std::move(entry));
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-    fs_of(req).forget(ino, nlookup);
+    fs_of(req).forget(node_of(ino), nlookup);
     fuse_reply_none(req);
 }
 
 void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
-    NodeFs& fs = fs_of(req);
-    for (size_t i = 0; i < count; ++i) fs.forget(forgets[i].ino, forgets[i].nlookup);
+    Backend& fs = fs_of(req);
+    for (size_t i = 0; i < count; ++i) fs.forget(node_of(forgets[i].ino), forgets[i].nlookup);
     fuse_reply_none(req);
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-    MountContext& m = mount_of(req);
-    OpenFile* file = fi && fi->fh ? open_of(fi)->file.get() : nullptr;
-    auto st = m.fs->getattr(ino, file);
+    File* file = file_of(fi);
+    auto st = file ? file->fstat() : fs_of(req).getattr(node_of(ino));
     if (!st) return reply_error(req, st.error());
     const struct stat out = to_host(*st);
-    fuse_reply_attr(req, &out, m.policy.attr_seconds);
+    fuse_reply_attr(req, &out, policy_of(req).attr_seconds);
 }
 
 TimeUpdate time_update(int to_set, int set_bit, int now_bit, const timespec& t) {
@@ -167,27 +142,35 @@ TimeUpdate time_update(int to_set, int set_bit, int now_bit, const timespec& t) 
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
                 fuse_file_info* fi) {
-    MountContext& m = mount_of(req);
-    AttrChange change;
-    change.mode = to_set & FUSE_SET_ATTR_MODE;
-    change.uid = to_set & FUSE_SET_ATTR_UID;
-    change.gid = to_set & FUSE_SET_ATTR_GID;
-    change.size = to_set & FUSE_SET_ATTR_SIZE;
-    change.to.mode = attr->st_mode & 07777;
-    change.to.uid = attr->st_uid;
-    change.to.gid = attr->st_gid;
-    change.to.size = static_cast<uint64_t>(attr->st_size);
+    SetAttr change;
+    if (to_set & FUSE_SET_ATTR_MODE) change.mode = attr->st_mode & 07777;
+    if (to_set & FUSE_SET_ATTR_UID) change.uid = attr->st_uid;
+    if (to_set & FUSE_SET_ATTR_GID) change.gid = attr->st_gid;
     change.atime = time_update(to_set, FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW, attr->st_atim);
     change.mtime = time_update(to_set, FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW, attr->st_mtim);
-    OpenFile* file = fi && fi->fh ? open_of(fi)->file.get() : nullptr;
-    auto st = m.fs->setattr(ino, change, file);
+    const bool resize = (to_set & FUSE_SET_ATTR_SIZE) != 0;
+    File* file = file_of(fi);
+    Result<Stat> st;
+    if (resize && file && to_set == FUSE_SET_ATTR_SIZE) {
+        // ftruncate: through the handle it came through (a read-only one is EINVAL there).
+        if (auto ok = file->truncate(static_cast<uint64_t>(attr->st_size)); !ok)
+            return reply_error(req, ok.error());
+        st = file->fstat();
+    } else {
+        if (resize) {
+            change.truncate = true;
+            change.size = static_cast<uint64_t>(attr->st_size);
+        }
+        // The node itself: this works on an open unlinked file too (fchmod, futimens).
+        st = fs_of(req).setattr(node_of(ino), change);
+    }
     if (!st) return reply_error(req, st.error());
     const struct stat out = to_host(*st);
-    fuse_reply_attr(req, &out, m.policy.attr_seconds);
+    fuse_reply_attr(req, &out, policy_of(req).attr_seconds);
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
-    auto target = fs_of(req).readlink(ino);
+    auto target = fs_of(req).readlink(node_of(ino));
     if (!target) return reply_error(req, target.error());
     fuse_reply_readlink(req, target->c_str());
 }
@@ -197,35 +180,28 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
     if (!file_type_from_mode_bits(mode & S_IFMT, type) || type == FileType::directory ||
         type == FileType::symlink)
         return (void)fuse_reply_err(req, EINVAL);
-    reply_new_entry(req, parent, name,
-                    owned_by_caller(req, parent, fs_of(req).mknod(parent, name, type, mode & 07777, rdev)));
+    reply_new_entry(req, fs_of(req).mknod(node_of(parent), name, type, mode & 07777, rdev,
+                                          caller(req)));
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-    reply_new_entry(req, parent, name,
-                    owned_by_caller(req, parent, fs_of(req).mkdir(parent, name, mode & 07777)));
+    reply_new_entry(req, fs_of(req).mkdir(node_of(parent), name, mode & 07777, caller(req)));
 }
 
 void op_symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
-    reply_new_entry(req, parent, name,
-                    owned_by_caller(req, parent, fs_of(req).symlink(parent, name, target)));
+    reply_new_entry(req, fs_of(req).symlink(node_of(parent), name, target, caller(req)));
 }
 
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {
-    reply_new_entry(req, new_parent, new_name, fs_of(req).link(ino, new_parent, new_name));
-}
-
-void reply_void(fuse_req_t req, const Result<void>& r) {
-    if (!r) return reply_error(req, r.error());
-    fuse_reply_err(req, 0);
+    reply_new_entry(req, fs_of(req).link(node_of(ino), node_of(new_parent), new_name));
 }
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
-    reply_void(req, fs_of(req).unlink(parent, name));
+    reply_void(req, fs_of(req).unlink(node_of(parent), name));
 }
 
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
-    reply_void(req, fs_of(req).rmdir(parent, name));
+    reply_void(req, fs_of(req).rmdir(node_of(parent), name));
 }
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
@@ -234,66 +210,59 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
     if (flags == RENAME_NOREPLACE) how = RenameFlags::noreplace;
     else if (flags == RENAME_EXCHANGE) how = RenameFlags::exchange;
     else if (flags != 0) return (void)fuse_reply_err(req, EINVAL);  // RENAME_WHITEOUT, or both
-    reply_void(req, fs_of(req).rename(parent, name, new_parent, new_name, how));
+    reply_void(req, fs_of(req).rename(node_of(parent), name, node_of(new_parent), new_name, how));
 }
 
-void set_open_flags(const MountContext& m, fuse_file_info* fi) {
-    fi->keep_cache = m.policy.keep_page_cache;
+void set_open_flags(fuse_req_t req, fuse_file_info* fi) {
+    fi->keep_cache = policy_of(req).keep_page_cache;
     fi->noflush = 1;  // close() is no durability point: no FLUSH round trip per close
+}
+
+// Hands an open file to the kernel in fi->fh; drops it if the reply does not arrive.
+template <class Reply>
+void reply_with_file(fuse_req_t req, fuse_file_info* fi, FileHandle file, Reply&& reply) {
+    File* raw = file.release();
+    fi->fh = reinterpret_cast<uint64_t>(raw);
+    set_open_flags(req, fi);
+    if (reply() != 0) delete raw;
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     if (m.stateless_open && (fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC))
         return (void)fuse_reply_err(req, ENOSYS);
-    auto file = m.fs->open(ino, fi->flags);
+    auto file = fs_of(req).open(node_of(ino), fi->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW));
     if (!file) return reply_error(req, file.error());
-    auto state = std::make_unique<OpenState>(OpenState{ino, std::move(*file)});
-    fi->fh = reinterpret_cast<uint64_t>(state.get());
-    set_open_flags(m, fi);
-    if (fuse_reply_open(req, fi) == 0) {
-        state.release();
-    } else {
-        m.fs->release(ino, *state->file);
-    }
+    reply_with_file(req, fi, std::move(*file), [&] { return fuse_reply_open(req, fi); });
 }
 
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                fuse_file_info* fi) {
-    MountContext& m = mount_of(req);
-    auto made = m.fs->create(parent, name, fi->flags, mode & 07777);
+    auto made = fs_of(req).create(node_of(parent), name, fi->flags, mode & 07777, caller(req));
     if (!made) return reply_error(req, made.error());
-    auto& [entry_made, file] = *made;
-    auto entry = owned_by_caller(req, parent, entry_made);
-    if (!entry) {
-        m.fs->release(entry_made.node, *file);
-        return reply_error(req, entry.error());
-    }
-    m.fs->remember(parent, name, *entry);
-    auto state = std::make_unique<OpenState>(OpenState{entry->node, std::move(file)});
-    fi->fh = reinterpret_cast<uint64_t>(state.get());
-    set_open_flags(m, fi);
-    const fuse_entry_param e = to_entry(m, *entry);
-    if (fuse_reply_create(req, &e, fi) == 0) {
-        state.release();
-    } else {
-        m.fs->release(entry->node, *state->file);
-        m.fs->forget(entry->node, 1);
+    const fuse_entry_param e = to_entry(policy_of(req), made->entry);
+    const Node node = made->entry.node;
+    File* raw = made->file.release();
+    fi->fh = reinterpret_cast<uint64_t>(raw);
+    set_open_flags(req, fi);
+    if (fuse_reply_create(req, &e, fi) != 0) {
+        delete raw;
+        fs_of(req).forget(node, 1);
     }
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-    thread_local std::string scratch;
-    std::unique_ptr<OpenFile> opened;  // a zero-message open: this read opens for itself
-    OpenFile* file = fi->fh ? open_of(fi)->file.get() : nullptr;
+    thread_local std::vector<std::byte> scratch;
+    FileHandle opened;  // a zero-message open: this read opens for itself
+    File* file = file_of(fi);
     if (!file) {
-        auto made = fs_of(req).open(ino, O_RDONLY);
+        auto made = fs_of(req).open(node_of(ino), O_RDONLY);
         if (!made) return reply_error(req, made.error());
         opened = std::move(*made);
         file = opened.get();
     }
-    if (auto raw = file->file_bytes(static_cast<uint64_t>(off), size)) {
-        // Kernel to kernel: libfuse splices the range from the pack file into the reply.
+    if (auto raw = file->host_bytes(static_cast<uint64_t>(off), size)) {
+        // Kernel to kernel: libfuse splices the range from the host file into the reply.
         fuse_bufvec buf = FUSE_BUFVEC_INIT(raw->length);
         buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
         buf.buf[0].fd = raw->fd;
@@ -301,16 +270,15 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
         fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
         return;
     }
-    auto bytes = file->read(static_cast<uint64_t>(off), size, scratch);
-    if (!bytes) return reply_error(req, bytes.error());
-    // From the mapping (inline bytes) or the scratch copy into the kernel's buffer.
-    fuse_reply_buf(req, reinterpret_cast<const char*>(bytes->data()), bytes->size());
+    if (scratch.size() < size) scratch.resize(size);
+    auto n = file->pread(std::span(scratch.data(), size), static_cast<uint64_t>(off));
+    if (!n) return reply_error(req, n.error());
+    fuse_reply_buf(req, reinterpret_cast<const char*>(scratch.data()), *n);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
               fuse_file_info* fi) {
-    auto n = open_of(fi)->file->write(std::as_bytes(std::span(buf, size)),
-                                      static_cast<uint64_t>(off));
+    auto n = file_of(fi)->pwrite(std::as_bytes(std::span(buf, size)), static_cast<uint64_t>(off));
     if (!n) return reply_error(req, n.error());
     fuse_reply_write(req, *n);
 }
@@ -320,37 +288,33 @@ void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t of
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, ENOSYS); }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-    if (!fi->fh) return (void)fuse_reply_err(req, 0);
-    std::unique_ptr<OpenState> state(open_of(fi));
-    fs_of(req).release(state->node, *state->file);
-    state.reset();
+    delete file_of(fi);
     fuse_reply_err(req, 0);
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
-    reply_void(req, open_of(fi)->file->fsync(datasync != 0));
+    reply_void(req, file_of(fi)->fsync(datasync != 0));
 }
 
-void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
     // The listing is taken at the first readdir: a kernel that cached the directory's
-    // listing (a pack) opens it and reads nothing, and must not pay for a listing.
+    // listing opens it and reads nothing, and must not pay for a listing. (The kernel's
+    // reference on the node keeps a removed directory alive meanwhile.)
     auto state = std::make_unique<DirState>();
-    state->node = ino;
-    auto held = m.fs->opendir(ino);
-    if (!held) return reply_error(req, held.error());
-    state->held = std::move(*held);
     fi->fh = reinterpret_cast<uint64_t>(state.get());
-    if (m.policy.cache_directories) {
+    if (policy_of(req).cache_directories) {
         fi->cache_readdir = 1;
         fi->keep_cache = 1;
     }
-    if (fuse_reply_open(req, fi) == 0) {
-        state.release();
-    } else if (state->held) {
-        m.fs->release(ino, *state->held);
-    }
+    if (fuse_reply_open(req, fi) == 0) state.release();
+}
+
+Result<Listing> listing(fuse_req_t req, fuse_ino_t ino) {
+    auto items = fs_of(req).list(node_of(ino));
+    if (!items) return std::unexpected(items.error());
+    return std::make_shared<const std::vector<DirEntry>>(std::move(*items));
 }
 
 // Offsets: 1 after ".", 2 after "..", 2 + i + 1 after item i.
@@ -358,13 +322,15 @@ template <bool Plus>
 void readdir_impl(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     // The kernel serialises readdir on one open directory: no lock needed for the listing.
-    // Without an open (zero-message opendir) every call lists again: list() is cheap then.
+    // Without an open (zero-message opendir) the listing lately taken is asked for again.
     DirState unopened;
     auto& state = fi->fh ? *reinterpret_cast<DirState*>(fi->fh) : unopened;
+    if (!state.items && !fi->fh) state.items = m.listings.find(ino);
     if (!state.items) {
-        auto items = m.fs->list(ino);
+        auto items = listing(req, ino);
         if (!items) return reply_error(req, items.error());
         state.items = std::move(*items);
+        if (!fi->fh) m.listings.add(ino, state.items);
     }
     const auto& items = *state.items;
     std::string buf(size, '\0');
@@ -381,28 +347,31 @@ void readdir_impl(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_f
     for (off_t at = off; at < static_cast<off_t>(items.size()) + 2; ++at) {
         fuse_entry_param e{};
         if (at < 2) {
-            // "." and "..": no attributes, no lookup counted (libfuse and the kernel skip them).
+            // "." and "..": no attributes, no reference (libfuse and the kernel skip them).
             e.attr.st_ino = ino;
             e.attr.st_mode = S_IFDIR;
             if (!add(at == 0 ? "." : "..", e, at + 1)) break;
             continue;
         }
-        const ListedEntry& item = items[static_cast<size_t>(at - 2)];
+        const DirEntry& item = items[static_cast<size_t>(at - 2)];
         if (!Plus) {
-            e.attr.st_ino = item.stat.ino;
-            e.attr.st_mode = file_type_to_mode_bits(item.stat.type);
+            e.attr.st_ino = item.ino;
+            e.attr.st_mode = file_type_to_mode_bits(item.type);
             if (!add(item.name.c_str(), e, at + 1)) break;
             continue;
         }
-        Result<Entry> entry = m.fs->entry(ino, item);
+        // readdirplus hands the kernel a node per entry: a lookup takes its reference.
+        Result<Entry> entry = fs_of(req).lookup(node_of(ino), item.name);
         if (!entry) {
-            if (entry.error().code() == ENOENT) continue;  // gone since opendir
+            if (entry.error().code() == ENOENT) continue;  // gone since the listing
             if (used == 0) return reply_error(req, entry.error());
             break;
         }
-        e = to_entry(m, *entry);
-        if (!add(item.name.c_str(), e, at + 1)) break;
-        m.fs->remember(ino, item.name, *entry);
+        e = to_entry(policy_of(req), *entry);
+        if (!add(item.name.c_str(), e, at + 1)) {
+            fs_of(req).forget(entry->node, 1);  // did not fit: the kernel never saw it
+            break;
+        }
     }
     fuse_reply_buf(req, buf.data(), used);
 }
@@ -417,17 +386,17 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {  // fh 0: not opened
-    std::unique_ptr<DirState> state(reinterpret_cast<DirState*>(fi->fh));
-    if (state && state->held) fs_of(req).release(state->node, *state->held);
+    delete reinterpret_cast<DirState*>(fi->fh);
     fuse_reply_err(req, 0);
 }
 
 void op_fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
-    reply_void(req, fs_of(req).sync());
+    const Mount& m = *mount_of(req).mount;
+    reply_void(req, m.sync ? m.sync() : Result<void>{});
 }
 
-void op_statfs(fuse_req_t req, fuse_ino_t) {
-    auto s = fs_of(req).statfs();
+void op_statfs(fuse_req_t req, fuse_ino_t ino) {
+    auto s = fs_of(req).statfs(node_of(ino ? ino : kRootNode.id));
     if (!s) return reply_error(req, s.error());
     struct statvfs out {};
     out.f_bsize = out.f_frsize = s->block_size;
@@ -447,19 +416,17 @@ void reply_xattr_bytes(fuse_req_t req, std::string_view bytes, size_t size) {
 }
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
-    MountContext& m = mount_of(req);
     // No xattrs anywhere: ENOSYS once, and the kernel answers every later getxattr itself.
-    if (!m.xattrs) return (void)fuse_reply_err(req, ENOSYS);
-    auto value = m.fs->getxattr(ino, name);
+    if (!mount_of(req).mount->xattrs) return (void)fuse_reply_err(req, ENOSYS);
+    auto value = fs_of(req).getxattr(node_of(ino), name);
     if (!value) return reply_error(req, value.error());
     reply_xattr_bytes(req, *value, size);
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-    MountContext& m = mount_of(req);
     // No xattrs anywhere: an empty list (getfattr -d prints nothing, as on any filesystem).
-    if (!m.xattrs) return reply_xattr_bytes(req, {}, size);
-    auto names = m.fs->listxattr(ino);
+    if (!mount_of(req).mount->xattrs) return reply_xattr_bytes(req, {}, size);
+    auto names = fs_of(req).listxattr(node_of(ino));
     if (!names) return reply_error(req, names.error());
     std::string joined;
     for (const auto& n : *names) {
@@ -483,11 +450,11 @@ void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* v
     if (flags == XATTR_CREATE) mode = XattrMode::create;
     else if (flags == XATTR_REPLACE) mode = XattrMode::replace;
     else if (flags != 0) return (void)fuse_reply_err(req, EINVAL);
-    reply_void(req, fs_of(req).setxattr(ino, name, std::string_view(value, size), mode));
+    reply_void(req, fs_of(req).setxattr(node_of(ino), name, std::string_view(value, size), mode));
 }
 
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
-    reply_void(req, fs_of(req).removexattr(ino, name));
+    reply_void(req, fs_of(req).removexattr(node_of(ino), name));
 }
 
 void op_ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info*,
@@ -496,7 +463,9 @@ void op_ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_inf
         return (void)fuse_reply_err(req, ENOTTY);
     const fuse_ctx* ctx = fuse_req_ctx(req);
     if (ctx->uid != 0 && ctx->uid != ::geteuid()) return (void)fuse_reply_err(req, EPERM);
-    auto reply = fs_of(req).compact();
+    const Mount& m = *mount_of(req).mount;
+    if (!m.compact) return (void)fuse_reply_err(req, ENOTTY);
+    auto reply = m.compact();
     if (!reply) return reply_error(req, reply.error());
     fuse_reply_ioctl(req, 0, &*reply, sizeof(CompactReply));
 }
@@ -505,7 +474,7 @@ void op_ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_inf
 // everything but execute a file no one may execute.
 void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
     if (!(mask & X_OK)) return (void)fuse_reply_err(req, 0);
-    auto st = fs_of(req).getattr(ino, nullptr);
+    auto st = fs_of(req).getattr(node_of(ino));
     if (!st) return reply_error(req, st.error());
     const bool runnable = st->type == FileType::directory || (st->mode & 0111) != 0;
     fuse_reply_err(req, runnable ? 0 : EACCES);

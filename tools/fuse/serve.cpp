@@ -45,11 +45,13 @@ Result<void> check_can_mount(const std::string& mountpoint) {
     return {};
 }
 
-Result<void> serve(NodeFs& fs, const ServeOptions& options) {
-    MountContext context{&fs, fs.cache_policy(), fs.has_xattrs(), fs.read_only()};
+Result<void> serve(Mount& mount, const ServeOptions& options) {
+    MountContext context;
+    context.mount = &mount;
+    context.read_only = mount.fs->read_only();
 
     std::string o = "fsname=" + escape_option(options.fsname) + ",subtype=packfs";
-    if (fs.read_only()) o += ",ro";
+    if (context.read_only) o += ",ro";
     bool others = false;  // may anyone but the mounting user come in?
     for (const auto& extra : options.options) {
         o += "," + extra;
@@ -87,6 +89,20 @@ Result<void> serve(NodeFs& fs, const ServeOptions& options) {
     se.reset();
     if (rc < 0) return fail(EIO, "serve", options.mountpoint);
     return {};
+}
+
+CachePolicy CachePolicy::immutable() {
+    constexpr double kForever = 86400.0 * 365;
+    return {.entry_seconds = kForever,
+            .attr_seconds = kForever,
+            .cache_negative = true,
+            .keep_page_cache = true,
+            .cache_directories = true,
+            .stateless_open = true};
+}
+
+CachePolicy CachePolicy::exclusive() {
+    return {.entry_seconds = 3600, .attr_seconds = 3600, .cache_negative = true, .keep_page_cache = true};
 }
 
 }  // namespace packfs::fuse

@@ -1,11 +1,11 @@
-// Mounting a NodeFs and serving it: the session, its worker threads, signals, and unmounting.
+// Mounting a Backend and serving it: the session, its worker threads, signals, and unmounting.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "node_fs.hpp"
+#include "mount.hpp"
 
 namespace packfs::fuse {
 
@@ -23,11 +23,11 @@ struct ServeOptions {
 // missing mountpoint or one that is not a directory, or one that is a mount point already.
 Result<void> check_can_mount(const std::string& mountpoint);
 
-// Mounts `fs` on options.mountpoint and serves it until the mount goes away (umount,
+// Mounts `mount` on options.mountpoint and serves it until the mount goes away (umount,
 // fusermount3 -u) or SIGINT/SIGTERM/SIGHUP arrives (then it unmounts itself). Returns once
 // the kernel has let go of the mount; the caller then syncs and closes what it served.
 // EINVAL for an option libfuse does not know; EIO (with libfuse's own message on stderr)
 // when the mount itself failed.
-Result<void> serve(NodeFs& fs, const ServeOptions& options);
+Result<void> serve(Mount& mount, const ServeOptions& options);
 
 }  // namespace packfs::fuse

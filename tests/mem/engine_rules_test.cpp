@@ -1,0 +1,147 @@
+// The mem engine's own rules, beyond what the conformance suite and the model see (engine.hpp,
+// content.hpp, cell.hpp): appends in place past a chunk's frontier never touch what a snapshot
+// sees; truncating then growing reads zeros; copy-up of a lower
+// file is by chunk; an unlinked open file is freed at its last close; a dropped snapshot lets
+// the writer change in place again.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "packfs/mem.hpp"
+#include "packfs/overlay.hpp"
+#include "packfs/pack.hpp"
+#include "support/files.hpp"
+
+namespace packfs {
+namespace {
+
+std::string bytes(std::size_t n, char seed) {
+    std::string s(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + i * 7 % 251);
+    return s;
+}
+
+Result<void> pwrite(File& f, std::string_view data, uint64_t offset) {
+    auto n = f.pwrite(std::as_bytes(std::span(data.data(), data.size())), offset);
+    if (!n) return std::unexpected(n.error());
+    return {};
+}
+
+uint64_t used_blocks(Backend& fs) {
+    auto s = fs.statfs("/");
+    return s ? s->blocks - s->blocks_free : 0;
+}
+
+uint64_t inodes_in_use(Backend& fs) {
+    auto s = fs.statfs("/");
+    return s ? s->files - s->files_free : 0;
+}
+
+TEST(MemEngine, AppendsPastTheFrontierLeaveASnapshotsBytesAlone) {
+    auto fs = make_mem_backend();
+    auto f = fs->open("/f", O_RDWR | O_CREAT, 0644);
+    ASSERT_TRUE(f);
+    const std::string first = bytes(1000, 'a');
+    ASSERT_TRUE(pwrite(**f, first, 0));
+    auto snap = fs->snapshot();
+    ASSERT_TRUE(snap);
+    // In place (the chunk's buffer has room past what the snapshot can see)...
+    const std::string more = bytes(3000, 'b');
+    ASSERT_TRUE(pwrite(**f, more, 1000));
+    EXPECT_EQ(read_file(*fs, "/f").value_or(""), first + more);
+    EXPECT_EQ(read_file(**snap, "/f").value_or(""), first);
+    // ...and an overwrite of what the snapshot sees copies the chunk instead.
+    ASSERT_TRUE(pwrite(**f, "XYZ", 10));
+    std::string now = first + more;
+    now.replace(10, 3, "XYZ");
+    EXPECT_EQ(read_file(*fs, "/f").value_or(""), now);
+    EXPECT_EQ(read_file(**snap, "/f").value_or(""), first);
+}
+
+TEST(MemEngine, TruncatingThenGrowingReadsZerosWhileASnapshotKeepsTheOldBytes) {
+    auto fs = make_mem_backend();
+    ASSERT_TRUE(write_file(*fs, "/f", bytes(200000, 'c')));
+    auto snap = fs->snapshot();
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE(fs->truncate("/f", 70000));
+    ASSERT_TRUE(fs->truncate("/f", 150000));
+    const std::string got = read_file(*fs, "/f").value_or("");
+    ASSERT_EQ(got.size(), 150000u);
+    EXPECT_EQ(got.substr(0, 70000), bytes(200000, 'c').substr(0, 70000));
+    EXPECT_EQ(got.substr(70000), std::string(80000, '\0'));
+    EXPECT_EQ(read_file(**snap, "/f").value_or(""), bytes(200000, 'c'));
+}
+
+TEST(MemEngine, CopyUpOfALowerFileIsByChunk) {
+    test_support::TempDir dir;
+    auto source = make_mem_backend();
+    ASSERT_TRUE(write_file(*source, "/big", bytes(8 << 20, 'e')));
+    const std::string pack_path = (dir.path / "lower.pack").string();
+    ASSERT_TRUE(write_pack(*source, pack_path));
+    auto pack = open_pack(pack_path);
+    ASSERT_TRUE(pack);
+    auto fs = make_overlay(*pack);
+    ASSERT_TRUE(fs);
+    const uint64_t before = used_blocks(**fs);
+    auto f = (*fs)->open("/big", O_RDWR);
+    ASSERT_TRUE(f);
+    ASSERT_TRUE(pwrite(**f, "!", 3'000'000));
+    std::string want = bytes(8 << 20, 'e');
+    want[3'000'000] = '!';
+    EXPECT_EQ(read_file(**fs, "/big").value_or(""), want);
+    EXPECT_EQ(used_blocks(**fs) - before, 16u);  // one chunk of the upper's own
+}
+
+TEST(MemEngine, AnUnlinkedOpenFileIsFreedAtItsLastClose) {
+    auto fs = make_mem_backend();
+    const uint64_t empty = inodes_in_use(*fs);
+    auto f = fs->open("/orphan", O_RDWR | O_CREAT, 0644);
+    ASSERT_TRUE(f);
+    auto g = fs->open("/orphan", O_RDONLY);
+    ASSERT_TRUE(g);
+    ASSERT_TRUE(pwrite(**f, "lives on", 0));
+    ASSERT_TRUE(fs->unlink("/orphan"));
+    EXPECT_EQ(inodes_in_use(*fs), empty + 1);  // an orphan: no name, still there
+    f->reset();
+    EXPECT_EQ(inodes_in_use(*fs), empty + 1);  // one handle left
+    std::string buf(8, '\0');
+    auto n = (*g)->pread(std::as_writable_bytes(std::span(buf.data(), buf.size())), 0);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(buf, "lives on");
+    EXPECT_EQ((*g)->fstat()->nlink, 0u);
+    g->reset();
+    EXPECT_EQ(inodes_in_use(*fs), empty);  // the last close freed it
+}
+
+TEST(MemEngine, ASnapshotKeepsAnUnlinkedFileUntilItIsDropped) {
+    auto fs = make_mem_backend();
+    ASSERT_TRUE(write_file(*fs, "/f", "kept"));
+    const uint64_t with_file = inodes_in_use(*fs);
+    auto snap = fs->snapshot();
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE(fs->unlink("/f"));
+    EXPECT_EQ(inodes_in_use(*fs), with_file - 1);  // gone from the live tree
+    EXPECT_EQ(read_file(**snap, "/f").value_or(""), "kept");
+    snap->reset();
+    EXPECT_FALSE(fs->stat("/f"));
+}
+
+TEST(MemEngine, ManySnapshotsEachSeeTheirOwnGeneration) {
+    auto fs = make_mem_backend();
+    std::vector<std::shared_ptr<Backend>> snaps;
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_TRUE(write_file(*fs, "/f", std::to_string(i)));
+        ASSERT_TRUE(fs->chmod("/f", 0600 + i % 8));
+        snaps.push_back(*fs->snapshot());
+    }
+    // Drop every other one: those between still see theirs.
+    for (int i = 0; i < 40; i += 2) snaps[i].reset();
+    for (int i = 1; i < 40; i += 2) {
+        EXPECT_EQ(read_file(*snaps[i], "/f").value_or(""), std::to_string(i)) << i;
+        EXPECT_EQ(snaps[i]->stat("/f")->mode, 0600u + i % 8) << i;
+    }
+    EXPECT_EQ(read_file(*fs, "/f").value_or(""), "39");
+}
+
+}  // namespace
+}  // namespace packfs
