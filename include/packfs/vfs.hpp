@@ -18,6 +18,7 @@
 //   lookup in flight, and an operation sees one version of the table throughout.
 // - snapshot() snapshots every member (O(1) each for mem) under the Vfs's change lock, so the
 //   snapshot is one consistent instant across mounts for every change made through the Vfs.
+//   The nodes held then are the snapshot's too, under the same ids.
 // - The node calls (lookup, forget, list, create, rename by node, ...) walk the same namespace:
 //   a lookup notices a mount point at dir/name in the current table, union directories merge,
 //   and a change by node goes to the member that holds it, with the same EROFS/EXDEV/EBUSY

@@ -5,8 +5,13 @@
 
 namespace packfs::vfs {
 
+NodeTable::NodeTable(Counter ids)
+    : next_id_(ids ? std::move(ids) : std::make_shared<std::atomic<uint64_t>>(kRootNode.id + 1)) {}
+
 NodeTable::~NodeTable() {
-    for (auto& [id, slot] : by_id_) release_parts(*slot.desc);
+    for (auto& [id, slot] : by_id_) {
+        if (!slot.pinned) release_parts(*slot.desc);
+    }
 }
 
 std::string NodeTable::key_of(const NodeDesc& desc) {
@@ -29,14 +34,14 @@ uint64_t NodeTable::intern(NodeDesc desc) {
     uint64_t id = 0;
     {
         std::unique_lock lock(mutex_);
-        auto [it, fresh] = by_key_.try_emplace(key, next_id_);
-        id = it->second;
+        auto [it, fresh] = by_key_.try_emplace(key, 0);
         if (fresh) {
-            ++next_id_;
+            id = it->second = next_id_->fetch_add(1, std::memory_order_relaxed);
             by_id_.emplace(id, Slot{std::make_shared<const NodeDesc>(std::move(desc)), 1,
                                     std::move(key)});
             return id;
         }
+        id = it->second;
         ++by_id_.at(id).refs;
     }
     // Known already: it holds its member references; these are extra.
@@ -56,7 +61,7 @@ void NodeTable::forget(uint64_t id, uint64_t count) noexcept {
     {
         std::unique_lock lock(mutex_);
         auto it = by_id_.find(id);
-        if (it == by_id_.end()) return;
+        if (it == by_id_.end() || it->second.pinned) return;
         if (it->second.refs > count) {
             it->second.refs -= count;
             return;
@@ -67,6 +72,25 @@ void NodeTable::forget(uint64_t id, uint64_t count) noexcept {
     }
     // Outside the lock: a member's forget may take its own locks.
     release_parts(*gone);
+}
+
+void NodeTable::copy_into(NodeTable& frozen,
+                          const std::function<std::optional<Part>(const Part&)>& map) const {
+    std::shared_lock lock(mutex_);
+    std::unique_lock into(frozen.mutex_);
+    for (const auto& [id, slot] : by_id_) {
+        NodeDesc copy;
+        copy.path = slot.desc->path;
+        for (const Part& p : slot.desc->parts) {
+            std::optional<Part> mapped = map(p);
+            if (!mapped) break;
+            copy.parts.push_back(std::move(*mapped));
+        }
+        if (copy.parts.size() != slot.desc->parts.size()) continue;
+        frozen.by_key_.emplace(slot.key, id);
+        frozen.by_id_.emplace(
+            id, Slot{std::make_shared<const NodeDesc>(std::move(copy)), 1, slot.key, true});
+    }
 }
 
 std::size_t NodeTable::size() const {

@@ -12,13 +12,18 @@
 //
 // The table maps id -> description and description -> id (one id per description while it is
 // held). Ids start at 2 (1 is the root, which is not interned: it is described by the current
-// mount table), grow monotonically and are never reused. A description holds one reference to
-// each of its parts' member nodes; when its Vfs references all go, the entry is erased and
-// those member references are forgotten.
+// mount table), grow monotonically and are never reused: a Vfs and its snapshots draw them
+// from one counter. A description holds one reference to each of its parts' member nodes; when
+// its Vfs references all go, the entry is erased and those member references are forgotten.
+// A snapshot's table starts with the live table's nodes, mapped onto the members' snapshots
+// under the same ids (pinned: they live as long as the snapshot).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -50,7 +55,10 @@ using DescPtr = std::shared_ptr<const NodeDesc>;
 
 class NodeTable {
 public:
-    NodeTable() = default;
+    using Counter = std::shared_ptr<std::atomic<uint64_t>>;
+    // A table with its own id counter, or one drawing from `ids` (a snapshot's, from the live
+    // Vfs's: an id never names two objects across a Vfs and its snapshots).
+    explicit NodeTable(Counter ids = nullptr);
     NodeTable(const NodeTable&) = delete;
     NodeTable& operator=(const NodeTable&) = delete;
     // Gives back the member references of the nodes still held (the Vfs is going away).
@@ -66,6 +74,13 @@ public:
     void forget(uint64_t id, uint64_t count) noexcept;
     // The number of nodes held (tests).
     std::size_t size() const;
+    const Counter& counter() const noexcept { return next_id_; }
+
+    // Copies every node into `frozen` (a snapshot's empty table) under its id, each part mapped
+    // by `map` (nullopt: the node has no counterpart there and is left out). The copies are
+    // pinned: forget never lets them go, and their parts hold no member reference.
+    void copy_into(NodeTable& frozen,
+                   const std::function<std::optional<Part>(const Part&)>& map) const;
 
     // Forgets the one member reference each part of `desc` holds.
     static void release_parts(const NodeDesc& desc) noexcept;
@@ -75,13 +90,14 @@ private:
         DescPtr desc;
         uint64_t refs = 0;
         std::string key;
+        bool pinned = false;  // a snapshot's copy of a live node
     };
     static std::string key_of(const NodeDesc& desc);
 
     mutable std::shared_mutex mutex_;
     std::unordered_map<uint64_t, Slot> by_id_;
     std::unordered_map<std::string, uint64_t> by_key_;
-    uint64_t next_id_ = kRootNode.id + 1;
+    Counter next_id_;
 };
 
 }  // namespace packfs::vfs

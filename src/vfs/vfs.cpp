@@ -200,6 +200,7 @@ Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
     std::unique_lock changes(*change_mutex_);
     TablePtr table = table_.load();
     Table frozen;
+    std::unordered_map<uint64_t, std::shared_ptr<Backend>> snapshots;  // by Member::id
     for (auto it = table->mounts.begin(); it != table->mounts.end(); ++it) {
         Union members;
         for (const Member& m : *it.value()) {
@@ -207,11 +208,22 @@ Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
             if (!snap) return std::unexpected(snap.error().with_path(it.key()));
             MountOptions options = m.options;
             options.read_only = true;
+            snapshots.emplace(m.id, *snap);
             members.push_back(Member{std::move(*snap), options, m.id});
         }
         frozen.mounts.insert_or_assign(it.key(), std::make_shared<const Union>(std::move(members)));
     }
-    return std::make_shared<VfsImpl>(seal(std::move(frozen)), true, created_);
+    auto out = std::make_shared<VfsImpl>(seal(std::move(frozen)), true, created_,
+                                         nodes_.counter());
+    // The live nodes are the snapshot's too, under the same ids (as a member's snapshot keeps
+    // its node numbers): each part on the member's snapshot. A node of a member no longer
+    // mounted has no counterpart there.
+    nodes_.copy_into(out->nodes_, [&](const Part& p) -> std::optional<Part> {
+        auto it = snapshots.find(p.mount);
+        if (it == snapshots.end()) return std::nullopt;
+        return Part{it->second, p.mount, false, p.node};
+    });
+    return out;
 }
 
 }  // namespace packfs::vfs

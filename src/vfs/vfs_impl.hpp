@@ -81,8 +81,9 @@ private:
 
 class VfsImpl final : public Vfs {
 public:
-    VfsImpl(TablePtr table, bool frozen, Time created)
-        : table_(std::move(table)), frozen_(frozen), created_(created) {}
+    VfsImpl(TablePtr table, bool frozen, Time created, NodeTable::Counter node_ids = nullptr)
+        : table_(std::move(table)), frozen_(frozen), created_(created),
+          nodes_(std::move(node_ids)) {}
 
     // --- the mount table ---------------------------------------------------------------
     Result<void> mount(std::string_view path, std::shared_ptr<Backend> backend,

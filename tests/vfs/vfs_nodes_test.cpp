@@ -413,6 +413,59 @@ TEST(VfsNodes, WalkASnapshotOfTheVfs) {
     EXPECT_ERRNO((*snap)->mkdir(kRootNode, "x", 0755, std::nullopt), EROFS);
 }
 
+// A Vfs snapshot answers for the live nodes held when it was taken (under their ids, frozen),
+// across mounts and merged directories; later nodes, and nodes of members no longer mounted,
+// have no counterpart there.
+TEST(VfsNodes, ASnapshotAnswersForTheLiveNodesFrozen) {
+    Layout l = union_of_two();
+    Vfs& vfs = *l.vfs;
+    auto both = lookup_path(vfs, "/u/both");
+    ASSERT_OK(both);
+    auto d = lookup_path(vfs, "/u/d");  // merged, with a mount below
+    ASSERT_OK(d);
+    auto deep = lookup_path(vfs, "/u/d/m/deep-file");
+    ASSERT_OK(deep);
+    auto gone_member = counting();
+    ASSERT_OK(vfs.mount("/gone", gone_member));
+    auto gone = lookup_path(vfs, "/gone");
+    ASSERT_OK(gone);
+    ASSERT_OK(vfs.unmount("/gone"));
+    const auto d_before = by_name(*vfs.list(d->node));
+
+    auto snap = vfs.snapshot();
+    ASSERT_OK(snap);
+    Backend& frozen = **snap;
+    ASSERT_OK(write_file(vfs, "/u/both", "changed after the snapshot"));
+    ASSERT_OK(vfs.unlink(d->node, "u"));
+    ASSERT_OK(write_file(vfs, "/u/d/m/deep-file", "changed too"));
+    auto later = lookup_path(vfs, "/u/d/l");
+    ASSERT_OK(later);
+
+    EXPECT_EQ(read_node(frozen, both->node), "upper's both\n");
+    EXPECT_EQ(read_node(frozen, deep->node), "deep\n");
+    auto listed = frozen.list(d->node);
+    ASSERT_OK(listed);
+    EXPECT_EQ(by_name(*listed), d_before);
+    EXPECT_EQ(by_name(*frozen.readdir("/u/d")), d_before);
+    auto same = frozen.lookup(d->node, "m");
+    ASSERT_OK(same);
+    frozen.forget(same->node, 1);
+    auto again = lookup_path(frozen, "/u/both");
+    ASSERT_OK(again);
+    EXPECT_EQ(again->node, both->node);  // the frozen node, found by walking the snapshot
+    frozen.forget(again->node, 1);
+    EXPECT_OK(frozen.getattr(both->node));  // pinned: forget does not let it go
+    EXPECT_ERRNO(frozen.getattr(later->node), ESTALE);
+    EXPECT_ERRNO(frozen.getattr(gone->node), ESTALE);
+    EXPECT_ERRNO(frozen.setattr(both->node, SetAttr::chmod(0600)), EROFS);
+    EXPECT_EQ(read_node(vfs, both->node), "changed after the snapshot");
+
+    for (Node n : {both->node, d->node, deep->node, gone->node, later->node}) vfs.forget(n, 1);
+    snap->reset();
+    l.expect_all_given_back();
+    EXPECT_EQ(gone_member->outstanding(), 0);
+}
+
 // --- references --------------------------------------------------------------------------------
 
 TEST(VfsNodes, ForgetGivesBackMemberReferences) {
