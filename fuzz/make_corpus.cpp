@@ -31,6 +31,7 @@
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "volume/journal_writer.hpp"
+#include "volume/records.hpp"
 
 namespace {
 
@@ -173,6 +174,70 @@ void write_journal(const fs::path& dir, const std::string& name, uint64_t first_
     std::printf("%s: %zu bytes\n", (dir / name).c_str(), bytes.size() + 1);
 }
 
+// One operation record per node type (17-27), encoded by the real encoder, as
+// fuzz_journal_records reads them (two bytes of type, then the payload), naming the inodes of
+// the target's small tree (/d, /d/f, /link) so a mutation gets past lookup into the call.
+void write_node_records(const fs::path& dir) {
+    using namespace packfs::volume;
+    auto tree = make_mem_backend();
+    must(tree->mkdir("/d"), "mkdir");
+    must(write_file(*tree, "/d/f", "content"), "write_file");
+    must(tree->symlink("d/f", "/link"), "symlink");
+    const uint64_t d = must(tree->lstat("/d"), "lstat").ino;
+    const uint64_t f = must(tree->lstat("/d/f"), "lstat").ino;
+    auto record = [&](RecordType type) {
+        OpRecord r;
+        r.type = type;
+        r.time = Time{1'700'000'000, 5};
+        r.next_ino = tree->inode_numbering().limit;
+        return r;
+    };
+    auto put = [&](const std::string& name, const OpRecord& r) {
+        const std::vector<std::byte> payload = encode_record(r);
+        const auto type = static_cast<uint16_t>(r.type);
+        std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+        out.put(static_cast<char>(type & 0xff));
+        out.put(static_cast<char>(type >> 8));
+        out.write(reinterpret_cast<const char*>(payload.data()),
+                  static_cast<std::streamsize>(payload.size()));
+    };
+    OpRecord r = record(RecordType::create_at);
+    r.ino = d, r.name = "new", r.mode = 0644, r.flags = 0101;  // O_WRONLY|O_CREAT
+    put("create_at", r);
+    r = record(RecordType::mkdir_at);
+    r.ino = 1, r.name = "sub", r.mode = 0755, r.has_owner = true, r.uid = 1000, r.gid = 100;
+    put("mkdir_at", r);
+    r = record(RecordType::mknod_at);
+    r.ino = d, r.name = "fifo", r.mode = 0600, r.flags = static_cast<uint32_t>(FileType::fifo);
+    put("mknod_at", r);
+    r = record(RecordType::symlink_at);
+    r.ino = 1, r.name = "l2", r.value = "d/../link";
+    put("symlink_at", r);
+    r = record(RecordType::link_at);
+    r.ino = f, r.ino2 = 1, r.name = "hard";
+    put("link_at", r);
+    r = record(RecordType::unlink_at);
+    r.ino = d, r.name = "f";
+    put("unlink_at", r);
+    r = record(RecordType::rmdir_at);
+    r.ino = 1, r.name = "d";
+    put("rmdir_at", r);
+    r = record(RecordType::rename_at);
+    r.ino = d, r.name = "f", r.ino2 = 1, r.name2 = "moved", r.flags = 0;
+    put("rename_at", r);
+    r = record(RecordType::setattr);
+    r.ino = f, r.mode = 0600, r.uid = 7, r.gid = 8, r.flags = 1, r.offset = 3;
+    r.atime = TimeUpdate::now(), r.mtime = TimeUpdate::at(Time{1, 2});
+    put("setattr", r);
+    r = record(RecordType::setxattr_at);
+    r.ino = f, r.name = "user.k", r.value = std::string("v\0w", 3), r.flags = 0;
+    put("setxattr_at", r);
+    r = record(RecordType::removexattr_at);
+    r.ino = f, r.name = "user.k";
+    put("removexattr_at", r);
+    std::printf("%s: 11 node records\n", dir.c_str());
+}
+
 void write_path(const fs::path& dir, const std::string& name, const std::string& bytes) {
     std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -207,6 +272,10 @@ int main(int argc, char** argv) {
     write_journal(j, "mixed", 41, {0, 1, 7, 8, 9, 100, 300, 3}, 3);
     write_journal(j, "torn", 41, {0, 1, 7, 8, 9, 100, 300, 3}, 3, 5);
     write_journal(j, "mixed_nofix", 41, {0, 1, 7, 8, 9, 100, 300, 3}, 0);
+
+    const fs::path records = root / "records";
+    fs::create_directories(records);
+    write_node_records(records);
 
     const fs::path p = root / "path";
     write_path(p, "root", "/");

@@ -26,7 +26,7 @@
 
 #include "core/persistent_btree.hpp"
 #include "core/persistent_map.hpp"
-#include "core/persistent_treap.hpp"
+#include "map/persistent_treap.hpp"
 
 namespace {
 

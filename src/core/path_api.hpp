@@ -98,6 +98,11 @@ public:
 
     Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) {
         if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open", path);
+        if (!(flags & O_CREAT)) {
+            walk::Walker<Ops> w(ops_, "open", path, links_);
+            if (auto fast = w.try_fast(path, !(flags & O_NOFOLLOW)))
+                return open_found(path, *fast, flags);
+        }
         auto normal = NormalPath::make(path, "open");
         if (!normal) return std::unexpected(normal.error());
         if (ops_.read_only()) return open_read_only(path, *normal, flags);
@@ -105,12 +110,7 @@ public:
         walk::Walker<Ops> w(ops_, "open", path, links_);
         auto r = w.resolve(*normal, !(flags & O_NOFOLLOW));
         if (!r) return std::unexpected(r.error());
-        Held held(ops_, r->node);
-        if (auto ok = check_open_target(r->type, flags, path); !ok)
-            return std::unexpected(ok.error());
-        auto file = ops_.open(r->node, flags);
-        if (!file) return as_path_error(file.error(), "open", path);
-        return file;
+        return open_found(path, *r, flags);
     }
 
     Result<void> truncate(std::string_view path, uint64_t size) {
@@ -120,10 +120,9 @@ public:
     // --- namespace -------------------------------------------------------------------------
 
     Result<void> mkdir(std::string_view path, uint32_t mode) {
-        return make_entry("mkdir", path, true,
-                          [&](const N& dir, std::string_view name) {
-                              return ops_.mkdir(dir, name, mode);
-                          });
+        return make_entry("mkdir", path, true, [&](const N& dir, std::string_view name) {
+            return ops_.mkdir(dir, name, mode);
+        });
     }
 
     Result<void> mknod(std::string_view path, FileType type, uint32_t mode, uint64_t rdev) {
@@ -159,7 +158,8 @@ public:
         ParentGuard guard(wt, *where);
         if (auto ok = require_dir(*where, "link", new_path); !ok) return ok;
         if (to->wants_dir()) {
-            if (auto exists = exists_in(where->dir().node, where->name(), "link", new_path); !exists)
+            if (auto exists = exists_in(where->dir().node, where->name(), "link", new_path);
+                !exists)
                 return std::unexpected(exists.error());
             else if (*exists)
                 return fail(EEXIST, "link", new_path);
@@ -243,11 +243,11 @@ public:
         c.to_wants_dir = dst_path->wants_dir();
         // The walks' stacks are the ancestors of each directory, root first.
         if (*moved)
-            c.moved_contains_to_dir = dst->stack.any(
-                [&](const N& n) { return ops_.same(n, (*moved)->node); });
+            c.moved_contains_to_dir =
+                dst->stack.any([&](const N& n) { return ops_.same(n, (*moved)->node); });
         if (*victim)
-            c.victim_contains_from_dir = src->stack.any(
-                [&](const N& n) { return ops_.same(n, (*victim)->node); });
+            c.victim_contains_from_dir =
+                src->stack.any([&](const N& n) { return ops_.same(n, (*victim)->node); });
         const RenameVerdict v = check_rename(c, [&] { return ops_.has_entries((*victim)->node); });
         if (v.code) return fail(v.code, "rename", v.names_to ? to : from);
         if (v.noop) return {};
@@ -264,8 +264,7 @@ public:
     Result<void> chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) {
         return change_attributes("chown", path, follow == Follow::yes, SetAttr::chown(uid, gid));
     }
-    Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
-                         Follow follow) {
+    Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime, Follow follow) {
         if (ops_.read_only()) return fail(EROFS, "utimens", path);
         if (auto ok = check_time(atime, path); !ok) return ok;
         if (auto ok = check_time(mtime, path); !ok) return ok;
@@ -326,9 +325,15 @@ private:
     template <class Body>
     auto on_node(std::string_view path, bool follow, std::string_view op, Body&& body)
         -> decltype(body(std::declval<const Step&>())) {
+        walk::Walker<Ops> w(ops_, op, path, links_);
+        if (auto fast = w.try_fast(path, follow)) {  // a plain path to an entry that is there
+            Held held(ops_, fast->node);
+            auto out = body(*fast);
+            if (!out) return as_path_error(out.error(), op, path);
+            return out;
+        }
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
-        walk::Walker<Ops> w(ops_, op, path, links_);
         auto r = w.resolve(*normal, follow);
         if (!r) return std::unexpected(r.error());
         Held held(ops_, r->node);
@@ -410,12 +415,22 @@ private:
             if (r.error().code() == ENOENT && (flags & O_CREAT)) return fail(EROFS, "open", path);
             return std::unexpected(r.error());
         }
-        Held held(ops_, r->node);
-        if ((flags & O_CREAT) && (flags & O_EXCL)) return fail(EEXIST, "open", path);
-        if (auto ok = check_open_target(r->type, flags, path); !ok)
+        if ((flags & O_CREAT) && (flags & O_EXCL)) {
+            ops_.release(r->node);
+            return fail(EEXIST, "open", path);
+        }
+        return open_found(path, *r, flags);
+    }
+
+    // Opens what a walk found (taking over its reference): a special file, a directory for
+    // writing or a symlink answer first, then EROFS on a read-only tree, then the node's open.
+    Result<FileHandle> open_found(std::string_view path, const Step& found, int flags) {
+        Held held(ops_, found.node);
+        if (auto ok = check_open_target(found.type, flags, path); !ok)
             return std::unexpected(ok.error());
-        if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open", path);
-        auto file = ops_.open(r->node, flags);
+        if (ops_.read_only() && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
+            return fail(EROFS, "open", path);
+        auto file = ops_.open(found.node, flags);
         if (!file) return as_path_error(file.error(), "open", path);
         return file;
     }
@@ -472,7 +487,8 @@ private:
                 const std::string text(*target);
                 auto next = w.resolve_target_parent(text, std::move(*where));
                 if (!next) {
-                    if (next.error().code() == EEXIST) return fail(EISDIR, "open", path);  // "/" or "."
+                    if (next.error().code() == EEXIST)
+                        return fail(EISDIR, "open", path);  // "/" or "."
                     return std::unexpected(next.error());
                 }
                 *where = std::move(*next);

@@ -35,9 +35,9 @@
 #include <cstdint>
 #include <new>
 #include <optional>
-#include <type_traits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -103,7 +103,8 @@ public:
     }
 
 private:
-    static_assert(std::is_trivially_copyable_v<Step<N>> && std::is_trivially_destructible_v<Step<N>>,
+    static_assert(std::is_trivially_copyable_v<Step<N>> &&
+                      std::is_trivially_destructible_v<Step<N>>,
                   "walk nodes are plain values");
     static constexpr std::size_t kInline = 10;
     union Slot {
@@ -145,6 +146,16 @@ public:
         release_all(stack);
         return r;
     }
+    // A caller's raw path walked by the fast try alone (see fast() below): nullopt when the
+    // path needs normalising or the rules; then NormalPath and resolve() answer it.
+    std::optional<Step<N>> try_fast(std::string_view raw_path, bool follow_last) {
+        if constexpr (requires(N n) { ops_.fast_lookup(n, std::string_view{}); }) {
+            return fast(raw_path, follow_last);
+        } else {
+            return std::nullopt;
+        }
+    }
+
     // The same for an API path: a trailing '/' follows the last link and demands a directory.
     Result<Step<N>> resolve(const NormalPath& path, bool follow_last) {
         if constexpr (requires(N n) { ops_.fast_lookup(n, std::string_view{}); }) {
@@ -204,30 +215,41 @@ public:
     void release(Parent<N>& p) { release_all(p.stack); }
 
 private:
-    // The walk of a normal path whose every component simply exists: nullopt as soon as one
-    // does not, or is a symlink to follow, or is not a directory before the last.
+    // The walk of a path whose every component simply exists: nullopt as soon as one does
+    // not, or is a symlink to follow, or is not a directory before the last; and for any path
+    // that is not plainly normal (relative, "." or "..", an empty or over-long component, a
+    // trailing '/', too long), which the rules answer. So it takes the caller's raw path: the
+    // common case pays no normalisation. One pass over the bytes: each component is scanned,
+    // checked and looked up as it is met. (A NUL in a name finds no entry: the rules say EINVAL.)
     std::optional<Step<N>> fast(std::string_view path, bool follow_last) {
+        if (path.empty() || path.front() != '/' || path.size() > kMaxPathLength)
+            return std::nullopt;
         auto root = ops_.root();
         if (!root) return std::nullopt;
         Step<N> at{*root, FileType::directory};
-        std::size_t pos = 1;  // a normal path starts with '/' and has no empty component
-        while (pos < path.size()) {
-            std::size_t end = path.find('/', pos);
-            if (end == std::string_view::npos) end = path.size();
-            const bool last = end == path.size();
-            auto next = ops_.fast_lookup(at.node, path.substr(pos, end - pos));
-            if (!next) {
+        const char* p = path.data() + 1;
+        const char* const end = path.data() + path.size();
+        while (p != end) {
+            const char* name_end = p;
+            while (name_end != end && *name_end != '/') ++name_end;
+            const std::size_t length = static_cast<std::size_t>(name_end - p);
+            const bool last = name_end == end;
+            if (length == 0 || length > kMaxNameLength ||
+                (p[0] == '.' && (length == 1 || (length == 2 && p[1] == '.'))) ||
+                (!last && name_end + 1 == end)) {
                 ops_.release(at.node);
                 return std::nullopt;
             }
+            auto next = ops_.fast_lookup(at.node, std::string_view(p, length));
             ops_.release(at.node);
+            if (!next) return std::nullopt;
             at = *next;
             if ((at.type == FileType::symlink && (!last || follow_last)) ||
                 (!last && at.type != FileType::directory)) {
                 ops_.release(at.node);
                 return std::nullopt;
             }
-            pos = end + 1;
+            p = last ? end : name_end + 1;
         }
         return at;
     }

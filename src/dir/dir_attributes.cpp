@@ -11,60 +11,19 @@
 #include <cerrno>
 
 #include "dir/dir_backend.hpp"
+#include "dir/host_calls.hpp"
 
 #ifndef SYS_fchmodat2
 #define SYS_fchmodat2 452  // Linux 6.6; the same number on every architecture
 #endif
 
 namespace packfs::dir {
-namespace {
 
-int result_of(long rc) noexcept { return rc == 0 ? 0 : errno; }
-
-// chmod of an O_PATH fd: fchmodat2 with AT_EMPTY_PATH, or through /proc before Linux 6.6.
 int chmod_fd(int fd, uint32_t mode) noexcept {
     if (::syscall(SYS_fchmodat2, fd, "", mode & 07777, AT_EMPTY_PATH) == 0) return 0;
     if (errno != ENOSYS && errno != EINVAL) return errno;
     return result_of(::chmod(proc_fd_path(fd).c_str(), mode & 07777));
 }
-
-timespec to_timespec(const TimeUpdate& u) noexcept {
-    switch (u.kind) {
-        case TimeUpdate::Kind::omit: return timespec{0, UTIME_OMIT};
-        case TimeUpdate::Kind::now: return timespec{0, UTIME_NOW};
-        case TimeUpdate::Kind::set: break;
-    }
-    return timespec{static_cast<time_t>(u.time.sec), static_cast<long>(u.time.nsec)};
-}
-
-// A variable-size answer (an xattr value, a name list): one call into 4 KiB, which holds
-// nearly every value; only a longer one costs the call that asks its size, and a value that
-// grew in between is asked again.
-template <class Call>
-int read_sized(std::string& out, Call&& call) {
-    out.resize(4096);
-    ssize_t n = call(out.data(), out.size());
-    while (n < 0 && errno == ERANGE) {
-        ssize_t size = call(nullptr, 0);
-        if (size < 0) return errno;
-        out.resize(static_cast<std::size_t>(size));
-        n = call(out.data(), out.size());
-    }
-    if (n < 0) return errno;
-    out.resize(static_cast<std::size_t>(n));
-    return 0;
-}
-
-int xattr_flags(XattrMode mode) noexcept {
-    switch (mode) {
-        case XattrMode::create: return XATTR_CREATE;
-        case XattrMode::replace: return XATTR_REPLACE;
-        case XattrMode::any: break;
-    }
-    return 0;
-}
-
-}  // namespace
 
 Result<void> DirBackend::chmod(std::string_view path, uint32_t mode) {
     auto t = locate(path, "chmod");
@@ -216,14 +175,7 @@ Result<std::vector<std::string>> DirBackend::listxattr(std::string_view path) {
         });
     });
     if (e) return fail(e, "listxattr", t->path);
-    std::vector<std::string> names;
-    for (std::size_t start = 0; start < buf.size();) {
-        std::size_t end = buf.find('\0', start);
-        if (end == std::string::npos) end = buf.size();
-        names.emplace_back(buf.substr(start, end - start));
-        start = end + 1;
-    }
-    return names;
+    return split_xattr_names(buf);
 }
 
 Result<void> DirBackend::removexattr(std::string_view path, std::string_view name) {

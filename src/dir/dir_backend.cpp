@@ -36,7 +36,8 @@ DirBackend::DirBackend(Fd root, PathResolver resolver, const DirOptions& options
     : read_only_(options.read_only),
       root_(std::move(root)),
       resolver_(resolver),
-      cache_(root_.get(), options.cache_dirs ? options.cache_capacity : 0) {}
+      cache_(root_.get(), options.cache_dirs ? options.cache_capacity : 0),
+      nodes_(root_.get()) {}
 
 Result<Located> DirBackend::locate(std::string_view path, std::string_view op) {
     auto normal = normalize_path(path, op);
@@ -187,11 +188,16 @@ Result<std::vector<DirEntry>> DirBackend::readdir(std::string_view path) {
         }
     }
     std::vector<DirEntry> out;
+    if (int e = read_entries(dir.get(), out)) return fail(e, "readdir", t->path);
+    return out;
+}
+
+int DirBackend::read_entries(int dir, std::vector<DirEntry>& out) {
     alignas(8) char buf[32768];
     for (;;) {
-        ssize_t n = ::getdents64(dir.get(), buf, sizeof buf);
-        if (n < 0) return fail(errno, "readdir", t->path);
-        if (n == 0) break;
+        ssize_t n = ::getdents64(dir, buf, sizeof buf);
+        if (n < 0) return errno;
+        if (n == 0) return 0;
         for (ssize_t at = 0; at < n;) {
             const auto* d = reinterpret_cast<const dirent64*>(buf + at);
             at += d->d_reclen;
@@ -200,12 +206,11 @@ Result<std::vector<DirEntry>> DirBackend::readdir(std::string_view path) {
             DirEntry entry{std::string(name), d->d_ino, FileType::regular};
             if (!file_type_from_dirent(d->d_type, entry.type)) {
                 Stat st;  // a filesystem without d_type: one statx for this entry
-                if (stat_at(dir.get(), d->d_name, AT_SYMLINK_NOFOLLOW, st) == 0) entry.type = st.type;
+                if (stat_at(dir, d->d_name, AT_SYMLINK_NOFOLLOW, st) == 0) entry.type = st.type;
             }
             out.push_back(std::move(entry));
         }
     }
-    return out;
 }
 
 Result<StatFs> DirBackend::statfs(std::string_view path) {

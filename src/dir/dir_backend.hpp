@@ -1,7 +1,8 @@
 // The dir backend's class (include/packfs/dir.hpp for what it promises; docs/DIR.md for the
 // syscalls each operation makes). Its parts: dir_backend.cpp (lookups, reads, open),
 // dir_namespace.cpp (creating, removing and renaming names), dir_attributes.cpp (modes,
-// owners, times, xattrs), dir_file.cpp (the open-file handle).
+// owners, times, xattrs), dir_file.cpp (the open-file handle); and the node calls,
+// dir_node_calls.cpp, over the node table of dir_nodes.hpp (fd-based, never a path).
 #pragma once
 
 #include <expected>
@@ -11,6 +12,7 @@
 
 #include "core/fd.hpp"
 #include "dir/dir_cache.hpp"
+#include "dir/dir_nodes.hpp"
 #include "dir/resolver.hpp"
 #include "packfs/backend.hpp"
 #include "packfs/dir.hpp"
@@ -55,6 +57,37 @@ private:
 class DirBackend : public Backend {
 public:
     DirBackend(Fd root, PathResolver resolver, const DirOptions& options);
+
+    // --- nodes (dir_node_calls.cpp): a node holds an O_PATH fd of its object (dir_nodes.hpp);
+    // every call is one or a few fd-based syscalls, and no lookup ever follows a symlink ---
+    Result<Entry> lookup(Node dir, std::string_view name) override;
+    void forget(Node node, uint64_t count) noexcept override;
+    Result<Stat> getattr(Node node) override;
+    Result<std::vector<DirEntry>> list(Node dir) override;
+    Result<std::string> readlink(Node node) override;
+    Result<StatFs> statfs(Node node) override;
+    Result<FileHandle> open(Node node, int flags) override;
+    Result<Created> create(Node dir, std::string_view name, int flags, uint32_t mode,
+                           std::optional<Owner> owner) override;
+    Result<Entry> mkdir(Node dir, std::string_view name, uint32_t mode,
+                        std::optional<Owner> owner) override;
+    Result<Entry> mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
+                        uint64_t rdev, std::optional<Owner> owner) override;
+    Result<Entry> symlink(Node dir, std::string_view name, std::string_view target,
+                          std::optional<Owner> owner) override;
+    Result<Entry> link(Node node, Node dir, std::string_view name) override;
+    Result<void> unlink(Node dir, std::string_view name) override;
+    Result<void> rmdir(Node dir, std::string_view name) override;
+    Result<void> rename(Node dir, std::string_view name, Node to_dir, std::string_view to_name,
+                        RenameFlags flags) override;
+    Result<Stat> setattr(Node node, const SetAttr& change) override;
+    Result<std::string> getxattr(Node node, std::string_view name) override;
+    Result<std::vector<std::string>> listxattr(Node node) override;
+    Result<void> setxattr(Node node, std::string_view name, std::string_view value,
+                          XattrMode mode) override;
+    Result<void> removexattr(Node node, std::string_view name) override;
+
+    // --- paths ---
 
     Result<Stat> stat(std::string_view path) override;
     Result<Stat> lstat(std::string_view path) override;
@@ -159,6 +192,23 @@ protected:
     // it: 0 to go ahead, or the errno Linux gives first (then ENOTSUP, EROFS).
     int judge_open(const Stat& st, int flags) const noexcept;
 
+    // The held node `node` (ESTALE when it is not held), and one that must be a directory
+    // (ENOTDIR), for the call `op` on `name`.
+    Result<NodeTable::Ref> held(Node node, std::string_view op, std::string_view name = {}) const;
+    Result<NodeTable::Ref> held_dir(Node dir, std::string_view op, std::string_view name) const;
+    // The entry `name` of directory `dir` opened O_PATH|O_NOFOLLOW, stated and interned (one
+    // reference) into `out`; 0 or errno.
+    int enter(const DirNode& dir, const char* name, Entry& out);
+    // `fd` stated and interned (one reference); 0 or errno.
+    int intern(Fd fd, Entry& out);
+    // mkdir, mknod and symlink: `make(dir_fd, name)` (0 or errno) makes the entry, which is
+    // then given its owner and exact mode (settle_new in dir_node_calls.cpp) and interned.
+    template <class Make>
+    Result<Entry> make_node(Node dir, std::string_view name, std::string_view op, FileType type,
+                            uint32_t mode, const std::optional<Owner>& owner, Make&& make);
+
+    // getdents64 of the directory open as `dir` into `out` (without "." and ".."); 0 or errno.
+    static int read_entries(int dir, std::vector<DirEntry>& out);
     static bool is_removed(int dir_fd) noexcept;
     // lstat of `name` in `dir` into `out`; 0 or errno.
     static int stat_at(int dir, const char* name, int flags, Stat& out) noexcept;
@@ -167,6 +217,7 @@ protected:
     Fd root_;
     PathResolver resolver_;
     DirCache cache_;
+    NodeTable nodes_;
 };
 
 // A File over a host fd.

@@ -173,6 +173,10 @@ struct Cell {
         return std::atomic_ref<CellKind>(const_cast<CellKind&>(state.kind))
             .load(std::memory_order_relaxed);
     }
+    uint32_t nlink() const noexcept {
+        return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(state.nlink))
+            .load(std::memory_order_relaxed);
+    }
     uint64_t lower_node() const noexcept {
         return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(state.lower))
             .load(std::memory_order_relaxed);

@@ -42,6 +42,7 @@ Engine::Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64
     s.aux = kRootIno;
     s.atime = s.mtime = s.ctime = Time::now();
     table_.slot(kRootIno).store(root, std::memory_order_release);
+    live_root_.store(root, std::memory_order_release);
     inodes_.store(1, std::memory_order_relaxed);
 }
 
@@ -224,8 +225,15 @@ Result<Cell*> Engine::hold(uint64_t ino) {
 }
 
 void Engine::release(Cell* cell) noexcept {
+    // In a read section: once the count is 0 the writer may free the cell (after a grace period).
+    rcu::ReadSection section;
     if (!cell->release_hold()) return;
-    // The last hold: an orphan is freed, a stub removed. Anything else stays as it is.
+    // The last hold: an orphan is freed, a stub removed. Anything else stays as it is, and a
+    // named live inode (the common close) is told without the lock. The fence pairs with the
+    // one drop_link makes after it orphans an inode: either it sees this release, or this
+    // sees its nlink of 0.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (cell->kind() == CellKind::live && cell->nlink() > 0) return;
     std::lock_guard lock(writer_);
     if (cell->held()) return;  // held again meanwhile
     const CellState& s = cell->state;

@@ -43,12 +43,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/op_clock.hpp"
+#include "core/rcu.hpp"
 #include "mem/cell.hpp"
 #include "mem/content.hpp"
 #include "mem/inode_table.hpp"
 #include "mem/lower_view.hpp"
-#include "core/op_clock.hpp"
-#include "core/rcu.hpp"
 #include "mem/trie.hpp"
 #include "packfs/backend.hpp"
 #include "packfs/mem.hpp"
@@ -102,7 +102,13 @@ public:
 
     // === reading: inside an rcu::ReadSection, at kLiveGen or a snapshot's generation ========
 
-    Ref root(uint64_t gen) const;
+    Ref root(uint64_t gen) const {
+        if (gen == kLiveGen) {
+            if (Cell* cell = live_root_.load(std::memory_order_acquire))
+                return Ref{kRootIno, cell, cell->lower_node(), FileType::directory};
+        }
+        return root_at(gen);
+    }
     // The entry `name` of directory `dir`; nullopt when it has none.
     Result<std::optional<Ref>> child(const Ref& dir, std::string_view name, uint64_t gen) const;
     // A live lookup that answers only the common case, cheaply: the tree's own entry of that
@@ -113,7 +119,7 @@ public:
         if (d.kind != CellKind::live) return std::nullopt;
         const EntryRec* e = trie_find(static_cast<const TrieNode*>(d.data), name_hash(name), name);
         if (!e || e->ino == 0) return std::nullopt;
-        Cell* cell = table_.find(e->ino);
+        Cell* cell = e->cell ? e->cell : table_.find(e->ino);
         if (!cell || cell->kind() != CellKind::live) return std::nullopt;
         return Ref{e->ino, cell, cell->lower_node(), e->type};
     }
@@ -127,6 +133,9 @@ public:
     Result<bool> has_entries(const Ref& dir, uint64_t gen) const;
     Result<std::size_t> read(const Ref& file, std::span<std::byte> out, uint64_t offset,
                              uint64_t gen, LowerFiles& lower_files) const;
+    // A held live cell's bytes as they are now (an open file's read): one read of its state.
+    Result<std::size_t> read_held(const Cell& cell, std::span<std::byte> out, uint64_t offset,
+                                  LowerFiles& lower_files) const;
     StatFs statfs(uint64_t gen) const;
 
     // The state a cell shows at `gen` (nullopt: none; it is then the lower's, or nothing).
@@ -140,6 +149,15 @@ public:
     // A hold on the live node `ino` (an open file or a node reference): its cell, a stub made
     // for a lower inode. ESTALE when it is gone.
     Result<Cell*> hold(uint64_t ino);
+    // The same for a node a reader just found (inside its read section): its cell directly.
+    Result<Cell*> hold(const Ref& node) {
+        if (node.cell && node.cell->try_hold()) {
+            if (node.cell->kind() != CellKind::dead) return node.cell;
+            release(node.cell);
+            return fail(ESTALE, "open");
+        }
+        return hold(node.ino);
+    }
     // Gives a hold back; the last one of an orphan frees it, of a stub removes it.
     void release(Cell* cell) noexcept;
     // The cell of `ino`, if it has one (a held node always has).
@@ -213,15 +231,29 @@ private:
     Result<std::optional<Ref>> live_child(const Ref& dir, std::string_view name);
     // Names `ino` as dir/name (the name free or a whiteout) in `dir_state` (the dir's next state).
     void add_name(CellState& dir_state, std::string_view name, uint64_t ino, FileType type);
+    // Whether the lower directory under `dir` (a cell of the tree's) has `name`: a removal
+    // there leaves a whiteout. Asked before anything changes (it reads the lower).
+    Result<bool> lower_has_name(const Cell* dir, std::string_view name);
     // Removes dir/name: erased, or a whiteout where the lower has that name.
-    Result<void> remove_name(CellState& dir_state, std::string_view name);
-    // One link of `node` gone (its name already removed): at nlink 0 the inode is freed, or
-    // left as an orphan while held (a lower inode nobody holds only needs a tombstone).
-    Result<void> drop_link(const Ref& node, Time now);
+    void remove_name(CellState& dir_state, std::string_view name, bool lower_has);
+
+    // Removing one link of a node, in two steps so that a mutation can do everything that may
+    // fail (the lower's link count, a copy-up) before it changes any name, and then cannot
+    // fail half-way: prepare_drop decides, drop_link does. At nlink 0 the inode is freed, or
+    // left as an orphan while held; a lower inode nobody holds only needs a tombstone.
+    struct LinkDrop {
+        uint64_t ino = 0;
+        Cell* cell = nullptr;   // the tree's own cell to drop a link of; null: bury `ino`
+    };
+    Result<LinkDrop> prepare_drop(const Ref& node);
+    void drop_link(const LinkDrop& drop, Time now);
     // Frees a live inode with no name and no hold (or marks it dead for the snapshots and the
     // lower that still know its number).
     void free_inode(Cell* cell);
     void release_state(const CellState& s) noexcept;
+    Ref root_at(uint64_t gen) const;
+    Result<std::size_t> read_state(const CellState& s, std::span<std::byte> out, uint64_t offset,
+                                   LowerFiles& lower_files) const;
     void retain_state(const CellState& s) noexcept;
     // Whether `dir` is `ancestor` or inside it: up the parents the cells record, or where a
     // lower directory's parent is not known, down the ancestor's subtree.
@@ -235,13 +267,16 @@ private:
     const std::shared_ptr<Backend> lower_;
     LowerView lower_view_;
     InodeTable table_;
+    // The root's cell once it has a live one (from the start, or its copy-up over a lower):
+    // never removed after, so every live walk starts here without a table lookup.
+    std::atomic<Cell*> live_root_{nullptr};
 
     std::mutex writer_;
     rcu::Reclaimer reclaimer_;
     LowerFiles writer_files_;  // the lower files the writer reads chunks from
     uint64_t next_ino_ = kRootIno + 1;
-    uint64_t gen_ = 1;             // the generation mutations make now
-    uint64_t last_snapshot_ = 0;   // the newest live snapshot's generation (0: none)
+    uint64_t gen_ = 1;                     // the generation mutations make now
+    uint64_t last_snapshot_ = 0;           // the newest live snapshot's generation (0: none)
     std::atomic<uint64_t> bytes_used_{0};  // the writer's, read by statfs
     std::atomic<uint64_t> inodes_{0};      // the tree's own live inodes (likewise)
     std::atomic<uint32_t> rename_seq_{0};

@@ -38,7 +38,8 @@ std::optional<CellState> state_at(const Cell& cell, uint64_t gen) noexcept {
 }
 
 // The kind and lower node of a cell an entry names (whether it is live; its copy-up origin).
-std::optional<std::pair<CellKind, uint64_t>> kind_and_lower(const Cell& cell, uint64_t gen) noexcept {
+std::optional<std::pair<CellKind, uint64_t>> kind_and_lower(const Cell& cell,
+                                                            uint64_t gen) noexcept {
     if (gen == kLiveGen) return std::pair{cell.kind(), cell.lower_node()};
     auto s = Engine::visible(cell, gen);
     if (!s) return std::nullopt;
@@ -47,7 +48,7 @@ std::optional<std::pair<CellKind, uint64_t>> kind_and_lower(const Cell& cell, ui
 
 }  // namespace
 
-Ref Engine::root(uint64_t gen) const {
+Ref Engine::root_at(uint64_t gen) const {
     if (Cell* cell = table_.find(kRootIno)) {
         if (auto k = kind_and_lower(*cell, gen); k && k->first == CellKind::live)
             return Ref{kRootIno, cell, k->second, FileType::directory};
@@ -68,10 +69,10 @@ Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
             d = DirFields{s->kind, s->data, s->lower};
         }
         if (d.kind != CellKind::live) return std::nullopt;  // removed meanwhile
-        if (const EntryRec* e = trie_find(static_cast<const TrieNode*>(d.data),
-                                          name_hash(name), name)) {
+        if (const EntryRec* e =
+                trie_find(static_cast<const TrieNode*>(d.data), name_hash(name), name)) {
             if (e->ino == 0) return std::nullopt;  // a whiteout: the lower's name is deleted
-            Cell* cell = table_.find(e->ino);
+            Cell* cell = e->cell ? e->cell : table_.find(e->ino);
             if (!cell) return std::nullopt;  // freed after the name was read: gone
             auto k = kind_and_lower(*cell, gen);
             if (!k || k->first != CellKind::live) return std::nullopt;
@@ -220,7 +221,8 @@ Result<bool> Engine::has_entries(const Ref& dir, uint64_t gen) const {
     return false;
 }
 
-// --- contents --------------------------------------------------------------------------------------
+// --- contents
+// --------------------------------------------------------------------------------------
 
 Result<std::size_t> Engine::read(const Ref& file, std::span<std::byte> out, uint64_t offset,
                                  uint64_t gen, LowerFiles& lower_files) const {
@@ -232,13 +234,33 @@ Result<std::size_t> Engine::read(const Ref& file, std::span<std::byte> out, uint
     }
     auto s = state_at<offsetof(CellState, type), sizeof(CellState)>(*file.cell, gen);
     if (!s || s->kind != CellKind::live) return fail(ESTALE, "read");
-    if (s->type == FileType::directory) return fail(EISDIR, "read");
+    return read_state(*s, out, offset, lower_files);
+}
+
+Result<std::size_t> Engine::read_held(const Cell& cell, std::span<std::byte> out, uint64_t offset,
+                                      LowerFiles& lower_files) const {
+    const CellState s = cell.read_part<offsetof(CellState, type), sizeof(CellState)>();
+    switch (s.kind) {
+        case CellKind::live:
+            return read_state(s, out, offset, lower_files);
+        case CellKind::stub:
+            return read(Ref{cell.ino, nullptr, s.lower, s.type}, out, offset, kLiveGen,
+                        lower_files);
+        case CellKind::dead:
+            break;
+    }
+    return fail(ESTALE, "read");
+}
+
+Result<std::size_t> Engine::read_state(const CellState& s, std::span<std::byte> out,
+                                       uint64_t offset, LowerFiles& lower_files) const {
+    if (s.type == FileType::directory) return fail(EISDIR, "read");
     const Backing* backing = nullptr;
-    if (s->aux > 0 && s->lower && lower_) {
-        backing = lower_files.get(*lower_, s->lower);
+    if (s.aux > 0 && s.lower && lower_) {
+        backing = lower_files.get(*lower_, s.lower);
         if (!backing) return fail(EIO, "read");
     }
-    return Content(s->data).read(s->size, offset, out, backing, s->aux);
+    return Content(s.data).read(s.size, offset, out, backing, s.aux);
 }
 
 StatFs Engine::statfs(uint64_t gen) const {

@@ -87,11 +87,12 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
         // A stub (a held lower inode) becomes the copy: the holds stay where they are.
         s.prev = nullptr;
         cell->write(s);
-        return cell;
+    } else {
+        cell = new_cell(node.ino);
+        cell->state = s;
+        table_.slot(node.ino).store(cell, std::memory_order_release);
     }
-    cell = new_cell(node.ino);
-    cell->state = s;
-    table_.slot(node.ino).store(cell, std::memory_order_release);
+    if (node.ino == kRootIno) live_root_.store(cell, std::memory_order_release);
     return cell;
 }
 
@@ -151,56 +152,56 @@ void Engine::free_inode(Cell* cell) {
     cell->write(dead);
 }
 
-Result<void> Engine::drop_link(const Ref& node, Time now) {
+Result<Engine::LinkDrop> Engine::prepare_drop(const Ref& node) {
     if (!node.cell) {
-        // An unchanged lower inode: one name of several goes (the copy records it), or the
-        // inode goes; held, it lives on as an orphan copy.
+        // An unchanged lower inode: when this is its last name and nothing holds it, only a
+        // tombstone is needed (a stub nobody holds goes: it can no longer be held once killed);
+        // else it is copied up, to count its links or to live on as an orphan.
         Cell* stub = table_.find(node.ino);
-        const bool held = stub && stub->held();
-        if (!held && !node.is_dir()) {
+        bool last = node.is_dir();
+        if (!last && !(stub && stub->held())) {
             auto st = lower_->getattr(Node{node.lower});
             if (!st) return std::unexpected(st.error());
-            if (st->nlink <= 1) {
-                if (stub) {
-                    if (!stub->try_kill()) return drop_link(Ref{node.ino, nullptr, node.lower, node.type}, now);
-                    void* expected = stub;
-                    table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
-                    reclaimer_.retire(stub);
-                }
-                bury(node.ino);
-                return {};
-            }
-        } else if (!held) {
+            last = st->nlink <= 1;
+        }
+        if (last && (!stub || stub->try_kill())) {
             if (stub) {
-                if (stub->try_kill()) {
-                    void* expected = stub;
-                    table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
-                    reclaimer_.retire(stub);
-                    bury(node.ino);
-                    return {};
-                }
-            } else {
-                bury(node.ino);
-                return {};
+                void* expected = stub;
+                table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
+                reclaimer_.retire(stub);
             }
+            return LinkDrop{node.ino, nullptr};
         }
     }
     auto cell = own_cell(node);
     if (!cell) return std::unexpected(cell.error());
-    CellState s = begin_edit(*cell);
+    return LinkDrop{node.ino, *cell};
+}
+
+void Engine::drop_link(const LinkDrop& drop, Time now) {
+    if (!drop.cell) {
+        bury(drop.ino);
+        return;
+    }
+    Cell* cell = drop.cell;
+    CellState s = begin_edit(cell);
     if (s.type == FileType::directory || s.nlink <= 1) {
-        if ((*cell)->try_kill()) {
-            commit(*cell, s);
-            free_inode(*cell);
-            return {};
+        if (cell->try_kill()) {
+            commit(cell, s);
+            free_inode(cell);
+            return;
         }
         s.nlink = 0;  // an orphan: the last hold frees it (Engine::release)
     } else {
         s.nlink -= 1;
     }
     s.ctime = now;
-    commit(*cell, s);
-    return {};
+    commit(cell, s);
+    if (s.nlink == 0) {
+        // The last hold may have gone meanwhile, seeing the old nlink (see Engine::release).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (cell->try_kill()) free_inode(cell);
+    }
 }
 
 // --- names -------------------------------------------------------------------------------------
@@ -210,27 +211,37 @@ Result<std::optional<Ref>> Engine::live_child(const Ref& dir, std::string_view n
     return child(dir, name, kLiveGen);
 }
 
+// A directory removed while something held it (rmdir left it with nlink 0): it takes no new
+// names (ENOENT, as Linux answers a create in a removed working directory).
+static bool removed_dir(const Ref& dir) noexcept {
+    return dir.cell && dir.cell->state.kind == CellKind::live && dir.cell->state.nlink == 0;
+}
+
 void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileType type) {
     auto* root = static_cast<TrieNode*>(dir.data);
     TrieWriter w(root, reclaimer_);
-    const int64_t replaced = w.put(name, name_hash(name), ino, type);
+    Cell* cell = ino ? table_.find(ino) : nullptr;
+    if (cell && cell->state.kind != CellKind::live) cell = nullptr;  // a stub may be replaced
+    const int64_t replaced = w.put(name, name_hash(name), ino, type, cell);
     dir.data = root;
     if (replaced <= 0) ++dir.entries;  // a new name (over nothing, or over a whiteout)
 }
 
-Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
+Result<bool> Engine::lower_has_name(const Cell* dir, std::string_view name) {
+    const uint64_t lower_dir = dir->state.lower;
+    if (!lower_dir || !lower_) return false;
+    auto found = lower_->lookup(Node{lower_dir}, name);
+    if (found) {
+        lower_->forget(found->node, 1);
+        return true;
+    }
+    if (found.error().code() == ENOENT) return false;
+    return std::unexpected(found.error());
+}
+
+void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) {
     const uint64_t hash = name_hash(name);
     auto* root = static_cast<TrieNode*>(dir.data);
-    bool lower_has = false;
-    if (dir.lower && lower_) {
-        auto found = lower_->lookup(Node{dir.lower}, name);
-        if (found) {
-            lower_has = true;
-            lower_->forget(found->node, 1);
-        } else if (found.error().code() != ENOENT) {
-            return std::unexpected(found.error());
-        }
-    }
     const EntryRec* own = trie_find(root, hash, name);
     if (own && own->ino != 0) --dir.entries;
     TrieWriter w(root, reclaimer_);
@@ -240,7 +251,6 @@ Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
         w.erase(name, hash);
     }
     dir.data = root;
-    return {};
 }
 
 // --- the mutations -----------------------------------------------------------------------------
@@ -248,6 +258,7 @@ Result<void> Engine::remove_name(CellState& dir, std::string_view name) {
 Result<Ref> Engine::make(const Ref& dir, std::string_view name, FileType type, uint32_t mode,
                          uint64_t rdev, std::string_view target,
                          const std::optional<Owner>& owner, bool free_known) {
+    if (removed_dir(dir)) return fail(ENOENT, "create", name);
     if (!free_known) {
         auto existing = live_child(dir, name);
         if (!existing) return std::unexpected(existing.error());
@@ -279,6 +290,7 @@ Result<Ref> Engine::make(const Ref& dir, std::string_view name, FileType type, u
 }
 
 Result<void> Engine::link(const Ref& node, const Ref& dir, std::string_view name) {
+    if (removed_dir(dir)) return fail(ENOENT, "link", name);
     auto existing = live_child(dir, name);
     if (!existing) return std::unexpected(existing.error());
     if (*existing) return fail(EEXIST, "link", name);
@@ -307,12 +319,18 @@ Result<void> Engine::unlink(const Ref& dir, std::string_view name) {
     if ((*entry)->is_dir()) return fail(EISDIR, "unlink", name);
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
+    auto lower_has = lower_has_name(*dcell, name);
+    if (!lower_has) return std::unexpected(lower_has.error());
+    auto drop = prepare_drop(**entry);
+    if (!drop) return std::unexpected(drop.error());
+    // Nothing below can fail.
     const Time now = op_now();
     CellState ds = begin_edit(*dcell);
-    if (auto ok = remove_name(ds, name); !ok) return ok;
+    remove_name(ds, name, *lower_has);
     ds.mtime = ds.ctime = now;
     commit(*dcell, ds);
-    return drop_link(**entry, now);
+    drop_link(*drop, now);
+    return {};
 }
 
 Result<void> Engine::rmdir(const Ref& dir, std::string_view name) {
@@ -325,13 +343,19 @@ Result<void> Engine::rmdir(const Ref& dir, std::string_view name) {
     if (*full) return fail(ENOTEMPTY, "rmdir", name);
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
+    auto lower_has = lower_has_name(*dcell, name);
+    if (!lower_has) return std::unexpected(lower_has.error());
+    auto drop = prepare_drop(**entry);
+    if (!drop) return std::unexpected(drop.error());
+    // Nothing below can fail.
     const Time now = op_now();
     CellState ds = begin_edit(*dcell);
-    if (auto ok = remove_name(ds, name); !ok) return ok;
+    remove_name(ds, name, *lower_has);
     ds.nlink -= 1;
     ds.mtime = ds.ctime = now;
     commit(*dcell, ds);
-    return drop_link(**entry, now);
+    drop_link(*drop, now);
+    return {};
 }
 
 Result<bool> Engine::inside(const Ref& dir, const Ref& ancestor) {
@@ -364,6 +388,7 @@ Result<bool> Engine::inside(const Ref& dir, const Ref& ancestor) {
 Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to_dir,
                             std::string_view to_name, RenameFlags flags, bool ancestry_checked) {
     if (!valid_rename_flags(flags)) return fail(EINVAL, "rename", name);
+    if (removed_dir(to_dir)) return fail(ENOENT, "rename", to_name);
     auto moved = live_child(dir, name);
     if (!moved) return std::unexpected(moved.error());
     auto victim = live_child(to_dir, to_name);
@@ -408,6 +433,17 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     auto dcell = own_cell(to_dir);
     if (!dcell) return std::unexpected(dcell.error());
     const bool same_dir = *scell == *dcell;
+    Result<bool> lower_has = false;
+    Result<LinkDrop> drop = LinkDrop{};
+    if (flags != RenameFlags::exchange) {
+        lower_has = lower_has_name(*scell, name);
+        if (!lower_has) return std::unexpected(lower_has.error());
+        if (*victim) {
+            drop = prepare_drop(**victim);
+            if (!drop) return std::unexpected(drop.error());
+        }
+    }
+    // Nothing below can fail.
 
     const Time now = op_now();
     const bool dirs_move = m.is_dir() || (*victim && (*victim)->is_dir());
@@ -421,7 +457,6 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
         s.ctime = now;
         commit(cell, s);
     };
-    Result<void> done;
     if (flags == RenameFlags::exchange) {
         const Ref w = **victim;
         add_name(src, name, w.ino, w.type);
@@ -437,7 +472,7 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     } else {
         // The new name first, then the old one goes: a reader never finds the object nowhere.
         add_name(dst, to_name, m.ino, m.type);
-        done = remove_name(src, name);
+        remove_name(src, name, *lower_has);
         if (*victim && (*victim)->is_dir()) dst.nlink -= 1;
         if (m.is_dir() && !same_dir) {
             src.nlink -= 1;
@@ -449,9 +484,9 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     dst.mtime = dst.ctime = now;
     commit(*scell, src);
     if (!same_dir) commit(*dcell, dst);
-    if (done && *victim && flags != RenameFlags::exchange) done = drop_link(**victim, now);
+    if (*victim && flags != RenameFlags::exchange) drop_link(*drop, now);
     if (dirs_move) rename_seq_.fetch_add(1, std::memory_order_acq_rel);
-    return done;
+    return {};
 }
 
 // --- attributes -----------------------------------------------------------------------------

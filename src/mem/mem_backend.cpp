@@ -33,9 +33,7 @@ public:
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
         if (!readable_) return fail(EBADF, "read");
         rcu::ReadSection section;
-        auto ref = current();
-        if (!ref) return std::unexpected(ref.error());
-        return engine_->read(*ref, buf, offset, kLiveGen, lower_files_);
+        return engine_->read_held(*cell_, buf, offset, lower_files_);
     }
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
         if (!writable_) return fail(EBADF, "write");
@@ -210,7 +208,7 @@ Result<FileHandle> open_live(const std::shared_ptr<Engine>& engine, const Ref& n
         if (!(*cell)->try_hold()) return fail(ESTALE, "open");
         return std::make_unique<LiveFile>(engine, *cell, flags);
     }
-    auto cell = engine->hold(node.ino);
+    auto cell = engine->hold(node);
     if (!cell) return std::unexpected(cell.error());
     return std::make_unique<LiveFile>(engine, *cell, flags);
 }

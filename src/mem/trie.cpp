@@ -6,13 +6,14 @@
 namespace packfs::mem {
 
 EntryRec* EntryRec::make(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
-                         EntryRec* next) {
+                         Cell* cell, EntryRec* next) {
     void* p = ::operator new(sizeof(EntryRec) + name.size());  // name_bytes[1] holds the NUL
     auto* e = new (p) EntryRec;
     e->type = type;
     e->name_length = static_cast<uint16_t>(name.size());
     e->hash = hash;
     e->ino = ino;
+    e->cell = cell;
     e->next = next;
     std::memcpy(e->name_bytes, name.data(), name.size());
     e->name_bytes[name.size()] = '\0';
@@ -125,8 +126,9 @@ TrieNode* TrieWriter::own(TrieNode* node, std::atomic<uintptr_t>* parent_slot) {
     return copy;
 }
 
-int64_t TrieWriter::put(std::string_view name, uint64_t hash, uint64_t ino, FileType type) {
-    EntryRec* fresh = EntryRec::make(name, hash, ino, type);
+int64_t TrieWriter::put(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
+                        Cell* cell) {
+    EntryRec* fresh = EntryRec::make(name, hash, ino, type, cell);
     if (!root_) {
         auto* node = new TrieNode;
         node->slots[TrieNode::index(hash, 0)].store(TrieNode::tag(fresh), std::memory_order_relaxed);
@@ -170,7 +172,7 @@ int64_t TrieWriter::put_at(TrieNode* node, int depth, EntryRec* fresh) {
             // The chain again without the replaced entry (entries are immutable: copies).
             EntryRec* chain = nullptr;
             for (auto it = others.rbegin(); it != others.rend(); ++it)
-                chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, chain);
+                chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, (*it)->cell, chain);
             fresh->next = chain;
             slot.store(TrieNode::tag(fresh), std::memory_order_release);
             entry_release(e, reclaimer_);
@@ -198,7 +200,9 @@ int64_t TrieWriter::put_at(TrieNode* node, int depth, EntryRec* fresh) {
 }
 
 bool TrieWriter::erase(std::string_view name, uint64_t hash) {
-    if (!root_) return false;
+    // Owning the path copies (under a snapshot): only once the name is known to be there, so a
+    // miss copies nothing, and found once, not again at each level.
+    if (!root_ || !trie_find(root_, hash, name)) return false;
     bool fold = false;
     const bool found = erase_at(root_, 0, nullptr, hash, name, fold);
     if (found && root_ && empty(root_)) {
@@ -232,19 +236,16 @@ bool TrieWriter::erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* par
         if (!found) return false;
         node = own(node, parent_slot);
         for (auto it = others.rbegin(); it != others.rend(); ++it)
-            chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, chain);
+            chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, (*it)->cell, chain);
         node->slots[i].store(chain ? TrieNode::tag(chain) : 0, std::memory_order_release);
         entry_release(e, reclaimer_);
         fold = parent_slot && lone_entry(node) != 0;
         return true;
     }
-    TrieNode* child = TrieNode::node(s);
     bool child_fold = false;
-    // Own the path only once the name is known to be there: a miss copies nothing.
-    if (!trie_find_from(child, depth + 1, hash, name)) return false;
     node = own(node, parent_slot);
     auto& slot = node->slots[i];
-    child = own(TrieNode::node(slot.load(std::memory_order_relaxed)), &slot);
+    TrieNode* child = own(TrieNode::node(slot.load(std::memory_order_relaxed)), &slot);
     erase_at(child, depth + 1, &slot, hash, name, child_fold);
     if (empty(child)) {
         slot.store(0, std::memory_order_release);

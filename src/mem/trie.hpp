@@ -44,12 +44,16 @@ struct EntryRec : Counted {
     uint16_t name_length = 0;
     uint64_t hash = 0;
     uint64_t ino = 0;  // 0: a whiteout
+    // The inode's cell, when it was a live cell of the tree's own as the entry was made (a
+    // live cell stays at its address while any entry names it): a lookup skips the inode
+    // table. Null: look it up by number (a lower inode, a stub, a whiteout).
+    Cell* cell = nullptr;
     EntryRec* next = nullptr;  // another entry with the same hash
     char name_bytes[1];        // name_length bytes
 
     std::string_view name() const noexcept { return {name_bytes, name_length}; }
     static EntryRec* make(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
-                          EntryRec* next = nullptr);
+                          Cell* cell, EntryRec* next = nullptr);
     static void destroy(EntryRec* e) noexcept;
 };
 
@@ -123,7 +127,8 @@ public:
 
     // Sets `name` to (ino, type), replacing any entry of that name. Returns the replaced entry's
     // ino, or -1 when the name was free (a whiteout counts as an entry with ino 0).
-    int64_t put(std::string_view name, uint64_t hash, uint64_t ino, FileType type);
+    int64_t put(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
+                Cell* cell = nullptr);
     // Removes `name`; returns whether it was there.
     bool erase(std::string_view name, uint64_t hash);
 

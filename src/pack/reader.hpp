@@ -37,7 +37,10 @@
 
 namespace packfs::pack {
 
-inline constexpr int kMaxSymlinkFollows = 40;  // as Linux's MAXSYMLINKS and the mem backend
+// offset + length <= limit, without overflow.
+inline bool within(uint64_t offset, uint64_t length, uint64_t limit) noexcept {
+    return offset <= limit && length <= limit - offset;
+}
 
 // The operation and virtual path an access is made for, to name them in its errors. `op` must
 // be a string literal (Error keeps it by view).
@@ -124,12 +127,6 @@ public:
     Result<std::string_view> symlink_target(const InodeView& link, const Ctx& ctx) const;
 
     // --- names ----------------------------------------------------------------------------
-    // Resolves a normal path from the root, following symlinks in every component but the
-    // last, and in the last when `follow_last` (the mem backend's walk: symlink targets may hold
-    // "." and ".."; relative targets start at the link's directory, absolute ones at the root).
-    Result<InodeView> resolve(std::string_view path, bool follow_last, const Ctx& ctx) const;
-    // The same for an API path: a trailing '/' follows the last link and demands a directory.
-    Result<InodeView> resolve(const NormalPath& path, bool follow_last, const Ctx& ctx) const;
     // The entry `name` (one component) of directory `dir`, nullopt when it has none: a
     // binary search of its dirents, then the inode checked against the dirent. "." and ".."
     // are never entries (a walker handles them); ENOTDIR when `dir` is not a directory,

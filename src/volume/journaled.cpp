@@ -24,17 +24,48 @@ VolumeImpl::~VolumeImpl() {
     old_trees_.flush();
 }
 
-std::pair<std::shared_ptr<Backend>, uint64_t> VolumeImpl::current_tree() const {
+std::shared_ptr<Backend> VolumeImpl::current_tree() const {
     std::lock_guard lock(mu_);
-    return {tree_owner_, tree_epoch_.load(std::memory_order_relaxed)};
+    return tree_owner_;
 }
 
-std::shared_ptr<Backend> VolumeImpl::tree_for(Node node) const {
+template <class Body>
+auto VolumeImpl::on_tree(Node node, Body&& body) {
+    if (has_orphans_.load(std::memory_order_acquire)) {
+        std::shared_ptr<Backend> old;
+        {
+            std::lock_guard lock(held_mu_);
+            if (auto it = orphans_.find(node.id); it != orphans_.end()) old = it->second;
+        }
+        if (old) return body(*old);
+    }
+    rcu::ReadSection section;
+    return body(tree_now());
+}
+
+std::shared_ptr<Backend> VolumeImpl::tree_for_locked(Node node) const {
     if (has_orphans_.load(std::memory_order_acquire)) {
         std::lock_guard lock(held_mu_);
         if (auto it = orphans_.find(node.id); it != orphans_.end()) return it->second;
     }
-    return current_tree().first;
+    return tree_owner_;
+}
+
+std::shared_ptr<Backend> VolumeImpl::unnamed_tree(Node node) const {
+    if (!has_orphans_.load(std::memory_order_acquire)) return nullptr;
+    std::shared_lock no_replacement(nodes_mu_);
+    auto tree = tree_for_locked(node);
+    return tree != tree_owner_ ? tree : nullptr;
+}
+
+void VolumeImpl::add_file(VolumeFile* file) {
+    std::lock_guard lock(held_mu_);
+    files_.insert(file);
+}
+
+void VolumeImpl::remove_file(VolumeFile* file) noexcept {
+    std::lock_guard lock(held_mu_);
+    files_.erase(file);
 }
 
 void VolumeImpl::release_tree(std::shared_ptr<Backend> old) noexcept {
@@ -62,9 +93,11 @@ std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend
         }
     }
     has_orphans_.store(!orphans_.empty(), std::memory_order_release);
+    // Open files move now, each holding its inode in the new tree, so a name removed after this
+    // leaves an orphan there that they still read and write (moving lazily would find it gone).
+    for (VolumeFile* file : files_) (void)file->move_to(*next);
     tree_owner_ = std::move(next);
     tree_.store(tree_owner_.get(), std::memory_order_release);
-    tree_epoch_.fetch_add(1, std::memory_order_acq_rel);
     return old;
 }
 
@@ -184,7 +217,7 @@ Result<Entry> VolumeImpl::lookup(Node dir, std::string_view name) {
 
 Result<Entry> VolumeImpl::lookup_ino(uint64_t ino) {
     std::shared_lock no_replacement(nodes_mu_);
-    auto e = tree_for(Node{ino})->lookup_ino(ino);
+    auto e = tree_for_locked(Node{ino})->lookup_ino(ino);
     if (e) count_hold(e->node.id);
     return e;
 }
@@ -233,15 +266,23 @@ Result<Entry> VolumeImpl::make_entry(RecordType type, std::string_view name, Op&
 
 // --- reads ---------------------------------------------------------------------------------------
 
-Result<Stat> VolumeImpl::getattr(Node node) { return tree_for(node)->getattr(node); }
-Result<std::vector<DirEntry>> VolumeImpl::list(Node dir) { return tree_for(dir)->list(dir); }
-Result<std::string> VolumeImpl::readlink(Node node) { return tree_for(node)->readlink(node); }
-Result<StatFs> VolumeImpl::statfs(Node node) { return tree_for(node)->statfs(node); }
+Result<Stat> VolumeImpl::getattr(Node node) {
+    return on_tree(node, [&](Backend& tree) { return tree.getattr(node); });
+}
+Result<std::vector<DirEntry>> VolumeImpl::list(Node dir) {
+    return on_tree(dir, [&](Backend& tree) { return tree.list(dir); });
+}
+Result<std::string> VolumeImpl::readlink(Node node) {
+    return on_tree(node, [&](Backend& tree) { return tree.readlink(node); });
+}
+Result<StatFs> VolumeImpl::statfs(Node node) {
+    return on_tree(node, [&](Backend& tree) { return tree.statfs(node); });
+}
 Result<std::string> VolumeImpl::getxattr(Node node, std::string_view name) {
-    return tree_for(node)->getxattr(node, name);
+    return on_tree(node, [&](Backend& tree) { return tree.getxattr(node, name); });
 }
 Result<std::vector<std::string>> VolumeImpl::listxattr(Node node) {
-    return tree_for(node)->listxattr(node);
+    return on_tree(node, [&](Backend& tree) { return tree.listxattr(node); });
 }
 Backend::InodeNumbering VolumeImpl::inode_numbering() const {
     rcu::ReadSection section;
@@ -283,40 +324,29 @@ Result<std::shared_ptr<Backend>> VolumeImpl::snapshot() {
 
 // --- files ---------------------------------------------------------------------------------------
 
-VolumeFile::VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t epoch,
-                       uint64_t ino, int flags)
+VolumeFile::VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t ino,
+                       int flags)
     : volume_(std::move(volume)),
       inner_(std::move(inner)),
-      epoch_(epoch),
       ino_(ino),
-      flags_(flags & (O_ACCMODE | O_APPEND)) {}
+      flags_(flags & (O_ACCMODE | O_APPEND)) {
+    volume_->add_file(this);
+}
 
-File& VolumeFile::inner_locked() {
+VolumeFile::~VolumeFile() { volume_->remove_file(this); }
+
+bool VolumeFile::move_to(Backend& next) {
+    auto moved = next.open(Node{ino_}, flags_);
+    if (!moved) return false;
     std::unique_lock lock(mu_);
-    const uint64_t now = volume_->tree_epoch();
-    if (epoch_ == now || stays_) return *inner_;
-    // (The volume's mu_ is held: its tree cannot change meanwhile.)
-    const uint64_t epoch = volume_->tree_epoch_.load(std::memory_order_relaxed);
-    auto moved = volume_->tree_owner_->open(Node{ino_}, flags_);
-    if (moved) {
-        inner_ = std::move(*moved);
-    } else {
-        stays_ = true;  // unnamed: its tree lives on for it
-    }
-    epoch_ = epoch;
-    return *inner_;
+    inner_ = std::move(*moved);
+    return true;
 }
 
 template <class Body>
 auto VolumeFile::with_inner(Body&& body) {
-    {
-        std::shared_lock lock(mu_);
-        if (epoch_ == volume_->tree_epoch() || stays_) return body(*inner_);
-    }
-    // The tree was replaced: move to the new one first.
-    std::lock_guard vlock(volume_->mu_);
-    File& inner = inner_locked();
-    return body(inner);
+    std::shared_lock lock(mu_);
+    return body(*inner_);
 }
 
 Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset) {
@@ -405,12 +435,10 @@ Result<FileHandle> VolumeImpl::open(Node node, int flags) {
         }
         flags &= ~O_TRUNC;
     }
-    auto [tree, epoch] = current_tree();
-    std::shared_ptr<Backend> in = tree;
-    if (has_orphans_.load(std::memory_order_acquire)) in = tree_for(node);
-    auto inner = in->open(node, flags);
+    std::shared_lock no_replacement(nodes_mu_);  // between the tree's open and joining files_
+    auto inner = tree_for_locked(node)->open(node, flags);
     if (!inner) return std::unexpected(inner.error());
-    return std::make_unique<VolumeFile>(shared_from_this(), std::move(*inner), epoch, node.id, flags);
+    return std::make_unique<VolumeFile>(shared_from_this(), std::move(*inner), node.id, flags);
 }
 
 // --- node mutations --------------------------------------------------------------------------------
@@ -429,7 +457,8 @@ void owner_into(OpRecord& r, const std::optional<Owner>& owner) {
 
 Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, uint32_t mode,
                                    std::optional<Owner> owner) {
-    uint64_t counted = 0, epoch = 0;
+    if (unnamed_tree(dir)) return fail(ENOENT, "create", name);  // a removed directory
+    uint64_t counted = 0;
     auto made = journaled<Created>(
         RecordType::create_at, name,
         [&](Backend& tree) -> Result<Created> {
@@ -437,7 +466,9 @@ Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, u
             if (c) {
                 count_hold(c->entry.node.id);
                 counted = c->entry.node.id;
-                epoch = tree_epoch_.load(std::memory_order_relaxed);
+                // Joins files_ under mu_: no replacement between the create and the joining.
+                c->file = std::make_unique<VolumeFile>(shared_from_this(), std::move(c->file),
+                                                       c->entry.node.id, flags);
             }
             return c;
         },
@@ -453,13 +484,12 @@ Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, u
         if (counted) forget(Node{counted}, 1);
         return std::unexpected(made.error());
     }
-    made->file = std::make_unique<VolumeFile>(shared_from_this(), std::move(made->file), epoch,
-                                              made->entry.node.id, flags);
     return made;
 }
 
 Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
                                 std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "mkdir", name);  // a removed directory
     return make_entry(
         RecordType::mkdir_at, name,
         [&](Backend& tree) { return tree.mkdir(dir, name, mode, owner); },
@@ -474,6 +504,7 @@ Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
 
 Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
                                 uint64_t rdev, std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "mknod", name);  // a removed directory
     return make_entry(
         RecordType::mknod_at, name,
         [&](Backend& tree) { return tree.mknod(dir, name, type, mode, rdev, owner); },
@@ -490,6 +521,7 @@ Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, 
 
 Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_view target,
                                   std::optional<Owner> owner) {
+    if (unnamed_tree(dir)) return fail(ENOENT, "symlink", name);  // a removed directory
     return make_entry(
         RecordType::symlink_at, name,
         [&](Backend& tree) { return tree.symlink(dir, name, target, owner); },
@@ -503,6 +535,9 @@ Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_v
 }
 
 Result<Entry> VolumeImpl::link(Node node, Node dir, std::string_view name) {
+    // An object with no name left gets none back (as on Linux), nor a name in a removed
+    // directory.
+    if (unnamed_tree(node) || unnamed_tree(dir)) return fail(ENOENT, "link", name);
     return make_entry(
         RecordType::link_at, name, [&](Backend& tree) { return tree.link(node, dir, name); },
         [&](OpRecord& r, const Entry&) {
@@ -547,6 +582,7 @@ Result<void> VolumeImpl::rmdir(Node dir, std::string_view name) {
 
 Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
                                 std::string_view to_name, RenameFlags flags) {
+    if (unnamed_tree(to_dir)) return fail(ENOENT, "rename", to_name);  // a removed directory
     auto done = journaled<bool>(
         RecordType::rename_at, name,
         [&](Backend& tree) -> Result<bool> {
@@ -567,10 +603,7 @@ Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
 }
 
 Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
-    if (has_orphans_.load(std::memory_order_acquire)) {
-        auto tree = tree_for(node);
-        if (tree != current_tree().first) return tree->setattr(node, change);  // unnamed
-    }
+    if (auto old = unnamed_tree(node)) return old->setattr(node, change);
     return journaled<Stat>(
         RecordType::setattr, {}, [&](Backend& tree) { return tree.setattr(node, change); },
         [&](OpRecord& r, const Stat& st) {
@@ -587,16 +620,26 @@ Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
         });
 }
 
+// Whether `node` still has a name after a change made on `tree` (under mu_): a change to an
+// unnamed object is not journaled (its record would name an inode a replay never makes).
+static Result<bool> still_named(Backend& tree, Node node) {
+    auto st = tree.getattr(node);
+    if (!st) return std::unexpected(st.error());
+    return st->nlink > 0;
+}
+
 Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_view value,
                                   XattrMode mode) {
+    if (auto old = unnamed_tree(node)) return old->setxattr(node, name, value, mode);
     auto done = journaled<bool>(
         RecordType::setxattr_at, name,
         [&](Backend& tree) -> Result<bool> {
             if (auto ok = tree.setxattr(node, name, value, mode); !ok)
                 return std::unexpected(ok.error());
-            return true;
+            return still_named(tree, node);
         },
-        [&](OpRecord& r, bool) {
+        [&](OpRecord& r, bool named) {
+            if (!named) return false;
             r.ino = node.id;
             r.name = name;
             r.value = value;
@@ -608,13 +651,15 @@ Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_
 }
 
 Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
+    if (auto old = unnamed_tree(node)) return old->removexattr(node, name);
     auto done = journaled<bool>(
         RecordType::removexattr_at, name,
         [&](Backend& tree) -> Result<bool> {
             if (auto ok = tree.removexattr(node, name); !ok) return std::unexpected(ok.error());
-            return true;
+            return still_named(tree, node);
         },
-        [&](OpRecord& r, bool) {
+        [&](OpRecord& r, bool named) {
+            if (!named) return false;
             r.ino = node.id;
             r.name = name;
             return true;
@@ -707,7 +752,7 @@ struct VolumeOps {
 }  // namespace
 
 #define PACKFS_VOLUME_PATHS                                 \
-    VolumeOps ops{*this, current_tree().first};             \
+    VolumeOps ops{*this, current_tree()};                   \
     paths::PathApi<VolumeOps> api(ops)
 
 Result<FileHandle> VolumeImpl::open(std::string_view path, int flags, uint32_t mode) {

@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/fd.hpp"
 #include "core/rcu.hpp"
@@ -148,12 +149,16 @@ public:
     Durability durability() const noexcept { return durability_; }
 
     // --- for VolumeFile ----------------------------------------------------------------------
-    uint64_t tree_epoch() const noexcept { return tree_epoch_.load(std::memory_order_acquire); }
-    // The current tree, and its epoch (a reference kept by the caller).
-    std::pair<std::shared_ptr<Backend>, uint64_t> current_tree() const;
+    // The current tree (a reference kept by the caller).
+    std::shared_ptr<Backend> current_tree() const;
     Result<std::size_t> write_by_handle(VolumeFile& file, std::span<const std::byte> data,
                                         uint64_t offset);
     Result<void> truncate_by_handle(VolumeFile& file, uint64_t size);
+    // An open file joins (leaves) the set replace_tree_locked moves to each new tree. Joining
+    // happens with mu_ or nodes_mu_ held, so no replacement falls between opening the tree's
+    // handle and joining.
+    void add_file(VolumeFile* file);
+    void remove_file(VolumeFile* file) noexcept;
 
 private:
     friend class VolumeFile;
@@ -184,8 +189,15 @@ private:
     // then fails.
     template <class Op, class Fill>
     Result<Entry> make_entry(RecordType type, std::string_view name, Op&& op, Fill&& fill);
-    // The tree a node lives in: the current one, or the old one an unnamed object stays in.
-    std::shared_ptr<Backend> tree_for(Node node) const;
+    // Runs body(tree) on the tree `node` lives in: the current one (inside an RCU read
+    // section), or the old one an unnamed object stayed in.
+    template <class Body>
+    auto on_tree(Node node, Body&& body);
+    // The same choice, with nodes_mu_ or mu_ held (tree_owner_ cannot change meanwhile).
+    std::shared_ptr<Backend> tree_for_locked(Node node) const;
+    // The old tree `node` stayed on with no name left, or null when it is the current tree's:
+    // a change there is made there and not journaled (after a crash it is gone).
+    std::shared_ptr<Backend> unnamed_tree(Node node) const;
 
     // Compaction's steps (compaction.cpp).
     void start_auto_compaction();
@@ -200,8 +212,7 @@ private:
     RecoveryReport recovery_;
 
     std::atomic<Backend*> tree_{nullptr};  // RCU-published; owned by tree_owner_
-    std::shared_ptr<Backend> tree_owner_;  // under mu_
-    std::atomic<uint64_t> tree_epoch_{0};
+    std::shared_ptr<Backend> tree_owner_;  // changed under mu_ and nodes_mu_ (either suffices to read)
     rcu::Reclaimer old_trees_;             // under mu_: trees replaced after a journal failure
 
     mutable std::mutex mu_;  // mutations, the writer pointer, the manifest, the tree
@@ -224,6 +235,10 @@ private:
     std::unordered_map<uint64_t, uint64_t> held_;
     std::unordered_map<uint64_t, std::shared_ptr<Backend>> orphans_;
     std::atomic<bool> has_orphans_{false};
+    // The open files (under held_mu_): each is moved to a new tree when it replaces the current
+    // one, holding its inode there (an unlink after the replacement leaves it an orphan of the
+    // new tree, as on the old one); a file whose inode has no name stays where it is.
+    std::unordered_set<VolumeFile*> files_;
 
     std::mutex compact_mu_;  // one compaction at a time
     std::mutex auto_mu_;
@@ -233,12 +248,15 @@ private:
     std::thread auto_thread_;
 };
 
-// An open file of the volume: the tree's handle, moved to a new tree by inode number when the
-// tree is replaced; writes and truncates are journaled by inode.
+// An open file of the volume: the tree's handle, moved to each new tree by inode number when
+// the tree is replaced (VolumeImpl::files_); writes and truncates are journaled by inode.
 class VolumeFile final : public File {
 public:
-    VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t epoch, uint64_t ino,
-               int flags);
+    VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t ino, int flags);
+    ~VolumeFile() override;
+    VolumeFile(const VolumeFile&) = delete;
+    VolumeFile& operator=(const VolumeFile&) = delete;
+
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override;
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override;
     Result<void> truncate(uint64_t size) override;
@@ -247,21 +265,21 @@ public:
 
     uint64_t ino() const noexcept { return ino_; }
     bool append() const noexcept { return (flags_ & O_APPEND) != 0; }
-    // The handle on the current tree (reopened there when the tree was replaced; an unnamed
-    // file keeps the one it has). Under the volume's mu_ for a change.
-    File& inner_locked();
+    // The tree's handle, for a change made under the volume's mu_ (no replacement meanwhile).
+    File& inner_locked() noexcept { return *inner_; }
+    // Reopens the file on `next` (replace_tree_locked, under mu_ and nodes_mu_); false when its
+    // inode is not there (no name left: it stays on its tree).
+    bool move_to(Backend& next);
 
 private:
     template <class Body>
     auto with_inner(Body&& body);
 
     std::shared_ptr<VolumeImpl> volume_;
-    std::shared_mutex mu_;
+    std::shared_mutex mu_;  // exclusive only to swap inner_
     FileHandle inner_;
-    uint64_t epoch_;
     const uint64_t ino_;
     const int flags_;
-    bool stays_ = false;  // unnamed: it lives in the old tree for good
 };
 
 }  // namespace packfs::volume

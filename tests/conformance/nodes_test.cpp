@@ -253,6 +253,31 @@ TEST_P(Nodes, ANodeHeldOutlivesItsLastName) {
     EXPECT_EQ(read_all(**file).value_or("<error>"), "still here");
 }
 
+// A directory removed while held (a process's working directory, a kernel reference) takes no
+// new names: ENOENT, as Linux answers; and it stays empty.
+TEST_P(Nodes, ARemovedDirectoryHeldTakesNoNewNames) {
+    if (!caps().held_nodes_outlive_names)
+        GTEST_SKIP() << "backend '" << GetParam().name << "' lets an unnamed node go";
+    PACKFS_ASSERT_OK(fs().mkdir("/gone"));
+    PACKFS_ASSERT_OK(write_file(fs(), "/file", "x"));
+    auto gone = walk(fs(), "/gone");
+    ASSERT_TRUE(IsOk(gone));
+    auto file = walk(fs(), "/file");
+    ASSERT_TRUE(IsOk(file));
+    PACKFS_ASSERT_OK(fs().rmdir("/gone"));
+    const Node d = gone->node();
+    auto made = fs().create(d, "f", O_WRONLY, 0644);
+    PACKFS_EXPECT_ERRNO(made, ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().mkdir(d, "sub", 0755), ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().symlink(d, "l", "target"), ENOENT);
+    if (caps().special_files) PACKFS_EXPECT_ERRNO(fs().mknod(d, "p", FileType::fifo, 0644, 0), ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().link(file->node(), d, "hard"), ENOENT);
+    PACKFS_EXPECT_ERRNO(fs().rename(kRootNode, "file", d, "moved"), ENOENT);
+    EXPECT_TRUE(IsOk(fs().lstat("/file")));  // the failed rename left it where it was
+    auto listed = fs().list(d);
+    if (listed) EXPECT_TRUE(listed->empty());
+}
+
 TEST_P(Nodes, ASnapshotsNodesAreTheLiveNumbersFrozen) {
     if (!caps().snapshots) GTEST_SKIP() << "backend '" << GetParam().name << "' has no snapshots";
     PACKFS_ASSERT_OK(write_file(fs(), "/f", "before"));

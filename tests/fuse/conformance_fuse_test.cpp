@@ -22,6 +22,7 @@
 #include "packfs/pack.hpp"
 #include "packfs/volume.hpp"
 #include "support/host_backend.hpp"
+#include "support/path_only_backend.hpp"
 
 namespace {
 
@@ -60,7 +61,7 @@ Capabilities volume_caps() {
 
 // The host backend over a read-only mount, saying so: the suite checks read_only() against
 // the capabilities, and a host-directory backend cannot know its mount is read-only.
-class ReadOnlyView final : public Backend {
+class ReadOnlyView final : public packfs::test_support::PathOnlyBackend {
 public:
     explicit ReadOnlyView(std::shared_ptr<Backend> inner) : in_(std::move(inner)) {}
 

@@ -24,7 +24,7 @@
 
 #include "core/persistent_btree.hpp"
 #include "core/persistent_map.hpp"
-#include "core/persistent_treap.hpp"
+#include "map/persistent_treap.hpp"
 
 // Counts calls of the global operator new (alloc_counter.cpp): lookups must not allocate.
 uint64_t packfs_test_allocations() noexcept;

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "packfs/forwarding.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/overlay.hpp"
 #include "packfs/pack.hpp"
@@ -70,6 +71,44 @@ TEST(MemEngine, TruncatingThenGrowingReadsZerosWhileASnapshotKeepsTheOldBytes) {
     EXPECT_EQ(got.substr(0, 70000), bytes(200000, 'c').substr(0, 70000));
     EXPECT_EQ(got.substr(70000), std::string(80000, '\0'));
     EXPECT_EQ(read_file(**snap, "/f").value_or(""), bytes(200000, 'c'));
+}
+
+// A lower that fails getattr of one node on demand (an I/O error of the lower's storage).
+class FailingLower final : public ForwardingBackend {
+public:
+    using ForwardingBackend::ForwardingBackend;
+    Node broken;
+    Result<Stat> getattr(Node node) override {
+        if (node == broken) return fail(EIO, "getattr");
+        return ForwardingBackend::getattr(node);
+    }
+};
+
+// A rename over a lower file, an unlink of one: what can fail (the lower's link count, a
+// copy-up) is asked before any name changes, so a failure leaves both names as they were.
+TEST(MemEngine, ARemovalThatFailsChangesNoName) {
+    auto base = make_mem_backend();
+    ASSERT_TRUE(write_file(*base, "/a", "from a"));
+    ASSERT_TRUE(write_file(*base, "/b", "from b"));
+    auto lower = std::make_shared<FailingLower>(base);
+    auto b = lookup_path(*base, "/b", Follow::no);
+    ASSERT_TRUE(b);
+    auto fs = make_overlay(lower);
+    ASSERT_TRUE(fs);
+    lower->broken = b->node;
+    auto moved = (*fs)->rename("/a", "/b");
+    ASSERT_FALSE(moved);
+    EXPECT_EQ(moved.error().code(), EIO);
+    auto gone = (*fs)->unlink("/b");
+    ASSERT_FALSE(gone);
+    EXPECT_EQ(gone.error().code(), EIO);
+    EXPECT_EQ(read_file(**fs, "/a").value_or("<none>"), "from a");
+    lower->broken = Node{};
+    EXPECT_EQ(read_file(**fs, "/b").value_or("<none>"), "from b");
+    ASSERT_TRUE((*fs)->rename("/a", "/b"));
+    EXPECT_EQ(read_file(**fs, "/b").value_or("<none>"), "from a");
+    EXPECT_EQ((*fs)->lstat("/a").error().code(), ENOENT);
+    base->forget(b->node, 1);
 }
 
 TEST(MemEngine, CopyUpOfALowerFileIsByChunk) {

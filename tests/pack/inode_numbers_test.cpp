@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/refuse_mutations.hpp"
 #include "support/files.hpp"
 #include "pack/format.hpp"
 #include "pack/reader.hpp"
+#include "packfs/forwarding.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -244,8 +244,11 @@ TEST(PackInodeNumbers, LookupFindsOneComponentInOneDirectory) {
     auto reader = open_reader(path);
     ASSERT_NE(reader, nullptr);
     const Ctx ctx{"lookup", "/a"};
-    auto a = reader->resolve("/a", false, ctx);
-    ASSERT_TRUE(a);
+    auto root = reader->root(ctx);
+    ASSERT_TRUE(root);
+    auto found_a = reader->lookup(*root, "a", ctx);
+    ASSERT_TRUE(found_a && found_a->has_value());
+    const InodeView* a = &**found_a;
     auto one = reader->lookup(*a, "one.txt", ctx);
     ASSERT_TRUE(one && one->has_value());
     EXPECT_EQ(reader->inode_number(**one), source->lstat("/a/one.txt")->ino);
@@ -259,58 +262,70 @@ TEST(PackInodeNumbers, LookupFindsOneComponentInOneDirectory) {
     }
     EXPECT_EQ(reader->lookup(*a, std::string(256, 'n'), ctx).error().code(), ENAMETOOLONG);
     EXPECT_EQ(reader->lookup(**one, "x", ctx).error().code(), ENOTDIR);
-    // Walking with lookup meets what resolve() meets, at every path.
+    // Walking with lookup, one component at a time from the root, meets the source's inode at
+    // every path (its numbers are kept).
     for (const std::string& p : paths_of(*source)) {
-        if (p == "/") continue;
-        auto parent = reader->resolve(path_parent(p), false, ctx);
-        ASSERT_TRUE(parent) << p;
-        auto step = reader->lookup(*parent, path_basename(p), ctx);
-        auto whole = reader->resolve(p, false, ctx);
-        ASSERT_TRUE(step && step->has_value() && whole) << p;
-        EXPECT_EQ((*step)->ino, whole->ino) << p;
+        InodeView at = *root;
+        bool found = true;
+        for (std::string_view name : PathComponents(p)) {
+            auto step = reader->lookup(at, name, ctx);
+            ASSERT_TRUE(step) << p;
+            if (!step->has_value()) {
+                found = false;
+                break;
+            }
+            at = **step;
+        }
+        ASSERT_TRUE(found) << p;
+        EXPECT_EQ(reader->inode_number(at), source->lstat(p)->ino) << p;
     }
 }
 
-// A forwarding Backend that reports chosen st_ino values (by path) for the inner backend's
-// entries, and refuses every mutation: a source the mem fast path does not read directly.
-class RenumberedBackend final : public RefuseMutations<Backend> {
+// A forwarding Backend that reports chosen st_ino values (given by path, kept by node) for the
+// inner backend's entries and takes no snapshot: a source the mem fast path does not read
+// directly.
+class RenumberedBackend final : public ForwardingBackend {
 public:
-    RenumberedBackend(std::shared_ptr<Backend> inner, std::map<std::string, uint64_t> numbers)
-        : inner_(std::move(inner)), numbers_(std::move(numbers)) {}
-
-    Result<Stat> stat(std::string_view p) override { return renumbered(p, inner_->stat(p)); }
-    Result<Stat> lstat(std::string_view p) override { return renumbered(p, inner_->lstat(p)); }
-    Result<std::vector<DirEntry>> readdir(std::string_view p) override {
-        auto list = inner_->readdir(p);
-        if (!list) return list;
-        for (DirEntry& e : *list) {
-            auto found = numbers_.find(path_join(p, e.name));
-            if (found != numbers_.end()) e.ino = found->second;
+    RenumberedBackend(std::shared_ptr<Backend> inner, const std::map<std::string, uint64_t>& numbers)
+        : ForwardingBackend(std::move(inner)) {
+        for (const auto& [path, number] : numbers) {
+            auto e = lookup_path(this->inner(), path, Follow::no);
+            EXPECT_TRUE(e) << path;
+            if (!e) continue;
+            numbers_[e->node.id] = number;
+            this->inner().forget(e->node, 1);
         }
-        return list;
     }
-    Result<std::string> readlink(std::string_view p) override { return inner_->readlink(p); }
-    Result<StatFs> statfs(std::string_view p) override { return inner_->statfs(p); }
-    Result<FileHandle> open(std::string_view p, int flags, uint32_t mode) override {
-        return inner_->open(p, flags, mode);
+
+    Result<Entry> lookup(Node dir, std::string_view name) override {
+        auto e = inner().lookup(dir, name);
+        if (e) e->stat.ino = number_of(e->node, e->stat.ino);
+        return e;
     }
-    Result<std::string> getxattr(std::string_view p, std::string_view name) override {
-        return inner_->getxattr(p, name);
+    Result<Stat> getattr(Node node) override {
+        auto st = inner().getattr(node);
+        if (st) st->ino = number_of(node, st->ino);
+        return st;
     }
-    Result<std::vector<std::string>> listxattr(std::string_view p) override {
-        return inner_->listxattr(p);
+    Result<std::vector<DirEntry>> list(Node dir) override {
+        auto listed = inner().list(dir);
+        if (!listed) return listed;
+        for (DirEntry& e : *listed) {
+            auto child = inner().lookup(dir, e.name);
+            if (!child) return std::unexpected(child.error());
+            e.ino = number_of(child->node, e.ino);
+            inner().forget(child->node, 1);
+        }
+        return listed;
     }
     Result<std::shared_ptr<Backend>> snapshot() override { return fail(ENOTSUP, "snapshot"); }
 
 private:
-    Result<Stat> renumbered(std::string_view p, Result<Stat> st) const {
-        if (!st) return st;
-        auto found = numbers_.find(std::string(p));
-        if (found != numbers_.end()) st->ino = found->second;
-        return st;
+    uint64_t number_of(Node node, uint64_t otherwise) const {
+        auto found = numbers_.find(node.id);
+        return found == numbers_.end() ? otherwise : found->second;
     }
-    std::shared_ptr<Backend> inner_;
-    std::map<std::string, uint64_t> numbers_;
+    std::map<uint64_t, uint64_t> numbers_;  // inner node id -> the number to report
 };
 
 std::shared_ptr<Backend> small_tree() {

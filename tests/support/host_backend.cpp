@@ -23,6 +23,7 @@
 #include "core/fd.hpp"
 #include "core/host_stat.hpp"
 #include "packfs/path.hpp"
+#include "support/path_only_backend.hpp"
 
 namespace packfs::testing {
 namespace {
@@ -104,7 +105,7 @@ private:
     Fd fd_;
 };
 
-class HostBackend final : public Backend {
+class HostBackend final : public test_support::PathOnlyBackend {
 public:
     explicit HostBackend(Fd root) : root_(std::move(root)) {}
 

@@ -404,6 +404,38 @@ TEST_F(VolumeCompaction, OpenHandlesKeepWorkingAcrossACompaction) {
     EXPECT_EQ(*read_file(*v, "/h_read"), "contents that move to the new pack");
 }
 
+// Two handles open on a file across a compaction, whose names then go: both see the one inode
+// (nlink 0, each other's writes), not a copy each (found by the model with a compactor thread).
+TEST_F(VolumeCompaction, HandlesAcrossACompactionShareTheFileAfterItsNamesGo) {
+    auto v = open_ok(base_);
+    ASSERT_TRUE(v);
+    Backend& b = *v;
+    ASSERT_TRUE(write_file(b, "/f", "0123456789").has_value());
+    ASSERT_TRUE(b.link("/f", "/g").has_value());
+    auto first = b.open("/f", O_RDWR);
+    auto second = b.open("/g", O_RDONLY);
+    ASSERT_TRUE(first.has_value() && second.has_value());
+    ASSERT_TRUE(v->compact().has_value());  // the file is now in the new pack, named twice
+    ASSERT_TRUE(b.unlink("/f").has_value());
+    ASSERT_TRUE(b.unlink("/g").has_value());
+    for (auto* h : {&*first, &*second}) {
+        auto st = (*h)->fstat();
+        ASSERT_TRUE(st.has_value());
+        EXPECT_EQ(st->nlink, 0u);
+    }
+    ASSERT_TRUE((*first)->pwrite(std::as_bytes(std::span("AB", 2)), 0).has_value());
+    std::string buf(16, '\0');
+    auto n = (*second)->pread(std::as_writable_bytes(std::span(buf)), 0);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(buf.substr(0, *n), "AB23456789");
+    ASSERT_TRUE(v->compact().has_value());  // an unnamed file stays where it is
+    ASSERT_TRUE((*first)->pwrite(std::as_bytes(std::span("C", 1)), 2).has_value());
+    n = (*second)->pread(std::as_writable_bytes(std::span(buf)), 0);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(buf.substr(0, *n), "ABC3456789");
+    EXPECT_EQ(b.stat("/f").error().code(), ENOENT);
+}
+
 // A snapshot taken before a compaction reads its old contents after it; the old pack file
 // stays until the snapshot goes, then it is removed.
 TEST_F(VolumeCompaction, SnapshotKeepsTheOldPackUntilItIsDropped) {

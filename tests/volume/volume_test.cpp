@@ -52,6 +52,48 @@ TEST(Volume, CompactsByItselfPastTheJournalThreshold) {
     for (int i = 0; i < 200; ++i) EXPECT_EQ(read_file(*again, fmt::format("/f{}", i)).value_or(""), data);
 }
 
+// A file whose last name went is changed through its node and its handle (fchmod, fsetxattr,
+// writes), before and after a compaction: none of it is journaled (a replay would name an inode
+// it never makes), the volume reopens, and the file is gone. A removed directory held by node
+// takes no names.
+TEST(Volume, ChangesToAnUnnamedObjectAreNotJournaled) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch, Durability::explicit_sync);
+    {
+        auto volume = open_ok(dir);
+        ASSERT_NE(volume, nullptr);
+        Backend& fs = *volume;
+        ASSERT_TRUE(write_file(fs, "/f", "named once").has_value());
+        ASSERT_TRUE(fs.mkdir("/d").has_value());
+        auto f = lookup_path(fs, "/f");
+        auto d = lookup_path(fs, "/d");
+        ASSERT_TRUE(f.has_value() && d.has_value());
+        auto handle = fs.open("/f", O_RDWR);
+        ASSERT_TRUE(handle.has_value());
+        ASSERT_TRUE(fs.unlink("/f").has_value());
+        ASSERT_TRUE(fs.rmdir("/d").has_value());
+        for (int round = 0; round < 2; ++round) {
+            SCOPED_TRACE(round == 0 ? "before a compaction" : "after a compaction");
+            EXPECT_TRUE(fs.setattr(f->node, SetAttr::chmod(0600 + round)).has_value());
+            EXPECT_TRUE(fs.setxattr(f->node, "user.k", "v").has_value());
+            EXPECT_TRUE(fs.removexattr(f->node, "user.k").has_value());
+            EXPECT_TRUE((*handle)->pwrite(std::as_bytes(std::span("more", 4)), 10).has_value());
+            EXPECT_EQ(fs.getattr(f->node).value_or(Stat{}).mode, 0600u + round);
+            EXPECT_EQ(fs.link(f->node, kRootNode, "back").error().code(), ENOENT);
+            EXPECT_EQ(fs.mkdir(d->node, "sub", 0755).error().code(), ENOENT);
+            if (round == 0) ASSERT_TRUE(volume->compact().has_value());
+        }
+        fs.forget(f->node, 1);
+        fs.forget(d->node, 1);
+        ASSERT_TRUE(volume->sync().has_value());
+    }
+    auto again = open_ok(dir);
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(again->lstat("/f").error().code(), ENOENT);
+    EXPECT_EQ(again->lstat("/back").error().code(), ENOENT);
+    EXPECT_EQ(again->lstat("/d").error().code(), ENOENT);
+}
+
 // `sync FILE` (coreutils) fsyncs a read-only descriptor: in explicit mode that is a
 // durability point like any other fsync of the volume's files.
 TEST(Volume, ExplicitFsyncOfAReadOnlyHandleMakesEverythingDurable) {

@@ -278,7 +278,9 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
 
 void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
               fuse_file_info* fi) {
-    auto n = file_of(fi)->pwrite(std::as_bytes(std::span(buf, size)), static_cast<uint64_t>(off));
+    File* file = file_of(fi);
+    if (!file) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
+    auto n = file->pwrite(std::as_bytes(std::span(buf, size)), static_cast<uint64_t>(off));
     if (!n) return reply_error(req, n.error());
     fuse_reply_write(req, *n);
 }
@@ -293,7 +295,11 @@ void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
-    reply_void(req, file_of(fi)->fsync(datasync != 0));
+    // No handle: a stateless open of an immutable source, with nothing to make durable.
+    // ENOSYS makes the kernel answer every later fsync of this mount with 0 by itself.
+    File* file = file_of(fi);
+    if (!file) return (void)fuse_reply_err(req, ENOSYS);
+    reply_void(req, file->fsync(datasync != 0));
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {

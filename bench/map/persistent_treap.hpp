@@ -1,6 +1,7 @@
 // PersistentTreap<K, V, Compare>: a persistent (path-copying) treap.
 //
-// The alternative to PersistentBTree that was measured against it (docs/PERSISTENT_MAP.md);
+// The alternative to PersistentBTree that was measured against it (docs/PERSISTENT_MAP.md),
+// kept for that benchmark and the map tests, not part of the library;
 // it offers the same API (see persistent_map.hpp for the contract). The earlier C PackFS
 // indexed its upper layer with a persistent treap: expected O(log n) depth whatever the
 // insertion order (sorted inode numbers included), O(1) expected rotations per update, and

@@ -1,0 +1,131 @@
+// PackReader, contents: the stream's blocks (stored or compressed, through the block cache),
+// reads and zero-copy views of a file's bytes.
+#include "pack/reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "pack/codec.hpp"
+
+namespace packfs::pack {
+
+Result<PackReader::StoredBlock> PackReader::stored_block(uint64_t index, const Ctx& ctx) const {
+    const uint64_t rel = blocks_rel_ + index * 8;
+    if (index >= block_count_) [[unlikely]]
+        return corrupt(ctx, rel, block_count_, index, "block index");
+    auto at = meta(rel, 16, ctx);
+    if (!at) return std::unexpected(at.error());
+    const auto begin = load<uint64_t>(*at);
+    const auto end = load<uint64_t>(*at + 8);
+    if (index == 0 && begin != 0) [[unlikely]]
+        return corrupt(ctx, rel, 0, begin, "first block offset");
+    if (begin > end || end > data_length_) [[unlikely]]
+        return corrupt(ctx, rel + 8, data_length_, end,
+                       "block offset (decreasing, or past the data region)");
+    if (index + 1 == block_count_ && end != data_length_) [[unlikely]]
+        return corrupt(ctx, rel + 8, data_length_, end, "last block offset");
+    StoredBlock b;
+    b.stored_offset = data_offset_ + begin;
+    b.stored_length = end - begin;
+    b.stream_length = std::min<uint64_t>(block_size_, stream_size_ - index * block_size_);
+    return b;
+}
+
+Result<void> PackReader::decompress(uint64_t index, const StoredBlock& where,
+                                    std::span<std::byte> out, const Ctx& ctx) const {
+    std::span<const std::byte> stored;
+    thread_local std::vector<std::byte> staging;  // pread access: the stored bytes
+    if (const std::byte* map = image_->mapping()) {
+        stored = std::span(map + where.stored_offset, where.stored_length);
+    } else {
+        staging.resize(where.stored_length);
+        if (!image_->read_at(where.stored_offset, staging)) return fail(EIO, ctx.op, ctx.path);
+        stored = staging;
+    }
+    if (!decompress_block(codec_, stored, out)) [[unlikely]] {
+        return std::unexpected(Error::corrupt(
+            ctx.op, ctx.path,
+            Corruption{where.stored_offset, where.stream_length, where.stored_length,
+                       fmt::format("compressed block {} (does not decompress)", index)}));
+    }
+    return {};
+}
+
+Result<CachedBlock> PackReader::cached_block(uint64_t index, const StoredBlock& where,
+                                             const Ctx& ctx) const {
+    if (CachedBlock hit = cache_->find(index)) return hit;
+    auto bytes = std::make_shared_for_overwrite<std::byte[]>(where.stream_length);
+    if (auto ok = decompress(index, where, std::span(bytes.get(), where.stream_length), ctx); !ok)
+        return std::unexpected(ok.error());
+    return cache_->insert(index, CachedBlock{std::move(bytes), where.stream_length});
+}
+
+Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
+                                     const Ctx& ctx) const {
+    const std::byte* map = image_->mapping();
+    if (codec_ == Codec::none) {
+        if (map != nullptr) {
+            std::memcpy(out.data(), map + data_offset_ + offset, out.size());
+        } else if (!image_->read_at(data_offset_ + offset, out)) {
+            return fail(EIO, ctx.op, ctx.path);
+        }
+        return {};
+    }
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const uint64_t pos = offset + done;
+        const uint64_t index = pos / block_size_;
+        const uint64_t in_block = pos % block_size_;
+        auto where = stored_block(index, ctx);
+        if (!where) return std::unexpected(where.error());
+        const std::size_t n =
+            std::min<uint64_t>(out.size() - done, where->stream_length - in_block);
+        std::span<std::byte> part = out.subspan(done, n);
+        if (where->stored_length == where->stream_length) {  // stored raw: no need to cache
+            if (map != nullptr) {
+                std::memcpy(part.data(), map + where->stored_offset + in_block, n);
+            } else if (!image_->read_at(where->stored_offset + in_block, part)) {
+                return fail(EIO, ctx.op, ctx.path);
+            }
+        } else {
+            auto block = cached_block(index, *where, ctx);
+            if (!block) return std::unexpected(block.error());
+            std::memcpy(part.data(), block->bytes.get() + in_block, n);
+        }
+        done += n;
+    }
+    return {};
+}
+
+Result<std::size_t> PackReader::read(const ContentRef& content, uint64_t offset,
+                                     std::span<std::byte> out, const Ctx& ctx) const {
+    if (offset >= content.size || out.empty()) return 0;
+    const std::size_t n = std::min<uint64_t>(out.size(), content.size - offset);
+    if (content.where == ContentRef::Where::inline_bytes) {
+        std::memcpy(out.data(), content.inline_data + offset, n);
+        return n;
+    }
+    if (auto ok = read_stream(content.offset + offset, out.first(n), ctx); !ok)
+        return std::unexpected(ok.error());
+    return n;
+}
+
+Result<std::span<const std::byte>> PackReader::view(const ContentRef& content, uint64_t offset,
+                                                    std::size_t length, std::string& scratch,
+                                                    const Ctx& ctx) const {
+    if (offset >= content.size || length == 0) return std::span<const std::byte>();
+    const std::size_t n = std::min<uint64_t>(length, content.size - offset);
+    if (content.where == ContentRef::Where::inline_bytes)
+        return std::span(content.inline_data + offset, n);
+    if (codec_ == Codec::none && image_->mapping() != nullptr)
+        return std::span(image_->mapping() + data_offset_ + content.offset + offset, n);
+    scratch.resize(n);
+    auto out = std::as_writable_bytes(std::span(scratch.data(), n));
+    if (auto ok = read_stream(content.offset + offset, out, ctx); !ok)
+        return std::unexpected(ok.error());
+    return std::span<const std::byte>(out);
+}
+
+}  // namespace packfs::pack

@@ -1,0 +1,268 @@
+// PackReader, opening: the header and its every field and section range checked against the
+// file, and the sums array; nothing per entry (reader.hpp, "Trust protocol").
+#include "pack/reader.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "pack/digest.hpp"
+
+namespace packfs::pack {
+
+namespace {
+
+constexpr uint32_t kMinBlockSize = 4096;
+constexpr uint32_t kMaxBlockSize = 16u << 20;
+constexpr uint32_t kMaxInlineMax = 4096;
+
+std::unexpected<Error> header_corrupt(std::string_view path, uint64_t offset, uint64_t expected,
+                                      uint64_t actual, std::string_view what) {
+    return std::unexpected(
+        Error::corrupt("open_pack", path, Corruption{offset, expected, actual, std::string(what)}));
+}
+
+// Error has no free text beyond the path, so the unsupported feature is named after it.
+std::unexpected<Error> unsupported(std::string_view path, std::string_view detail) {
+    return std::unexpected(Error(ENOTSUP, "open_pack", fmt::format("{} ({})", path, detail)));
+}
+
+static_assert(kSectionRecordSizes[0] == sizeof(Inode) && kSectionRecordSizes[1] == sizeof(Dirent) &&
+              kSectionRecordSizes[2] == sizeof(Content) && kSectionRecordSizes[3] == sizeof(Xattr));
+
+}  // namespace
+
+Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
+                                                     const PackOpenOptions& options) {
+    auto image = PackImage::open(host_path);
+    if (!image) return std::unexpected(image.error());
+    std::unique_ptr<PackReader> r(new PackReader());  // private constructor
+    r->image_ = std::move(*image);
+    std::memcpy(&r->header_, r->image_->header_bytes().data(), kHeaderSize);
+    if (auto ok = r->validate_header(host_path); !ok) return std::unexpected(ok.error());
+    const Header& h = r->header_;
+    if (auto ok = r->image_->load(options.access, h.meta_offset, host_path); !ok)
+        return std::unexpected(ok.error());
+
+    r->meta_ = r->image_->meta();
+    r->meta_offset_ = h.meta_offset;
+    r->meta_length_ = h.meta_length;
+    r->inode_count_ = h.inode_count;
+    auto section = [&](Section s) -> const SectionEntry& { return pack::section(h, s); };
+    r->inodes_rel_ = section(Section::inodes).offset - h.meta_offset;
+    r->dirents_rel_ = section(Section::dirents).offset - h.meta_offset;
+    r->dirent_count_ = section(Section::dirents).length / sizeof(Dirent);
+    r->contents_rel_ = section(Section::contents).offset - h.meta_offset;
+    r->content_count_ = section(Section::contents).length / sizeof(Content);
+    r->xattrs_rel_ = section(Section::xattrs).offset - h.meta_offset;
+    r->xattr_count_ = section(Section::xattrs).length / sizeof(Xattr);
+    r->blocks_rel_ = section(Section::blocks).offset - h.meta_offset;
+    r->block_count_ = section(Section::blocks).length / 8;
+    if (r->block_count_ > 0) --r->block_count_;  // count + 1 offsets
+    r->bytes_rel_ = section(Section::bytes).offset - h.meta_offset;
+    r->bytes_length_ = section(Section::bytes).length;
+    r->numbered_ = (h.incompat_features & kIncompatInodeNumbers) != 0;
+    if (r->numbered_) {
+        r->numbers_rel_ = section(Section::inode_numbers).offset - h.meta_offset;
+        r->order_rel_ = section(Section::inode_order).offset - h.meta_offset;
+    }
+    r->stream_size_ = h.stream_size;
+    r->data_offset_ = h.data_offset;
+    r->data_length_ = h.data_length;
+    r->block_size_ = h.block_size;
+    r->inline_max_ = h.inline_max;
+    r->codec_ = static_cast<Codec>(h.codec);
+
+    // The sums array: the one thing read whole on open (8 bytes per 16 KiB of metadata).
+    r->block_sum_count_ = h.sums_length / 8;
+    const uint64_t sums = xxh3_64(std::span(r->meta_ + r->meta_length_, h.sums_length));
+    if (r->image_->damaged()) return fail(EIO, "open_pack", host_path);
+    if (sums != h.sums_checksum)
+        return header_corrupt(host_path, h.sums_offset, h.sums_checksum, sums,
+                              "metadata block sums checksum");
+    const std::size_t words = (r->block_sum_count_ + 63) / 64;
+    r->checked_ = std::make_unique<std::atomic<uint64_t>[]>(words);
+    r->failed_ = std::make_unique<std::atomic<uint64_t>[]>(words);
+    if (r->codec_ != Codec::none)
+        r->cache_ = std::make_unique<BlockCache>(options.block_cache_bytes, r->block_size_);
+    return r;
+}
+
+Result<void> PackReader::validate_header(std::string_view path) const {
+    const Header& h = header_;
+    const uint64_t real_size = image_->size();
+    auto at = [](std::size_t field_offset) { return static_cast<uint64_t>(field_offset); };
+
+    if (std::memcmp(h.magic, kMagic.data(), kMagic.size()) != 0) {
+        return header_corrupt(
+            path, 0, load<uint64_t>(reinterpret_cast<const std::byte*>(kMagic.data())),
+            load<uint64_t>(reinterpret_cast<const std::byte*>(h.magic)), "magic (not a pack)");
+    }
+    // Before the checksum: a newer version may lay its header out differently.
+    if (h.version > kFormatVersion) {
+        return unsupported(path, fmt::format("pack format version {}; this reader reads version {}",
+                                             h.version, kFormatVersion));
+    }
+    if (h.version != kFormatVersion)
+        return header_corrupt(path, at(offsetof(Header, version)), kFormatVersion, h.version,
+                              "format version");
+    if (h.header_size != kHeaderSize)
+        return header_corrupt(path, at(offsetof(Header, header_size)), kHeaderSize, h.header_size,
+                              "header size");
+    Header zeroed = h;
+    zeroed.header_checksum = 0;
+    const uint64_t sum = xxh3_64(std::as_bytes(std::span(&zeroed, 1)));
+    if (sum != h.header_checksum)
+        return header_corrupt(path, at(offsetof(Header, header_checksum)), h.header_checksum, sum,
+                              "header checksum");
+    if (const uint64_t unknown = h.incompat_features & ~kIncompatKnown; unknown != 0) {
+        return unsupported(path, fmt::format("unknown incompatible feature bits {:#x}", unknown));
+    }
+    if (h.file_size != real_size)
+        return header_corrupt(path, at(offsetof(Header, file_size)), h.file_size, real_size,
+                              "file size (the pack was truncated or extended)");
+    if (h.meta_block_size != kMetaBlockSize)
+        return header_corrupt(path, at(offsetof(Header, meta_block_size)), kMetaBlockSize,
+                              h.meta_block_size, "metadata block size");
+    if (h.data_offset != kDataOffset)
+        return header_corrupt(path, at(offsetof(Header, data_offset)), kDataOffset, h.data_offset,
+                              "data offset");
+    const bool compressed = (h.incompat_features & kIncompatCompressedData) != 0;
+    const auto codec = static_cast<Codec>(h.codec);
+    if (compressed && codec != Codec::zstd && codec != Codec::lz4) {
+        if (codec == Codec::none)
+            return header_corrupt(path, at(offsetof(Header, codec)), 1, h.codec,
+                                  "codec (none, with the compressed-data feature)");
+        return unsupported(path, fmt::format("unknown codec {}", h.codec));
+    }
+    if (!compressed && codec != Codec::none)
+        return header_corrupt(path, at(offsetof(Header, codec)), 0, h.codec,
+                              "codec (without the compressed-data feature)");
+    if (h.block_size < kMinBlockSize || h.block_size > kMaxBlockSize ||
+        (h.block_size & (h.block_size - 1)) != 0)
+        return header_corrupt(path, at(offsetof(Header, block_size)), kMinBlockSize, h.block_size,
+                              "block size (a power of two, 4 KiB to 16 MiB)");
+    if (h.inline_max > kMaxInlineMax)
+        return header_corrupt(path, at(offsetof(Header, inline_max)), kMaxInlineMax, h.inline_max,
+                              "inline limit");
+    if (h.inode_count == 0 || h.inode_count > std::numeric_limits<uint32_t>::max())
+        return header_corrupt(path, at(offsetof(Header, inode_count)), 1, h.inode_count,
+                              "inode count");
+
+    // The regions: data, then metadata, then sums, ending exactly at the end of the file.
+    if (!within(h.data_offset, h.data_length, real_size))
+        return header_corrupt(path, at(offsetof(Header, data_length)), real_size - h.data_offset,
+                              h.data_length, "data length (past the end of the file)");
+    const uint64_t data_end = h.data_offset + h.data_length;
+    if (h.meta_offset % 8 != 0 || h.meta_offset < data_end || h.meta_offset > real_size)
+        return header_corrupt(path, at(offsetof(Header, meta_offset)), data_end, h.meta_offset,
+                              "metadata offset");
+    if (!compressed && h.stream_size != h.data_length)
+        return header_corrupt(path, at(offsetof(Header, stream_size)), h.data_length, h.stream_size,
+                              "stream size (raw data)");
+    if (h.meta_length % 8 != 0 || !within(h.meta_offset, h.meta_length, real_size))
+        return header_corrupt(path, at(offsetof(Header, meta_length)), real_size - h.meta_offset,
+                              h.meta_length, "metadata length (past the end of the file)");
+    const uint64_t meta_end = h.meta_offset + h.meta_length;
+    if (h.sums_offset != meta_end)
+        return header_corrupt(path, at(offsetof(Header, sums_offset)), meta_end, h.sums_offset,
+                              "block sums offset");
+    const uint64_t meta_blocks = (h.meta_length + kMetaBlockSize - 1) / kMetaBlockSize;
+    if (h.sums_length != meta_blocks * 8)
+        return header_corrupt(path, at(offsetof(Header, sums_length)), meta_blocks * 8,
+                              h.sums_length, "block sums length");
+    if (!within(h.sums_offset, h.sums_length, real_size) ||
+        h.sums_offset + h.sums_length != real_size)
+        return header_corrupt(path, at(offsetof(Header, sums_length)), real_size - h.sums_offset,
+                              h.sums_length, "block sums (must end the file)");
+
+    // The sections: in order, 8-aligned (gaps under 8 bytes), inside the metadata region, whole
+    // records.
+    // Without the inode-numbers feature its two sections are absent: entries all zero, as v1
+    // writers left those reserved bytes.
+    const bool numbered = (h.incompat_features & kIncompatInodeNumbers) != 0;
+    uint64_t end = h.meta_offset;
+    for (std::size_t i = 0; i < kSectionCount; ++i) {
+        const SectionEntry& s = section(h, i);
+        const uint64_t field = section_entry_offset(i);
+        if (i >= kFirstSectionCount && !numbered) {
+            if (s.offset != 0 || s.length != 0 || s.checksum != 0)
+                return header_corrupt(
+                    path, field, 0, s.offset | s.length | s.checksum,
+                    fmt::format("section {} entry (without the inode-numbers feature)",
+                                kSectionNames[i]));
+            continue;
+        }
+        if (s.offset % 8 != 0 || s.offset < end || s.offset - end >= 8 ||
+            !within(s.offset, s.length, meta_end))
+            return header_corrupt(path, field, end, s.offset,
+                                  fmt::format("section {} range", kSectionNames[i]));
+        if (s.length % kSectionRecordSizes[i] != 0)
+            return header_corrupt(
+                path, field + 8, kSectionRecordSizes[i], s.length % kSectionRecordSizes[i],
+                fmt::format("section {} length (not whole records)", kSectionNames[i]));
+        end = s.offset + s.length;
+    }
+    // The region ends with the last section, padded to 8 bytes.
+    if (meta_end - end >= 8)
+        return header_corrupt(path, at(offsetof(Header, meta_length)), end - h.meta_offset,
+                              h.meta_length, "metadata length (past the last section)");
+    const SectionEntry& inodes = h.sections[static_cast<std::size_t>(Section::inodes)];
+    if (inodes.length / sizeof(Inode) != h.inode_count)
+        return header_corrupt(path, at(offsetof(Header, inode_count)),
+                              inodes.length / sizeof(Inode), h.inode_count,
+                              "inode count (against the inodes section)");
+    // inode_count fits 32 bits (checked above): these products cannot wrap.
+    for (Section s : {Section::inode_numbers, Section::inode_order}) {
+        const auto i = static_cast<std::size_t>(s);
+        const uint64_t want = numbered ? kSectionRecordSizes[i] * h.inode_count : 0;
+        if (section(h, s).length != want)
+            return header_corrupt(path, section_entry_offset(i) + 8, want, section(h, s).length,
+                                  fmt::format("section {} length (one record per inode)",
+                                              kSectionNames[i]));
+    }
+    // ceil(stream_size / block_size) without overflow: near 2^64 the rounded-up sum wrapped to a
+    // small count that a short blocks section then matched.
+    const uint64_t block_count =
+        h.stream_size / h.block_size + (h.stream_size % h.block_size != 0 ? 1 : 0);
+    const uint64_t blocks_length = compressed ? 8 * (block_count + 1) : 0;
+    const SectionEntry& blocks = h.sections[static_cast<std::size_t>(Section::blocks)];
+    if (blocks.length != blocks_length)
+        return header_corrupt(path,
+                              at(offsetof(Header, sections)) +
+                                  static_cast<uint64_t>(Section::blocks) * sizeof(SectionEntry) + 8,
+                              blocks_length, blocks.length, "section blocks length");
+    return {};
+}
+
+PackInfo PackReader::info() const {
+    PackInfo i;
+    i.version = header_.version;
+    i.file_size = header_.file_size;
+    i.inode_count = header_.inode_count;
+    i.data_length = header_.data_length;
+    i.stream_size = header_.stream_size;
+    i.meta_length = header_.meta_length;
+    switch (codec_) {
+        case Codec::none:
+            i.compression = Compression::none;
+            break;
+        case Codec::zstd:
+            i.compression = Compression::zstd;
+            break;
+        case Codec::lz4:
+            i.compression = Compression::lz4;
+            break;
+    }
+    i.block_size = header_.block_size;
+    i.inline_max = header_.inline_max;
+    i.has_xattrs = (header_.compat_features & kCompatXattrs) != 0;
+    i.keeps_inode_numbers = numbered_;
+    i.digest = to_hex(std::span<const uint8_t>(header_.image_digest));
+    return i;
+}
+
+}  // namespace packfs::pack

@@ -1,0 +1,97 @@
+// pack_write_goldens <dir>: writes the golden packs of the current format (raw, zstd, lz4) of
+// one tree holding every kind of entry and the format's boundaries, and the tree's description
+// (<version>.expected), into <dir>, and prints each pack's SHA-256 as golden_test.cpp pins it.
+// For a new format version: run it, check the files into tests/pack/golden/, pin the digests.
+// Goldens already checked in are never rewritten.
+#include <sys/sysmacros.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "pack/golden_describe.hpp"
+#include "packfs/mem.hpp"
+#include "packfs/pack.hpp"
+
+namespace {
+
+using namespace packfs;
+namespace fs = std::filesystem;
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "pack_write_goldens: %s\n", what.c_str());
+    std::exit(1);
+}
+
+template <class T>
+void ok(const Result<T>& r) {
+    if (!r) die(r.error().message());
+}
+
+// The golden tree: every kind of entry and the boundaries the format has.
+std::shared_ptr<Backend> golden_tree() {
+    auto m = make_mem_backend();
+    std::string pattern;
+    for (int i = 0; i < 70000; ++i) pattern += static_cast<char>((i * 7919 + i / 251) & 0xff);
+    ok(m->mkdir("/dir"));
+    ok(m->mkdir("/dir/sub", 0700));
+    ok(m->mkdir("/empty"));
+    ok(write_file(*m, "/empty.txt", ""));
+    ok(write_file(*m, "/one", "1"));
+    ok(write_file(*m, "/dir/inline64", std::string(64, 'i')));
+    ok(write_file(*m, "/dir/stream65", std::string(65, 's')));
+    ok(write_file(*m, "/dir/page", pattern.substr(0, 4096)));
+    ok(write_file(*m, "/dir/sub/big", pattern));
+    ok(write_file(*m, "/dir/sub/big-copy", pattern));
+    ok(write_file(*m, "/exec", "#!/bin/sh\n", 0755));
+    ok(m->link("/one", "/dir/one-link"));
+    ok(m->symlink("../one", "/dir/rel"));
+    ok(m->symlink("/dir/sub", "/abs"));
+    ok(m->symlink("/nowhere", "/dangling"));
+    ok(m->mknod("/fifo", FileType::fifo, 0644));
+    ok(m->mknod("/null", FileType::char_device, 0666, makedev(1, 3)));
+    ok(write_file(*m, std::string("/latin1-\xe9\xff"), "not UTF-8"));
+    ok(write_file(*m, "/" + std::string(255, 'L'), "long name"));
+    ok(m->setxattr("/one", "user.text", "value"));
+    ok(m->setxattr("/one", "user.empty", ""));
+    ok(m->setxattr("/dir", "user.bin", std::string("\0\1\2\xff", 4)));
+    ok(m->chown("/exec", 1000, 100));
+    ok(m->utimens("/one", TimeUpdate::at({1000000000, 1}), TimeUpdate::at({1234567890, 123456789})));
+    ok(m->utimens("/dir", TimeUpdate::at({-1, 999999999}), TimeUpdate::at({4102444800, 5})));
+    return m;
+}
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) die("usage: pack_write_goldens <dir>");
+    const fs::path dir = argv[1];
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) die(dir.string() + ": " + ec.message());
+    auto tree = golden_tree();
+    auto snap = tree->snapshot();
+    ok(snap);
+    for (auto [name, compression] : {std::pair{"v1-raw.pack", Compression::none},
+                                     {"v1-zstd.pack", Compression::zstd},
+                                     {"v1-lz4.pack", Compression::lz4}}) {
+        PackWriteOptions options;
+        options.compression = compression;
+        options.block_size = 16384;  // several blocks for the 70,000-byte file
+        ok(write_pack(**snap, (dir / name).string(), options));
+        std::printf("{\"%s\", \"%s\"},\n", name,
+                    golden::hex_sha256(slurp(dir / name)).c_str());
+    }
+    std::ofstream(dir / "v1.expected") << golden::describe_all(**snap);
+    return 0;
+}
