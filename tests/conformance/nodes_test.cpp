@@ -270,12 +270,16 @@ TEST_P(Nodes, ARemovedDirectoryHeldTakesNoNewNames) {
     PACKFS_EXPECT_ERRNO(made, ENOENT);
     PACKFS_EXPECT_ERRNO(fs().mkdir(d, "sub", 0755), ENOENT);
     PACKFS_EXPECT_ERRNO(fs().symlink(d, "l", "target"), ENOENT);
-    if (caps().special_files) PACKFS_EXPECT_ERRNO(fs().mknod(d, "p", FileType::fifo, 0644, 0), ENOENT);
+    if (caps().special_files) {
+        PACKFS_EXPECT_ERRNO(fs().mknod(d, "p", FileType::fifo, 0644, 0), ENOENT);
+    }
     PACKFS_EXPECT_ERRNO(fs().link(file->node(), d, "hard"), ENOENT);
     PACKFS_EXPECT_ERRNO(fs().rename(kRootNode, "file", d, "moved"), ENOENT);
     EXPECT_TRUE(IsOk(fs().lstat("/file")));  // the failed rename left it where it was
     auto listed = fs().list(d);
-    if (listed) EXPECT_TRUE(listed->empty());
+    if (listed) {
+        EXPECT_TRUE(listed->empty());
+    }
 }
 
 TEST_P(Nodes, ASnapshotsNodesAreTheLiveNumbersFrozen) {
