@@ -18,9 +18,16 @@
 //   lookup in flight, and an operation sees one version of the table throughout.
 // - snapshot() snapshots every member (O(1) each for mem) under the Vfs's change lock, so the
 //   snapshot is one consistent instant across mounts for every change made through the Vfs.
-// - Limits of this version: symlink targets are resolved inside the backend that holds the
-//   link (a link cannot point into another mount); st_ino is the member backend's own
-//   inode number, so two mounts can report the same ino.
+//   The nodes held then are the snapshot's too, under the same ids.
+// - The node calls (lookup, forget, list, create, rename by node, ...) walk the same namespace:
+//   a lookup notices a mount point at dir/name in the current table, union directories merge,
+//   and a change by node goes to the member that holds it, with the same EROFS/EXDEV/EBUSY
+//   rules. A node keeps what it was when looked up: one of an unmounted member still answers
+//   (it holds the member) but is no longer reached by lookup. docs/VFS.md "Nodes".
+// - Limits of this version: by path, symlink targets are resolved inside the backend that
+//   holds the link (a link cannot point into another mount; a walk by node follows it from the
+//   Vfs's root); st_ino is the member backend's own inode number, so two mounts can report the
+//   same ino.
 #pragma once
 
 #include <memory>
@@ -47,6 +54,7 @@ class Vfs : public Backend {
 public:
     // An empty Vfs: "/" exists (as a directory) and nothing else until something is mounted.
     static std::shared_ptr<Vfs> create();
+    using Backend::create;  // the node call, beside the factory of the same name
 
     // Mounts `backend` at `path` (normalised; need not exist in any backend).
     virtual Result<void> mount(std::string_view path, std::shared_ptr<Backend> backend,

@@ -6,6 +6,16 @@
 
 namespace packfs::vfs {
 
+TablePtr seal(Table table) {
+    NodeDesc root;
+    root.path = "/";
+    if (const UnionPtr* members = table.mounts.find(std::string_view("/"))) {
+        for (const Member& m : **members) root.parts.push_back(m.root_part());
+    }
+    table.root = std::make_shared<const NodeDesc>(std::move(root));
+    return std::make_shared<const Table>(std::move(table));
+}
+
 Target dispatch(const Table& table, std::string_view normal_path, bool wants_dir) {
     std::string_view prefix = normal_path;
     for (;;) {

@@ -13,13 +13,17 @@
 #include "core/persistent_map.hpp"
 #include "packfs/backend.hpp"
 #include "packfs/vfs.hpp"
+#include "vfs/node_table.hpp"
 
 namespace packfs::vfs {
 
 struct Member {
     std::shared_ptr<Backend> backend;
     MountOptions options;
+    uint64_t id = 0;  // this member at this mount point, unique in its Vfs (nodes name mounts by it)
     bool writable() const noexcept { return !options.read_only && !backend->read_only(); }
+    // The member's root, as a part of a node.
+    Part root_part() const { return Part{backend, id, writable(), kRootNode}; }
 };
 
 using Union = std::vector<Member>;
@@ -27,8 +31,14 @@ using UnionPtr = std::shared_ptr<const Union>;
 
 struct Table {
     PersistentMap<std::string, UnionPtr> mounts;
+    // The Vfs's root node as this version describes it (see seal()).
+    DescPtr root;
 };
 using TablePtr = std::shared_ptr<const Table>;
+
+// A finished version, ready to publish: its root node described (the members mounted at "/",
+// or a synthetic directory).
+TablePtr seal(Table table);
 
 // Where a normal path goes: the union mounted at its longest mounted prefix, and the path
 // inside the members ("/" for the mount point itself).
