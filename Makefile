@@ -42,7 +42,7 @@ test-asan: deps
 
 test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACKFS_SANITIZE=thread -DPACKFS_BUILD_TOOLS=OFF $(CMAKE_ARGS)
-	cmake --build build-tsan -j $(JOBS)
+	cmake --build build-tsan -j $(JOBS) --target tsan-tests
 	cd build-tsan && PACKFS_SANITIZER_RUN=1 ctest --output-on-failure -j $(JOBS) -L tsan
 
 # The libFuzzer targets in fuzz/ (pack reader, path normaliser): a separate clang build of the

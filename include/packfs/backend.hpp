@@ -108,18 +108,18 @@ public:
     // The entry `name` of directory `dir`. `name` is one component: "", ".", ".." and names
     // with '/' are EINVAL, over 255 bytes ENAMETOOLONG. ENOENT when there is none, ENOTDIR
     // when `dir` is not a directory, ESTALE when `dir` is gone.
-    virtual Result<Entry> lookup(Node dir, std::string_view name);
+    virtual Result<Entry> lookup(Node dir, std::string_view name) = 0;
     // Gives back `count` references to `node` (see "Nodes" above).
     virtual void forget(Node node, uint64_t count = 1) noexcept {
         (void)node;
         (void)count;
     }
-    virtual Result<Stat> getattr(Node node);
+    virtual Result<Stat> getattr(Node node) = 0;
     // The entries of directory `dir` (name, st_ino, type, without loading each child), without
     // "." and "..", in the backend's own order.
-    virtual Result<std::vector<DirEntry>> list(Node dir);
+    virtual Result<std::vector<DirEntry>> list(Node dir) = 0;
     // A symlink's target; EINVAL for anything else.
-    virtual Result<std::string> readlink(Node node);
+    virtual Result<std::string> readlink(Node node) = 0;
     // The node whose st_ino is `ino`, as an NFS file handle finds one (a volume's compaction
     // moves the overlay's nodes onto the new pack this way). ESTALE when no object has that
     // number; ENOTSUP where a backend cannot find objects by number (a host directory).
@@ -138,7 +138,7 @@ public:
     // Opens `node` with the O_ACCMODE, O_APPEND, O_TRUNC and O_DIRECTORY bits of `flags`
     // (O_CREAT is create's): EISDIR for a directory opened for writing, ELOOP for a symlink,
     // ENOTSUP for a special file.
-    virtual Result<FileHandle> open(Node node, int flags);
+    virtual Result<FileHandle> open(Node node, int flags) = 0;
 
     // Makes the regular file `name` in `dir` (mode & 07777; the owner: `owner`, else the
     // backend's default) and opens it with `flags`. When the name exists: EEXIST with O_EXCL,

@@ -227,13 +227,3 @@ Result<void> Backend::removexattr(Node, std::string_view) { return fail(EROFS, "
 
 }  // namespace packfs
 
-namespace packfs {
-
-// Until every backend implements its nodes (transitional).
-Result<Entry> Backend::lookup(Node, std::string_view name) { return fail(ENOTSUP, "lookup", name); }
-Result<Stat> Backend::getattr(Node) { return fail(ENOTSUP, "getattr"); }
-Result<std::vector<DirEntry>> Backend::list(Node) { return fail(ENOTSUP, "readdir"); }
-Result<std::string> Backend::readlink(Node) { return fail(ENOTSUP, "readlink"); }
-Result<FileHandle> Backend::open(Node, int) { return fail(ENOTSUP, "open"); }
-
-}  // namespace packfs

@@ -383,13 +383,16 @@ Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
     if (!d) return error_of(d);
     const NodeDesc& source = **n;
     const NodeDesc& desc = **d;
-    // A mount point, or a directory holding one, stays where it is (the path calls' EBUSY).
-    if (source.synthetic() ||
-        (!source.path.empty() &&
-         (source.path == "/" || table->mounts.find(source.path) != nullptr ||
-          has_mount_below(*table, source.path))))
-        return fail(EBUSY, "link", name);
-    if (crossing(*table, desc, name).mounts_below) return fail(EBUSY, "link", name);
+    const Crossing target = crossing(*table, desc, name);
+    if (source.synthetic() || !source.path.empty()) {
+        // A directory the Vfs knows by path (the root, a mount point, one holding mounts),
+        // reached here by a walk (a symlink to it): answered as a member asked to link a
+        // directory answers, EEXIST for a name that is there, else EPERM.
+        Holding h = holder_of(desc.parts, name, false);
+        const bool there = target.mounts_below || (h.part && !h.error);
+        return fail(there ? EEXIST : EPERM, "link", name);
+    }
+    if (target.mounts_below) return fail(EBUSY, "link", name);
     const Part& from = source.top();
     const Part* to = part_in(desc.parts, from.mount);
     if (!to) return fail(EXDEV, "link", name);

@@ -27,6 +27,7 @@
 #include "fuse/mountinfo.hpp"
 #include "fuse/mount.hpp"
 #include "fuse/serve.hpp"
+#include "host_io.hpp"
 #include "packfs/dir.hpp"
 #include "packfs/volume.hpp"
 #include "report.hpp"
@@ -193,6 +194,7 @@ int serve_mount(MountArgs args, int ready_fd) {
         return out.usage("-o default_permissions, fsname= and subtype= are set by packfs mount");
     auto compact_at = parse_size(args.compact_at);
     if (!compact_at) return out.usage("--compact-at wants a size such as 64M");
+    raise_fd_limit();  // before the backend sizes its directory fd cache from it
     auto served = open_served(args, read_only, *compact_at);
     if (!served) return out.fail(mount_failure(served.error(), args));
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -38,16 +37,6 @@ struct EntryRef {
     const char* name = nullptr;
 };
 
-// One fd per directory level stays open while its subtree is filled: allow as many as the
-// hard limit does, so a deep tree does not run out at the default soft limit of 1024.
-void raise_fd_limit() {
-    rlimit limit{};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-        limit.rlim_cur = limit.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &limit);
-    }
-}
-
 class Extractor {
 public:
     Extractor(Backend& fs, const std::function<void(const ExtractReport&)>& progress)
@@ -60,6 +49,7 @@ public:
     }
 
     ExtractReport run(int dest_fd) {
+        // One fd per directory level stays open while its subtree is filled.
         raise_fd_limit();
         dest_fd_ = dest_fd;
         auto root = fs_.lstat("/");

@@ -1,5 +1,7 @@
 #include "host_io.hpp"
 
+#include <sys/resource.h>
+
 #include <cerrno>
 
 namespace packfs::cli {
@@ -14,6 +16,14 @@ int write_all(int fd, std::span<const std::byte> data) noexcept {
         data = data.subspan(static_cast<std::size_t>(n));
     }
     return 0;
+}
+
+void raise_fd_limit() noexcept {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
 }
 
 }  // namespace packfs::cli
