@@ -38,7 +38,7 @@ void print_scaling(std::FILE* out, std::span<const Figure> figures);
 void print_order(std::FILE* out, std::span<const Figure> figures, double threshold = 0.2);
 // vfs median / mem median, category by category, where one group has both.
 void print_vfs_overhead(std::FILE* out, std::span<const Figure> figures);
-// The targets of issue 3 that the figures allow to check, measured value and verdict.
+// The targets of issues 3 and 13 that the figures allow to check, measured value and verdict.
 void print_targets(std::FILE* out, std::span<const Figure> figures);
 
 }  // namespace packfs::bench

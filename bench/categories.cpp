@@ -119,6 +119,40 @@ Result<double> time_stat(Target& t, const Sizes& s) {
     return clock.seconds();
 }
 
+// Two threads, each stat'ing every file once in its own order: n is 2 x files, so its ops/s
+// against "stat files"'s is what a second reader adds (DESIGN §5: readers share nothing).
+Result<double> time_stat_two_threads(Target& t, const Sizes& s) {
+    constexpr std::size_t kThreads = 2;
+    auto paths = make_small_files(t, s.files, s.file_bytes);
+    if (!paths) return std::unexpected(paths.error());
+    std::vector<std::optional<Error>> errors(kThreads);
+    std::latch ready(kThreads);
+    std::latch start(1);
+    std::vector<std::thread> pool;
+    for (std::size_t k = 0; k < kThreads; ++k) {
+        pool.emplace_back([&, k] {
+            const auto order = shuffled(s.files, kAccessSeed + k);
+            ready.count_down();
+            start.wait();
+            for (std::size_t i : order) {
+                if (auto ok = t.stat((*paths)[i]); !ok) {
+                    errors[k] = ok.error();
+                    return;
+                }
+            }
+        });
+    }
+    ready.wait();
+    Stopwatch clock;
+    start.count_down();
+    for (auto& th : pool) th.join();
+    const double seconds = clock.seconds();
+    for (auto& e : errors) {
+        if (e) return std::unexpected(*e);
+    }
+    return seconds;
+}
+
 Result<double> time_readdir(Target& t, const Sizes& s) {
     auto paths = make_small_files(t, s.files, s.file_bytes);
     if (!paths) return std::unexpected(paths.error());
@@ -537,6 +571,8 @@ std::vector<Group> make_groups(const Sizes& s, std::span<const BackendAdapter* c
     add("create files", true, s.files, small_bytes, [s](Target& t) { return time_create(t, s); });
     add("read files", false, s.files, small_bytes, [s](Target& t) { return time_read(t, s); });
     add("stat files", false, s.files, 0, [s](Target& t) { return time_stat(t, s); });
+    add("stat files, 2 threads", false, 2 * s.files, 0,
+        [s](Target& t) { return time_stat_two_threads(t, s); });
     add("readdir", false, s.files, 0, [s](Target& t) { return time_readdir(t, s); });
     add("unlink files", false, s.files, 0, [s](Target& t) { return time_unlink(t, s); });
     add("mkdir", false, s.dirs, 0, [s](Target& t) { return time_mkdir(t, s); });

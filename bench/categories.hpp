@@ -68,6 +68,7 @@ struct Sizes {
     std::size_t volume_entries = 20'000;
     std::size_t volume_journal_changes = 300;
     std::size_t volume_writes = 100'000;
+    std::size_t volume_replay_records = 1'000'000;  // the journal a volume open replays
 };
 
 // The names of the extra sections, as --filter and the report use them.

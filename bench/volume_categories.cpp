@@ -55,6 +55,8 @@ constexpr const char* kPackAlone = "pack";
 constexpr const char* kOverlayEmpty = "overlay (empty upper)";
 constexpr const char* kOverlayChanged = "overlay (1% written + 1% deleted)";
 constexpr const char* kRawCopy = "raw copy (as overlayfs)";
+constexpr const char* kReplayPrefix = "journal replay: volume open, ";
+constexpr const char* kReplayBackend = "volume (read-only open)";
 
 // Pseudo-random bytes (splitmix64), as pack_categories.cpp's: incompressible, so a pack of
 // them is as large as the file.
@@ -821,6 +823,85 @@ Group compaction_group(const Sizes& s, const std::string& scratch,
     return group;
 }
 
+// --- journal replay ---------------------------------------------------------------------------
+
+struct ReplayState {
+    std::optional<TempDir> dir;
+    uint64_t records = 0;
+};
+
+// A volume whose journal holds `records` records and nothing compacted: 1,000 directories
+// (a mkdir each), then files of `bytes` bytes in them (a create and a write each), made with
+// explicit durability and one sync at the end, the volume closed.
+Result<uint64_t> build_replay_volume(const std::string& dir, std::size_t records, std::size_t bytes) {
+    constexpr std::size_t kDirs = 1000;
+    VolumeInit init;
+    init.durability = Durability::explicit_sync;
+    if (auto ok = Volume::create(dir, init); !ok) return std::unexpected(ok.error());
+    auto volume = Volume::open(dir);
+    if (!volume) return std::unexpected(volume.error());
+    Volume& v = **volume;
+    const std::size_t dirs = std::min(kDirs, records);
+    const std::size_t files = (records - dirs) / 2;
+    for (std::size_t d = 0; d < dirs; ++d) {
+        if (auto ok = v.mkdir(fmt::format("/d{}", d), 0755); !ok) return std::unexpected(ok.error());
+    }
+    std::vector<std::byte> data(bytes);
+    fill_random(data, kCreateSeed);
+    for (std::size_t i = 0; i < files; ++i) {
+        auto file = v.open(fmt::format("/d{}/file-{}", i % dirs, i), O_CREAT | O_EXCL | O_WRONLY, 0644);
+        if (!file) return std::unexpected(file.error());
+        std::memcpy(data.data(), &i, std::min(sizeof i, data.size()));
+        if (auto n = (*file)->pwrite(data, 0); !n) return std::unexpected(n.error());
+    }
+    if (auto ok = v.sync(); !ok) return std::unexpected(ok.error());
+    return v.status().journal_records;
+}
+
+// Opening a volume replays its journal into the live tree (docs/JOURNAL.md): records per
+// second of Volume::open, read-only so that every run replays the same journal.
+Group replay_group(const Sizes& s, const std::string& scratch) {
+    auto state = std::make_shared<ReplayState>();
+    Group group;
+    group.section = kVolumeSection;
+    group.max_runs = 3;
+    group.prepare = [state, records = s.volume_replay_records, bytes = s.file_bytes,
+                     scratch]() -> Result<void> {
+        auto dir = TempDir::create(scratch, "replay-");
+        if (!dir) return std::unexpected(dir.error());
+        auto made = build_replay_volume(dir->path(), records, bytes);
+        if (!made) return std::unexpected(made.error());
+        if (*made != records)  // the figure's n: one record per mkdir, create and write
+            return fail(EIO, "journal replay (unexpected journal)",
+                        fmt::format("{} records written for {} planned", *made, records));
+        state->dir = std::move(*dir);
+        state->records = *made;
+        settle_host_filesystem(scratch);
+        return {};
+    };
+    group.finish = [state] { *state = {}; };
+    Arm arm;
+    arm.category = fmt::format("{}{} records", kReplayPrefix, short_count(s.volume_replay_records));
+    arm.plain = "journal replay";
+    arm.backend = kReplayBackend;
+    arm.n = s.volume_replay_records;
+    arm.run_once = [state]() -> Result<double> {
+        VolumeOptions options;
+        options.read_only = true;
+        Stopwatch clock;
+        auto volume = Volume::open(state->dir->path(), options);
+        const double seconds = clock.seconds();
+        if (!volume) return std::unexpected(volume.error());
+        const uint64_t replayed = (*volume)->recovery().records_replayed;
+        if (replayed != state->records)
+            return fail(EIO, "journal replay (wrong record count)",
+                        fmt::format("{} replayed of {} written", replayed, state->records));
+        return seconds;
+    };
+    group.arms.push_back(std::move(arm));
+    return group;
+}
+
 // --- targets ------------------------------------------------------------------------------------
 
 std::string met(bool ok) { return ok ? "met" : "MISSED"; }
@@ -878,6 +959,15 @@ void create_targets(std::span<const Figure> figures, std::vector<std::string>& l
                                         what, times_text(*f, *mem, "file"),
                                         met(per_op(*mem) / per_op(*f) >= 0.5)));
         }
+    }
+}
+
+void replay_targets(std::span<const Figure> figures, std::vector<std::string>& lines) {
+    for (const std::string& c : categories_with(figures, kReplayPrefix)) {
+        const Figure* f = find_figure(figures, c, kReplayBackend);
+        if (!f) continue;
+        lines.push_back(fmt::format("{} >= 1 M records/s: {:.2f} M/s: {}", c, f->ops_per_s / 1e6,
+                                    met(f->ops_per_s >= 1e6)));
     }
 }
 
@@ -971,6 +1061,7 @@ std::vector<Group> volume_groups(const Sizes& s, bool with_raw, const std::strin
     groups.push_back(overlay_read_group(s, scratch));
     groups.push_back(copy_up_group(s, with_raw, scratch, facts));
     groups.push_back(compaction_group(s, scratch, facts));
+    groups.push_back(replay_group(s, scratch));
     return groups;
 }
 
@@ -981,6 +1072,7 @@ void print_volume_targets(std::FILE* out, std::span<const Figure> figures,
     overlay_targets(figures, lines);
     copy_up_targets(figures, facts, lines);
     compaction_targets(figures, facts, lines);
+    replay_targets(figures, lines);
     if (lines.empty()) return;
     fmt::print(out, "\ntargets (volume, overlay):\n");
     for (const auto& l : lines) fmt::print(out, "  {}\n", l);

@@ -47,6 +47,10 @@ Result<void> Engine::add_lower_xattrs(CellState& s, uint64_t lower_node) {
 
 Result<Cell*> Engine::own_cell(const Ref& node) {
     if (node.cell) return node.cell;
+    // A Ref taken before an earlier call of the same operation copied the inode up (a rename
+    // within one lower directory: its source and destination are two Refs of one inode).
+    Cell* existing = table_.find(node.ino);
+    if (existing && existing->state.kind == CellKind::live) return existing;
     // A lower inode: copied up into a cell of its number. Metadata, target and xattrs are
     // copied; the content stays in the lower until a chunk of it is written.
     auto st = lower_->getattr(Node{node.lower});
@@ -82,7 +86,7 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
         return std::unexpected(ok.error());
     }
     inodes_.fetch_add(1, std::memory_order_relaxed);
-    Cell* cell = table_.find(node.ino);
+    Cell* cell = existing;
     if (cell) {
         // A stub (a held lower inode) becomes the copy: the holds stay where they are.
         s.prev = nullptr;

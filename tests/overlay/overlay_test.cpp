@@ -97,6 +97,24 @@ TEST(Overlay, RenamedLowerDirectoryKeepsItsEntries) {
     EXPECT_TRUE(names(*fs, "/d").empty());
 }
 
+// A rename inside one lower directory names that directory twice (source and destination):
+// it is copied up once, keeping its xattrs, and counts as one inode more, not two.
+TEST(Overlay, RenameWithinALowerDirectoryCopiesItUpOnce) {
+    auto lower = pack_of([](Backend& fs) {
+        return fs.mkdir("/d").has_value() && fs.setxattr("/d", "user.k", "v").has_value() &&
+               write_file(fs, "/d/a", "content").has_value();
+    });
+    ASSERT_NE(lower, nullptr);
+    auto fs = overlay_over(lower);
+    const uint64_t used_before = fs->statfs("/")->files - fs->statfs("/")->files_free;
+    ASSERT_TRUE(fs->rename("/d/a", "/d/b").has_value());
+    EXPECT_EQ(read_file(*fs, "/d/b").value_or(""), "content");
+    EXPECT_EQ(fs->getxattr("/d", "user.k").value_or(""), "v");
+    EXPECT_EQ(names(*fs, "/d"), std::vector<std::string>{"b"});
+    // Copied up: the renamed file and its directory.
+    EXPECT_EQ(fs->statfs("/")->files - fs->statfs("/")->files_free, used_before + 2);
+}
+
 TEST(Overlay, DirectoryRecreatedOverDeletedLowerIsOpaque) {
     auto lower = pack_of([](Backend& fs) {
         return fs.mkdir("/d").has_value() && write_file(fs, "/d/old", "x").has_value();
