@@ -12,12 +12,10 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <latch>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -122,35 +120,16 @@ Result<double> time_stat(Target& t, const Sizes& s) {
 // Two threads, each stat'ing every file once in its own order: n is 2 x files, so its ops/s
 // against "stat files"'s is what a second reader adds (DESIGN §5: readers share nothing).
 Result<double> time_stat_two_threads(Target& t, const Sizes& s) {
-    constexpr std::size_t kThreads = 2;
     auto paths = make_small_files(t, s.files, s.file_bytes);
     if (!paths) return std::unexpected(paths.error());
-    std::vector<std::optional<Error>> errors(kThreads);
-    std::latch ready(kThreads);
-    std::latch start(1);
-    std::vector<std::thread> pool;
-    for (std::size_t k = 0; k < kThreads; ++k) {
-        pool.emplace_back([&, k] {
-            const auto order = shuffled(s.files, kAccessSeed + k);
-            ready.count_down();
-            start.wait();
-            for (std::size_t i : order) {
-                if (auto ok = t.stat((*paths)[i]); !ok) {
-                    errors[k] = ok.error();
-                    return;
-                }
-            }
-        });
-    }
-    ready.wait();
-    Stopwatch clock;
-    start.count_down();
-    for (auto& th : pool) th.join();
-    const double seconds = clock.seconds();
-    for (auto& e : errors) {
-        if (e) return std::unexpected(*e);
-    }
-    return seconds;
+    const std::vector<std::size_t> orders[2] = {shuffled(s.files, kAccessSeed),
+                                                shuffled(s.files, kAccessSeed + 1)};
+    return time_threads(2, [&](std::size_t k) -> Result<void> {
+        for (std::size_t i : orders[k]) {
+            if (auto ok = t.stat((*paths)[i]); !ok) return std::unexpected(ok.error());
+        }
+        return {};
+    });
 }
 
 Result<double> time_readdir(Target& t, const Sizes& s) {
@@ -237,46 +216,24 @@ Result<double> time_read_large(Target& t, std::size_t mib) {
 Result<double> time_concurrent(Target& t, const Sizes& s) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     std::vector<std::vector<std::string>> paths(s.threads);
+    std::vector<std::vector<std::byte>> data(s.threads);
+    std::vector<std::vector<std::byte>> bufs(s.threads, std::vector<std::byte>(kSmallReadBuffer));
     for (std::size_t k = 0; k < s.threads; ++k) {
         paths[k] = numbered_paths(t, "d", fmt::format("t{}-", k), s.iterations);
+        data[k] = pattern(s.file_bytes, 100 + k);
     }
-    std::vector<std::optional<Error>> errors(s.threads);
-    std::latch ready(static_cast<std::ptrdiff_t>(s.threads));
-    std::latch start(1);
-    std::vector<std::thread> pool;
-    pool.reserve(s.threads);
-    for (std::size_t k = 0; k < s.threads; ++k) {
-        pool.emplace_back([&, k] {
-            auto data = pattern(s.file_bytes, 100 + k);
-            std::vector<std::byte> buf(kSmallReadBuffer);
-            ready.count_down();
-            start.wait();
-            for (std::size_t i = 0; i < s.iterations; ++i) {
-                const std::string& path = paths[k][i];
-                stamp(data, i);
-                Result<void> ok = t.create_file(path, data);
-                if (ok) {
-                    auto n = t.read_file(path, buf);
-                    ok = n ? check_read(path, std::span(buf).first(*n), s.file_bytes, i)
-                           : Result<void>(std::unexpected(n.error()));
-                }
-                if (ok) ok = t.unlink(path);
-                if (!ok) {
-                    errors[k] = ok.error();
-                    return;
-                }
-            }
-        });
-    }
-    ready.wait();
-    Stopwatch clock;
-    start.count_down();
-    for (auto& th : pool) th.join();
-    const double seconds = clock.seconds();
-    for (auto& e : errors) {
-        if (e) return std::unexpected(*e);
-    }
-    return seconds;
+    return time_threads(s.threads, [&](std::size_t k) -> Result<void> {
+        for (std::size_t i = 0; i < s.iterations; ++i) {
+            const std::string& path = paths[k][i];
+            stamp(data[k], i);
+            if (auto ok = t.create_file(path, data[k]); !ok) return ok;
+            auto n = t.read_file(path, bufs[k]);
+            if (!n) return std::unexpected(n.error());
+            if (auto ok = check_read(path, std::span(bufs[k]).first(*n), s.file_bytes, i); !ok) return ok;
+            if (auto ok = t.unlink(path); !ok) return ok;
+        }
+        return {};
+    });
 }
 
 // --- million-entry directory ----------------------------------------------------------

@@ -8,10 +8,16 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <latch>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "packfs/error.hpp"
 
 namespace packfs::bench {
 
@@ -42,6 +48,33 @@ inline void settle_host_filesystem(const std::string& scratch) {
     if (fd < 0) return;
     ::syncfs(fd);
     ::close(fd);
+}
+
+// Runs body(k) on `threads` threads, started and parked before the clock starts; the clock
+// stops when the last one has finished. The first error of any thread is the result.
+inline Result<double> time_threads(std::size_t threads,
+                            const std::function<Result<void>(std::size_t)>& body) {
+    std::vector<std::optional<Error>> errors(threads);
+    std::latch ready(static_cast<std::ptrdiff_t>(threads));
+    std::latch start(1);
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (std::size_t k = 0; k < threads; ++k) {
+        pool.emplace_back([&, k] {
+            ready.count_down();
+            start.wait();
+            if (auto ok = body(k); !ok) errors[k] = ok.error();
+        });
+    }
+    ready.wait();
+    Stopwatch clock;
+    start.count_down();
+    for (auto& th : pool) th.join();
+    const double seconds = clock.seconds();
+    for (auto& e : errors) {
+        if (e) return std::unexpected(*e);
+    }
+    return seconds;
 }
 
 }  // namespace packfs::bench

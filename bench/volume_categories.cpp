@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <latch>
 #include <optional>
 #include <thread>
 
@@ -93,33 +92,6 @@ Result<void> expect_entries(Target& t, const std::string& dir, std::size_t want)
                     fmt::format("{}: {} entries, expected {}", dir, *n, want));
     }
     return {};
-}
-
-// Runs body(k) on `threads` threads, started and parked before the clock starts; the clock
-// stops when the last one has finished (as the concurrency category times its threads).
-Result<double> time_threads(std::size_t threads,
-                            const std::function<Result<void>(std::size_t)>& body) {
-    std::vector<std::optional<Error>> errors(threads);
-    std::latch ready(static_cast<std::ptrdiff_t>(threads));
-    std::latch start(1);
-    std::vector<std::thread> pool;
-    pool.reserve(threads);
-    for (std::size_t k = 0; k < threads; ++k) {
-        pool.emplace_back([&, k] {
-            ready.count_down();
-            start.wait();
-            if (auto ok = body(k); !ok) errors[k] = ok.error();
-        });
-    }
-    ready.wait();
-    Stopwatch clock;
-    start.count_down();
-    for (auto& th : pool) th.join();
-    const double seconds = clock.seconds();
-    for (auto& e : errors) {
-        if (e) return std::unexpected(*e);
-    }
-    return seconds;
 }
 
 // A fresh, empty volume in its own directory under `scratch` (removed with the target).
