@@ -51,9 +51,12 @@ inline void settle_host_filesystem(const std::string& scratch) {
 }
 
 // Runs body(k) on `threads` threads, started and parked before the clock starts; the clock
-// stops when the last one has finished. The first error of any thread is the result.
+// stops when the last one has finished. The first error of any thread is the result. `setup`,
+// if given, runs untimed on each thread before it parks (to warm that core's caches as the
+// thread that made the data has them warm in a one-thread category); its error is the result.
 inline Result<double> time_threads(std::size_t threads,
-                            const std::function<Result<void>(std::size_t)>& body) {
+                                   const std::function<Result<void>(std::size_t)>& body,
+                                   const std::function<Result<void>(std::size_t)>& setup = {}) {
     std::vector<std::optional<Error>> errors(threads);
     std::latch ready(static_cast<std::ptrdiff_t>(threads));
     std::latch start(1);
@@ -61,8 +64,14 @@ inline Result<double> time_threads(std::size_t threads,
     pool.reserve(threads);
     for (std::size_t k = 0; k < threads; ++k) {
         pool.emplace_back([&, k] {
+            Result<void> prepared;
+            if (setup) prepared = setup(k);
             ready.count_down();
             start.wait();
+            if (!prepared) {
+                errors[k] = prepared.error();
+                return;
+            }
             if (auto ok = body(k); !ok) errors[k] = ok.error();
         });
     }

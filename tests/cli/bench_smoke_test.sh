@@ -9,11 +9,13 @@ trap 'rm -rf "$out"' EXIT
   --json "$out/b.json" > "$out/table.txt"
 grep -q "stat files  *mem" "$out/table.txt" || { echo "no mem stat row"; cat "$out/table.txt"; exit 1; }
 grep -q "readdir  *raw" "$out/table.txt" || { echo "no raw readdir row"; exit 1; }
+grep -q "stat files, 2 threads  *mem" "$out/table.txt" || { echo "no mem 2-thread stat row"; exit 1; }
 python3 - "$out/b.json" <<'PY'
 import json, sys
 records = json.load(open(sys.argv[1]))
 fields = ["category", "backend", "n", "runs", "median_s", "min_s", "max_s", "ops_per_s", "mb_per_s"]
-assert len(records) == 4, f"expected 4 figures, got {len(records)}"
+# "stat" selects "stat files" and "stat files, 2 threads"; with readdir, 3 categories x 2 backends.
+assert len(records) == 6, f"expected 6 figures, got {len(records)}"
 for r in records:
     assert list(r.keys()) == fields, f"fields {list(r.keys())}"
     assert r["backend"] in ("mem", "raw"), r["backend"]
