@@ -55,7 +55,7 @@ Sizes quick_sizes() {
     s.volume_pack_files = 2'000;
     s.volume_entries = 2'000;
     s.volume_journal_changes = 100;
-    s.volume_writes = 20'000;
+    s.volume_writes = 80'000;
     s.volume_replay_records = 100'000;
     return s;
 }

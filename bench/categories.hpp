@@ -67,7 +67,7 @@ struct Sizes {
     std::size_t volume_copy_up_mib = 64;
     std::size_t volume_entries = 20'000;
     std::size_t volume_journal_changes = 300;
-    std::size_t volume_writes = 100'000;
+    std::size_t volume_writes = 400'000;  // long enough for compactions to complete meanwhile
     std::size_t volume_replay_records = 1'000'000;  // the journal a volume open replays
 };
 

@@ -47,7 +47,7 @@ Result<CompactionStats> VolumeImpl::compact() {
     uint64_t snapshot_seq = 0, generation = 0, recoveries = 0;
     std::shared_ptr<JournalWriter> old_writer;
     {
-        std::lock_guard lock(mu_);
+        auto lock = lock_for_compaction();
         if (broken_) return fail(EIO, "compact", dir_);
         auto s = tree_owner_->snapshot();
         if (!s) return std::unexpected(s.error());
@@ -113,7 +113,7 @@ Result<CompactionStats> VolumeImpl::compact() {
 
     // 4. The switch, with writers held: the last records, the manifest, the new tree.
     const auto pause_start = std::chrono::steady_clock::now();
-    std::unique_lock lock(mu_);
+    auto lock = lock_for_compaction();
     if (writer_ != old_writer || broken_) return fail(EIO, "compact", dir_);
     if (auto ok = writer_->sync(); !ok) return std::unexpected(ok.error());
     if (recoveries_ != recoveries)  // records it copied may have been discarded since

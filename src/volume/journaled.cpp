@@ -144,10 +144,26 @@ void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
     }
 }
 
+std::unique_lock<std::mutex> VolumeImpl::lock_for_mutation() const {
+    // One load of a line only compactions write; a mutation that passes just before a
+    // compaction starts waiting is one operation, and the next one waits.
+    for (uint32_t w; (w = compaction_waits_.load(std::memory_order_acquire)) != 0;)
+        compaction_waits_.wait(w, std::memory_order_acquire);
+    return std::unique_lock(mu_);
+}
+
+std::unique_lock<std::mutex> VolumeImpl::lock_for_compaction() const {
+    compaction_waits_.fetch_add(1, std::memory_order_acq_rel);
+    std::unique_lock lock(mu_);
+    compaction_waits_.fetch_sub(1, std::memory_order_acq_rel);
+    compaction_waits_.notify_all();
+    return lock;
+}
+
 template <class T, class Op, class Fill>
 Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op, Fill&& fill) {
     if (options_.read_only) return fail(EROFS, record_type_name(type), what);
-    std::unique_lock lock(mu_);
+    std::unique_lock lock = lock_for_mutation();
     if (broken_)
         return fail(EIO, record_type_name(type),
                     fmt::format("{} (the volume's journal failed and could not be repaired; "

@@ -217,6 +217,12 @@ private:
     rcu::Reclaimer old_trees_;             // under mu_: trees replaced after a journal failure
 
     mutable std::mutex mu_;  // mutations, the writer pointer, the manifest, the tree
+    // Compactions waiting for mu_. std::mutex is not fair: a writer that releases it and takes
+    // it again at once wins every time, and a compaction waiting for its instant or its switch
+    // would wait as long as the writer keeps writing. Mutations wait while this is non-zero.
+    mutable std::atomic<uint32_t> compaction_waits_{0};
+    std::unique_lock<std::mutex> lock_for_mutation() const;
+    std::unique_lock<std::mutex> lock_for_compaction() const;
     std::shared_ptr<JournalWriter> writer_;
     std::set<uint64_t> recovered_epochs_;  // of writer_: failures already recovered from
     uint64_t append_epoch_ = 0;            // batch: writer_'s epoch at its last append
