@@ -219,29 +219,32 @@ void print_targets(std::FILE* out, std::span<const Figure> figures) {
         const Figure* m = find(figures, t.category, "mem");
         if (!m || m->n == 0) continue;
         const double ns = m->median_s / static_cast<double>(m->n) * 1e9;
-        lines.push_back(fmt::format("{} (mem) <= {:.0f} ns: {:.0f} ns: {}", t.category, t.max_ns, ns,
-                                    verdict_word(ns <= t.max_ns)));
+        lines.push_back(fmt::format("{} (mem) <= {:.0f} ns: {:.0f} ns: {}", t.category, t.max_ns,
+                                    ns, verdict_word(ns <= t.max_ns)));
         if (t.min_ratio > 0 && m->speedup) {
             lines.push_back(fmt::format("{} (mem) >= {:.0f}x raw: {}: {}", t.category, t.min_ratio,
-                                        ratio_text(*m->speedup), verdict_word(*m->speedup >= t.min_ratio)));
+                                        ratio_text(*m->speedup),
+                                        verdict_word(*m->speedup >= t.min_ratio)));
         }
     }
     for (const Figure& v : figures) {
-        if (v.backend != "vfs" || !v.section.empty() || v.category.starts_with("mount table")) continue;
+        if (v.backend != "vfs" || !v.section.empty() || v.category.starts_with("mount table"))
+            continue;
         const Figure* m = find(figures, v.category, "mem");
         if (!m || m->median_s <= 0) continue;
         const double r = v.median_s / m->median_s;
-        lines.push_back(fmt::format("{} through the Vfs <= +10%: {:+.0f}%: {}", v.category, (r - 1) * 100,
-                                    verdict_word(r <= 1.10)));
+        lines.push_back(fmt::format("{} through the Vfs <= +10%: {:+.0f}%: {}", v.category,
+                                    (r - 1) * 100, verdict_word(r <= 1.10)));
     }
     for (const char* backend : {"mem", "raw"}) {
         const Figure* one = find(figures, "stat files", backend);
         const Figure* two = find(figures, "stat files, 2 threads", backend);
         if (!one || !two || one->ops_per_s <= 0) continue;
         const double r = two->ops_per_s / one->ops_per_s;
-        lines.push_back(fmt::format("stat on 2 threads against 1 ({}) >= 1.8x: {:.2f}x{}", backend, r,
-                                    std::string_view(backend) == "mem" ? fmt::format(": {}", verdict_word(r >= 1.8))
-                                                                       : std::string(" (for comparison)")));
+        lines.push_back(fmt::format(
+            "stat on 2 threads against 1 ({}) >= 1.8x: {:.2f}x{}", backend, r,
+            std::string_view(backend) == "mem" ? fmt::format(": {}", verdict_word(r >= 1.8))
+                                               : std::string(" (for comparison)")));
     }
     for (const Figure& f : figures) {
         if (!f.category.starts_with("snapshot 1M") || f.n == 0) continue;

@@ -6,6 +6,7 @@
 #include "bench/categories.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,8 +17,6 @@
 #include <numeric>
 #include <optional>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "bench/timing.hpp"
 #include "bench/vfs_categories.hpp"
@@ -232,7 +231,8 @@ Result<double> time_concurrent(Target& t, const Sizes& s) {
             if (auto ok = t.create_file(path, data[k]); !ok) return ok;
             auto n = t.read_file(path, bufs[k]);
             if (!n) return std::unexpected(n.error());
-            if (auto ok = check_read(path, std::span(bufs[k]).first(*n), s.file_bytes, i); !ok) return ok;
+            if (auto ok = check_read(path, std::span(bufs[k]).first(*n), s.file_bytes, i); !ok)
+                return ok;
             if (auto ok = t.unlink(path); !ok) return ok;
         }
         return {};

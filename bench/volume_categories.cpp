@@ -805,7 +805,8 @@ struct ReplayState {
 // A volume whose journal holds `records` records and nothing compacted: 1,000 directories
 // (a mkdir each), then files of `bytes` bytes in them (a create and a write each), made with
 // explicit durability and one sync at the end, the volume closed.
-Result<uint64_t> build_replay_volume(const std::string& dir, std::size_t records, std::size_t bytes) {
+Result<uint64_t> build_replay_volume(const std::string& dir, std::size_t records,
+                                     std::size_t bytes) {
     constexpr std::size_t kDirs = 1000;
     VolumeInit init;
     init.durability = Durability::explicit_sync;
@@ -816,12 +817,14 @@ Result<uint64_t> build_replay_volume(const std::string& dir, std::size_t records
     const std::size_t dirs = std::min(kDirs, records);
     const std::size_t files = (records - dirs) / 2;
     for (std::size_t d = 0; d < dirs; ++d) {
-        if (auto ok = v.mkdir(fmt::format("/d{}", d), 0755); !ok) return std::unexpected(ok.error());
+        if (auto ok = v.mkdir(fmt::format("/d{}", d), 0755); !ok)
+            return std::unexpected(ok.error());
     }
     std::vector<std::byte> data(bytes);
     fill_random(data, kCreateSeed);
     for (std::size_t i = 0; i < files; ++i) {
-        auto file = v.open(fmt::format("/d{}/file-{}", i % dirs, i), O_CREAT | O_EXCL | O_WRONLY, 0644);
+        auto file =
+            v.open(fmt::format("/d{}/file-{}", i % dirs, i), O_CREAT | O_EXCL | O_WRONLY, 0644);
         if (!file) return std::unexpected(file.error());
         std::memcpy(data.data(), &i, std::min(sizeof i, data.size()));
         if (auto n = (*file)->pwrite(data, 0); !n) return std::unexpected(n.error());

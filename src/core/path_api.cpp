@@ -226,4 +226,3 @@ Result<void> Backend::setxattr(Node, std::string_view, std::string_view, XattrMo
 Result<void> Backend::removexattr(Node, std::string_view) { return fail(EROFS, "removexattr"); }
 
 }  // namespace packfs
-

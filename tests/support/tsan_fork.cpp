@@ -4,5 +4,7 @@
 // of a multi-threaded fork unless told to go on. The child only needs malloc and liburcu to be
 // usable after fork: glibc's malloc is, and PackFS installs liburcu's fork handlers (rcu.cpp).
 #if defined(__SANITIZE_THREAD__)
-extern "C" const char* __tsan_default_options() { return "die_after_fork=0"; }
+extern "C" const char* __tsan_default_options() {
+    return "die_after_fork=0";
+}
 #endif

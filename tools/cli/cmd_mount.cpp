@@ -5,9 +5,8 @@
 // Daemon mode (the default) forks before anything is opened, so no thread of the library
 // crosses a fork; the parent waits on a pipe and exits 0 only once the child has mounted and
 // serves requests, or prints the child's error and exits 1. -f stays in the foreground.
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -24,8 +23,8 @@
 
 #include "command.hpp"
 #include "fuse/control.hpp"
-#include "fuse/mountinfo.hpp"
 #include "fuse/mount.hpp"
+#include "fuse/mountinfo.hpp"
 #include "fuse/serve.hpp"
 #include "host_io.hpp"
 #include "packfs/dir.hpp"
