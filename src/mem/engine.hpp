@@ -114,7 +114,7 @@ public:
     // A live lookup that answers only the common case, cheaply: the tree's own entry of that
     // name; nullopt for anything else (none, a whiteout, a lower's entry), which child() answers.
     std::optional<Ref> child_fast(const Ref& dir, std::string_view name) const noexcept {
-        if (!dir.cell) return std::nullopt;
+        if (!dir.cell || !dir.is_dir()) return std::nullopt;
         const DirFields d = dir.cell->dir_fields();
         if (d.kind != CellKind::live) return std::nullopt;
         const EntryRec* e = trie_find(static_cast<const TrieNode*>(d.data), name_hash(name), name);

@@ -58,6 +58,9 @@ Ref Engine::root_at(uint64_t gen) const {
 
 Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
                                          uint64_t gen) const {
+    // A node from outside (a journal record, a FUSE request) may name a file: its data is not
+    // a trie.
+    if (!dir.is_dir()) return fail(ENOTDIR, "lookup", name);
     uint64_t lower_dir = dir.lower;
     if (dir.cell) {
         DirFields d;

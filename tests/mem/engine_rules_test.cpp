@@ -182,5 +182,20 @@ TEST(MemEngine, ManySnapshotsEachSeeTheirOwnGeneration) {
     EXPECT_EQ(read_file(*fs, "/f").value_or(""), "39");
 }
 
+// A node handed in from outside (a journal record, a FUSE request) may name a file where a
+// directory is wanted: every call answers ENOTDIR (a fuzzed journal record once made the engine
+// read a file's content as a directory).
+TEST(MemEngine, AFileNodeGivenAsADirectoryIsNotADirectory) {
+    auto fs = make_mem_backend();
+    ASSERT_TRUE(write_file(*fs, "/f", "data").has_value());
+    auto f = lookup_path(*fs, "/f");
+    ASSERT_TRUE(f.has_value());
+    EXPECT_EQ(fs->lookup(f->node, "x").error().code(), ENOTDIR);
+    EXPECT_EQ(fs->create(f->node, "x", O_CREAT | O_WRONLY, 0644, {}).error().code(), ENOTDIR);
+    EXPECT_EQ(fs->mkdir(f->node, "x", 0755, {}).error().code(), ENOTDIR);
+    EXPECT_EQ(fs->unlink(f->node, "x").error().code(), ENOTDIR);
+    EXPECT_EQ(read_file(*fs, "/f").value_or(""), "data");
+}
+
 }  // namespace
 }  // namespace packfs
