@@ -798,8 +798,7 @@ Group compaction_group(const Sizes& s, const std::string& scratch,
 // --- journal replay ---------------------------------------------------------------------------
 
 struct ReplayState {
-    std::optional<TempDir> dir;
-    uint64_t records = 0;
+    std::optional<TempDir> dir;  // the volume, made once for every run
 };
 
 // A volume whose journal holds `records` records and nothing compacted: 1,000 directories
@@ -850,7 +849,6 @@ Group replay_group(const Sizes& s, const std::string& scratch) {
             return fail(EIO, "journal replay (unexpected journal)",
                         fmt::format("{} records written for {} planned", *made, records));
         state->dir = std::move(*dir);
-        state->records = *made;
         settle_host_filesystem(scratch);
         return {};
     };
@@ -860,7 +858,7 @@ Group replay_group(const Sizes& s, const std::string& scratch) {
     arm.plain = "journal replay";
     arm.backend = kReplayBackend;
     arm.n = s.volume_replay_records;
-    arm.run_once = [state]() -> Result<double> {
+    arm.run_once = [state, records = arm.n]() -> Result<double> {
         VolumeOptions options;
         options.read_only = true;
         Stopwatch clock;
@@ -868,9 +866,9 @@ Group replay_group(const Sizes& s, const std::string& scratch) {
         const double seconds = clock.seconds();
         if (!volume) return std::unexpected(volume.error());
         const uint64_t replayed = (*volume)->recovery().records_replayed;
-        if (replayed != state->records)
+        if (replayed != records)
             return fail(EIO, "journal replay (wrong record count)",
-                        fmt::format("{} replayed of {} written", replayed, state->records));
+                        fmt::format("{} replayed of {} written", replayed, records));
         return seconds;
     };
     group.arms.push_back(std::move(arm));
