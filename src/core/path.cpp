@@ -8,15 +8,17 @@ bool is_normal_path(std::string_view path) noexcept {
     if (path.empty() || path.front() != '/' || path.size() > kMaxPathLength) return false;
     if (path.size() == 1) return true;
     if (path.back() == '/') return false;
-    if (std::memchr(path.data(), '\0', path.size()) != nullptr) return false;
+    // One pass (every call of the path API starts here): components of 1..255 bytes, no NUL,
+    // no "." or "..".
     std::size_t start = 1;
-    while (start <= path.size()) {
-        std::size_t end = path.find('/', start);
-        if (end == std::string_view::npos) end = path.size();
-        std::size_t len = end - start;
+    for (std::size_t i = 1; i <= path.size(); ++i) {
+        const char c = i < path.size() ? path[i] : '/';
+        if (c == '\0') return false;
+        if (c != '/') continue;
+        const std::size_t len = i - start;
         if (len == 0 || len > kMaxNameLength) return false;
         if (path[start] == '.' && (len == 1 || (len == 2 && path[start + 1] == '.'))) return false;
-        start = end + 1;
+        start = i + 1;
     }
     return true;
 }

@@ -57,6 +57,7 @@ void install_fork_handlers() {
 struct Batch {
     rcu_head head;
     std::vector<std::pair<void*, Reclaimer::Deleter>> items;
+    std::shared_ptr<void> context;
 };
 
 void free_batch(rcu_head* head) {
@@ -65,7 +66,7 @@ void free_batch(rcu_head* head) {
     __tsan_acquire(&grace_period_token);
     __tsan_acquire(batch);
 #endif
-    for (auto& [p, deleter] : batch->items) deleter(p);
+    for (auto& [p, deleter] : batch->items) deleter(p, batch->context.get());
     delete batch;
 }
 
@@ -94,6 +95,7 @@ void Reclaimer::flush() noexcept {
     Batch* batch = new (std::nothrow) Batch;
     if (!batch) return;
     batch->items.swap(items_);
+    batch->context = context_;
     bytes_ = 0;
 #ifdef PACKFS_TSAN
     __tsan_release(batch);

@@ -44,18 +44,24 @@ public:
 // on liburcu's reclamation thread). A batch goes when it holds kBatch objects or kBatchBytes
 // of memory (a file's 64 KiB chunks count by their size), so what a quiet writer leaves
 // pending is bounded by both. Not thread-safe: it belongs to the writer's lock.
+//
+// A deleter is given the object and the reclaimer's context (what the objects were allocated
+// from: the mem engine's arena); a flushed batch keeps the context alive until it has run, so
+// the owner may go before its last objects are freed.
 class Reclaimer {
 public:
-    using Deleter = void (*)(void*) noexcept;
+    using Deleter = void (*)(void* object, void* context) noexcept;
 
-    Reclaimer() = default;
+    explicit Reclaimer(std::shared_ptr<void> context = nullptr) noexcept
+        : context_(std::move(context)) {}
     ~Reclaimer() { flush(); }
     Reclaimer(const Reclaimer&) = delete;
     Reclaimer& operator=(const Reclaimer&) = delete;
 
     template <class T>
     void retire(T* p) {
-        if (p) add(p, [](void* q) noexcept { delete static_cast<T*>(q); }, sizeof(T));
+        if (!p) return;
+        add(p, &delete_as<T>, sizeof(T));
     }
     // A reference a reader may still be using through a raw pointer: dropped after the grace
     // period.
@@ -79,6 +85,12 @@ public:
     static constexpr std::size_t kBatchBytes = 1 << 20;
 
 private:
+    template <class T>
+    static void delete_as(void* object, void*) noexcept {
+        delete static_cast<T*>(object);
+    }
+
+    std::shared_ptr<void> context_;
     std::vector<std::pair<void*, Deleter>> items_;
     std::size_t bytes_ = 0;
 };

@@ -118,11 +118,13 @@ struct Version {
 };
 
 struct Cell {
-    explicit Cell(uint64_t number) noexcept : ino(number) {}
+    Cell(uint64_t number, bool in_arena) noexcept : ino(number), pooled(in_arena) {}
 
     const uint64_t ino;
     std::atomic<uint32_t> holds{0};
     SeqCount seq;
+    // From the engine's arena (the writer's cells), or the heap (a stub a reader made).
+    const bool pooled;
     CellState state;  // under `seq`: the writer writes it with write(); readers read()
 
     static constexpr uint32_t kDying = 0x8000'0000u;

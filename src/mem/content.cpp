@@ -63,13 +63,8 @@ void zero(std::byte* p, uint32_t from, uint32_t to) noexcept {
     if (to > from) std::memset(p + from, 0, to - from);
 }
 
-void retire_chunk(Chunk* c, rcu::Reclaimer& reclaimer) {
-    reclaimer.add(c, [](void* p) noexcept { Chunk::destroy(static_cast<Chunk*>(p)); },
-                  sizeof(Chunk) + c->capacity);
-}
-
 void chunk_release(Chunk* c, rcu::Reclaimer& reclaimer) noexcept {
-    if (c && --c->refs == 0) retire_chunk(c, reclaimer);
+    if (c && --c->refs == 0) retire_in_arena(reclaimer, c);
 }
 
 void map_release(ChunkMap* m, rcu::Reclaimer& reclaimer) noexcept {
@@ -86,16 +81,16 @@ void map_release(ChunkMap* m, rcu::Reclaimer& reclaimer) noexcept {
     reclaimer.retire(m);
 }
 
-void map_destroy_now(ChunkMap* m) noexcept {
+void map_destroy_now(ChunkMap* m, Arena& arena) noexcept {
     if (!m || --m->refs != 0) return;
     for (auto& slot : m->slots) {
         void* p = slot.load(std::memory_order_relaxed);
         if (!p) continue;
         if (m->height == 0) {
             auto* c = static_cast<Chunk*>(p);
-            if (--c->refs == 0) Chunk::destroy(c);
+            if (--c->refs == 0) arena.destroy(c);
         } else {
-            map_destroy_now(static_cast<ChunkMap*>(p));
+            map_destroy_now(static_cast<ChunkMap*>(p), arena);
         }
     }
     delete m;
@@ -103,29 +98,16 @@ void map_destroy_now(ChunkMap* m) noexcept {
 
 }  // namespace
 
-Chunk* Chunk::make(uint32_t capacity) {
-    // A small buffer lives in the chunk's own allocation; a full one comes from the pool.
-    if (capacity < kChunkSize) {
-        void* p = ::operator new(sizeof(Chunk) + capacity);
-        auto* c = new (p) Chunk;
-        c->capacity = capacity;
-        c->data = reinterpret_cast<std::byte*>(c + 1);
-        return c;
-    }
-    auto* c = new Chunk;
+Chunk* Chunk::make(Arena& arena, uint32_t capacity) {
+    const bool inline_buffer = capacity < kChunkSize;
+    auto* c = new (arena.allocate(sizeof(Chunk) + (inline_buffer ? capacity : 0))) Chunk;
     c->capacity = capacity;
-    c->data = chunk_pool().take();
+    c->data = inline_buffer ? reinterpret_cast<std::byte*>(c + 1) : chunk_pool().take();
     return c;
 }
 
-void Chunk::destroy(Chunk* c) noexcept {
-    if (c->capacity < kChunkSize) {
-        c->~Chunk();
-        ::operator delete(c);
-        return;
-    }
-    chunk_pool().give(c->data);
-    delete c;
+Chunk::~Chunk() {
+    if (!inline_buffer()) chunk_pool().give(data);
 }
 
 // --- reading ---------------------------------------------------------------------------------
@@ -205,12 +187,12 @@ void Content::release(Content c, rcu::Reclaimer& reclaimer) noexcept {
     }
 }
 
-void Content::destroy_now(Content c) noexcept {
+void Content::destroy_now(Content c, Arena& arena) noexcept {
     if (!c.raw_) return;
     if (c.is_map()) {
-        map_destroy_now(c.as_map());
+        map_destroy_now(c.as_map(), arena);
     } else if (--c.as_chunk()->refs == 0) {
-        Chunk::destroy(c.as_chunk());
+        arena.destroy(c.as_chunk());
     }
 }
 
@@ -232,9 +214,9 @@ Result<void> ContentWriter::read_backing(uint64_t pos, uint64_t end, std::byte* 
 Result<Chunk*> ContentWriter::chunk_from_backing(uint64_t index, uint32_t visible,
                                                  uint32_t capacity_needed) {
     const uint64_t base = index * kChunkSize;
-    Chunk* chunk = Chunk::make(grown_capacity(0, std::max(visible, capacity_needed)));
+    Chunk* chunk = Chunk::make(arena_, grown_capacity(0, std::max(visible, capacity_needed)));
     if (auto ok = read_backing(base, base + visible, chunk->data); !ok) {
-        Chunk::destroy(chunk);
+        arena_.destroy(chunk);
         return std::unexpected(ok.error());
     }
     chunk->frontier = 0;  // no state can see this buffer yet: the write may fill it in place
@@ -371,7 +353,7 @@ Result<void> ContentWriter::modify_chunk(uint64_t index, uint32_t visible_before
     if (!has_data && old_valid >= std::min(visible_after, old_cap)) return {};  // nothing to zero
 
     const uint32_t cap = grown_capacity(old_cap, has_data ? b : 0);
-    Chunk* fresh = Chunk::make(cap);
+    Chunk* fresh = Chunk::make(arena_, cap);
     std::byte* p = fresh->data;
     const uint32_t new_valid = std::min(visible_after, cap);
     if (has_data) {
@@ -387,7 +369,7 @@ Result<void> ContentWriter::modify_chunk(uint64_t index, uint32_t visible_before
     fresh->frontier = new_valid;
     state_.allocated += cap;
     if (from_backing) {
-        Chunk::destroy(old);  // never published
+        arena_.destroy(old);  // never published
     } else {
         state_.allocated -= old_cap;
     }
@@ -409,7 +391,7 @@ Result<void> ContentWriter::write(uint64_t offset, std::span<const std::byte> da
             auto up = chunk_from_backing(index, visible_in_chunk(size, index), b);
             if (!up) {
                 for (auto& [i, c] : backed_)
-                    if (c) Chunk::destroy(c);
+                    if (c) arena_.destroy(c);
                 backed_.clear();
                 return std::unexpected(up.error());
             }
@@ -437,7 +419,7 @@ Result<void> ContentWriter::write(uint64_t offset, std::span<const std::byte> da
     }
     state_.size = new_size;
     for (auto& [i, c] : backed_)
-        if (c) Chunk::destroy(c);  // (every one was used)
+        if (c) arena_.destroy(c);  // (every one was used)
     backed_.clear();
     return {};
 }

@@ -31,8 +31,9 @@
 #include <utility>
 #include <vector>
 
-#include "mem/cell.hpp"
 #include "core/rcu.hpp"
+#include "mem/arena.hpp"
+#include "mem/cell.hpp"
 #include "packfs/error.hpp"
 
 namespace packfs::mem {
@@ -44,14 +45,24 @@ inline constexpr uint64_t kMaxFileSize = 1ull << 52;  // 4 PiB: offsets stay far
 // earlier files freed instead of page-faulting fresh memory in).
 inline constexpr std::size_t kChunkPoolBytes = 64u << 20;
 
+// A chunk and, below 64 KiB, its buffer after it in one object of the engine's arena (a small
+// file's bytes sit next to its inode and entry, made together); a full buffer comes from a
+// process-wide pool and goes back there when the chunk is destroyed.
 struct Chunk : Counted {
     uint32_t capacity = 0;
     uint32_t frontier = 0;  // the writer's: see above
     std::byte* data = nullptr;
 
-    static Chunk* make(uint32_t capacity);
-    static void destroy(Chunk* c) noexcept;
+    Chunk() = default;
+    Chunk(const Chunk&) = delete;
+    Chunk& operator=(const Chunk&) = delete;
+    ~Chunk();
+    bool inline_buffer() const noexcept { return capacity < kChunkSize; }
+    static Chunk* make(Arena& arena, uint32_t capacity);
 };
+inline std::size_t arena_size(const Chunk& c) noexcept {
+    return sizeof(Chunk) + (c.inline_buffer() ? c.capacity : 0);
+}
 
 struct ChunkMap : Counted {
     static constexpr int kBits = 6;
@@ -88,8 +99,9 @@ public:
 
     // --- the writer (the content must be the live state's, see ContentWriter) -------------
     static void retain(Content c) noexcept;
+    // (`reclaimer`'s context is `arena`, where the chunks live.)
     static void release(Content c, rcu::Reclaimer& reclaimer) noexcept;
-    static void destroy_now(Content c) noexcept;
+    static void destroy_now(Content c, Arena& arena) noexcept;
 
 private:
     friend class ContentWriter;
@@ -110,8 +122,9 @@ private:
 // backing are read and updated in it; the caller publishes it).
 class ContentWriter {
 public:
-    ContentWriter(CellState& state, rcu::Reclaimer& reclaimer, const Backing* backing) noexcept
-        : state_(state), reclaimer_(reclaimer), backing_(backing) {}
+    ContentWriter(CellState& state, rcu::Reclaimer& reclaimer, Arena& arena,
+                  const Backing* backing) noexcept
+        : state_(state), reclaimer_(reclaimer), arena_(arena), backing_(backing) {}
 
     // Writes `data` at `offset` (the size grows to cover it; a gap reads as zeros). A backing
     // lower's read error is returned, and nothing is changed then.
@@ -134,6 +147,7 @@ private:
 
     CellState& state_;
     rcu::Reclaimer& reclaimer_;
+    Arena& arena_;
     const Backing* backing_;
     // While a chunk a reader may be reading is replaced or removed, map nodes are copied even
     // when they are the file's own (the copies are published with the state); the copies this

@@ -56,30 +56,57 @@ Engine::~Engine() {
         const CellState& s = c->state;
         std::vector<Version*> chain;
         for (Version* v = s.prev; v; v = v->state.prev) chain.push_back(v);
-        auto destroy_state = [](const CellState& st) {
+        Arena& arena = *arena_;
+        auto destroy_state = [&arena](const CellState& st) {
             switch (st.type) {
-                case FileType::directory: trie_destroy_now(static_cast<TrieNode*>(st.data)); break;
-                case FileType::regular: Content::destroy_now(Content(st.data)); break;
+                case FileType::directory:
+                    trie_destroy_now(static_cast<TrieNode*>(st.data), arena);
+                    break;
+                case FileType::regular:
+                    Content::destroy_now(Content(st.data), arena);
+                    break;
                 case FileType::symlink:
                     if (auto* t = static_cast<Target*>(st.data); t && --t->refs == 0) delete t;
                     break;
-                default: break;
+                default:
+                    break;
             }
             if (st.xattrs && --st.xattrs->refs == 0) delete st.xattrs;
         };
         if (s.kind == CellKind::live) destroy_state(s);
         for (Version* v : chain) {
             if (v->state.kind == CellKind::live) destroy_state(v->state);
-            delete v;
+            arena_->destroy(v);
         }
-        delete c;
+        destroy_cell_now(c);
     }
     // What was retired earlier is freed by the reclamation thread: it needs nothing of the engine.
 }
 
 Cell* Engine::new_cell(uint64_t ino) {
     cells_made_.fetch_add(1, std::memory_order_relaxed);
-    return new Cell(ino);
+    return arena_->make<Cell>(ino, true);
+}
+
+Cell* Engine::new_stub_cell(uint64_t ino) {
+    cells_made_.fetch_add(1, std::memory_order_relaxed);
+    return new Cell(ino, false);
+}
+
+void Engine::retire_cell(Cell* cell) noexcept {
+    if (cell->pooled) {
+        retire_in_arena(reclaimer_, cell);
+    } else {
+        reclaimer_.retire(cell);
+    }
+}
+
+void Engine::destroy_cell_now(Cell* cell) noexcept {
+    if (cell->pooled) {
+        arena_->destroy(cell);
+    } else {
+        delete cell;
+    }
 }
 
 // --- versions ----------------------------------------------------------------------------------
@@ -123,7 +150,7 @@ CellState Engine::begin_edit(Cell* cell) {
     CellState next = cell->state;
     if (next.modified_gen <= last_snapshot_ && next.kind != CellKind::stub) {
         // A snapshot sees this state: keep it, sharing what it points to.
-        auto* kept = new Version{next, gen_};
+        auto* kept = arena_->make<Version>(next, gen_);
         versions_made_.fetch_add(1, std::memory_order_relaxed);
         if (next.kind == CellKind::live) retain_state(next);
         next.prev = kept;
@@ -173,7 +200,7 @@ void Engine::drop_snapshot(uint64_t gen) noexcept {
             }
         }
         if (version->state.kind == CellKind::live) release_state(version->state);
-        reclaimer_.retire(version);
+        retire_in_arena(reclaimer_, version);
         touched.push_back(cell);
     }
     // A dead inode no snapshot sees any more leaves the table (unless it stands for a lower
@@ -185,7 +212,7 @@ void Engine::drop_snapshot(uint64_t gen) noexcept {
         auto& slot = table_.slot(cell->ino);
         if (slot.load(std::memory_order_relaxed) != cell) continue;
         slot.store(nullptr, std::memory_order_release);
-        reclaimer_.retire(cell);
+        retire_cell(cell);
     }
 }
 
@@ -213,7 +240,7 @@ Result<Cell*> Engine::hold(uint64_t ino) {
         if (!node) return fail(ESTALE, "open");
         auto st = lower_->getattr(Node{*node});
         if (!st) return std::unexpected(st.error());
-        Cell* stub = new_cell(ino);
+        Cell* stub = new_stub_cell(ino);
         stub->holds.store(1, std::memory_order_relaxed);
         stub->state.kind = CellKind::stub;
         stub->state.type = st->type;
@@ -247,7 +274,7 @@ void Engine::release(Cell* cell) noexcept {
     }
     void* expected = cell;
     table_.slot(cell->ino).compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-    reclaimer_.retire(cell);
+    retire_cell(cell);
 }
 
 }  // namespace packfs::mem

@@ -45,6 +45,7 @@
 
 #include "core/op_clock.hpp"
 #include "core/rcu.hpp"
+#include "mem/arena.hpp"
 #include "mem/cell.hpp"
 #include "mem/content.hpp"
 #include "mem/inode_table.hpp"
@@ -239,7 +240,12 @@ private:
     void commit(Cell* cell, const CellState& next) noexcept { cell->write(next); }
     // The live cell of `node`, copied up from the lower when it has none (needs the lock).
     Result<Cell*> own_cell(const Ref& node);
+    // A cell from the arena (the writer), or from the heap (a reader's stub).
     Cell* new_cell(uint64_t ino);
+    Cell* new_stub_cell(uint64_t ino);
+    // Frees a cell after the grace period / at once (nobody can reach it).
+    void retire_cell(Cell* cell) noexcept;
+    void destroy_cell_now(Cell* cell) noexcept;
     // A fresh inode of `type` (not yet named).
     Cell* make_inode(FileType type, uint32_t mode, Time now, const std::optional<Owner>& owner,
                      const CellState& parent);
@@ -288,7 +294,10 @@ private:
     std::atomic<Cell*> live_root_{nullptr};
 
     std::mutex writer_;
-    rcu::Reclaimer reclaimer_;
+    // The writer's small objects (arena.hpp); what it retires goes back there, so the
+    // reclaimer keeps the arena alive until its last batch ran.
+    const std::shared_ptr<Arena> arena_ = std::make_shared<Arena>();
+    rcu::Reclaimer reclaimer_{arena_};
     LowerFiles writer_files_;  // the lower files the writer reads chunks from
     std::atomic<uint64_t> next_ino_{kRootIno + 1};  // changed by the writer; read by anyone
     uint64_t gen_ = 1;                     // the generation mutations make now

@@ -150,7 +150,7 @@ void Engine::free_inode(Cell* cell) {
     if (!kept && !(lower_ && cell->ino < lower_view_.limit())) {
         // No snapshot sees it and no lower knows its number: gone.
         table_.slot(cell->ino).store(nullptr, std::memory_order_release);
-        reclaimer_.retire(cell);
+        retire_cell(cell);
         return;
     }
     cell->write(dead);
@@ -172,7 +172,7 @@ Result<Engine::LinkDrop> Engine::prepare_drop(const Ref& node) {
             if (stub) {
                 void* expected = stub;
                 table_.slot(node.ino).compare_exchange_strong(expected, nullptr);
-                reclaimer_.retire(stub);
+                retire_cell(stub);
             }
             return LinkDrop{node.ino, nullptr};
         }
@@ -223,7 +223,7 @@ static bool removed_dir(const Ref& dir) noexcept {
 
 void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileType type) {
     auto* root = static_cast<TrieNode*>(dir.data);
-    TrieWriter w(root, reclaimer_);
+    TrieWriter w(root, reclaimer_, *arena_);
     Cell* cell = ino ? table_.find(ino) : nullptr;
     if (cell && cell->state.kind != CellKind::live) cell = nullptr;  // a stub may be replaced
     const int64_t replaced = w.put(name, name_hash(name), ino, type, cell);
@@ -248,7 +248,7 @@ void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) 
     auto* root = static_cast<TrieNode*>(dir.data);
     const EntryRec* own = trie_find(root, hash, name);
     if (own && own->ino != 0) --dir.entries;
-    TrieWriter w(root, reclaimer_);
+    TrieWriter w(root, reclaimer_, *arena_);
     if (lower_has) {
         w.put(name, hash, 0, FileType::regular);  // a whiteout hides the lower's name
     } else {
@@ -514,7 +514,7 @@ Result<Stat> Engine::setattr(const Ref& node, const SetAttr& change) {
     apply_time(s.mtime, change.mtime, now);
     if (change.truncate) {
         const uint64_t before = s.allocated;
-        ContentWriter w(s, reclaimer_, writer_backing(s));
+        ContentWriter w(s, reclaimer_, *arena_, writer_backing(s));
         if (auto ok = w.resize(change.size); !ok) return std::unexpected(ok.error());
         bytes_used_.fetch_add(s.allocated - before, std::memory_order_relaxed);
         s.mtime = now;
@@ -582,7 +582,7 @@ Result<std::size_t> Engine::write(Cell* cell, std::span<const std::byte> data, u
     if (data.empty()) return 0;
     CellState s = begin_edit(cell);
     const uint64_t before = s.allocated;
-    ContentWriter w(s, reclaimer_, writer_backing(s));
+    ContentWriter w(s, reclaimer_, *arena_, writer_backing(s));
     if (auto ok = w.write(at, data); !ok) return std::unexpected(ok.error());
     bytes_used_.fetch_add(s.allocated - before, std::memory_order_relaxed);
     s.mtime = s.ctime = op_now();

@@ -5,9 +5,9 @@
 
 namespace packfs::mem {
 
-EntryRec* EntryRec::make(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
-                         Cell* cell, EntryRec* next) {
-    void* p = ::operator new(sizeof(EntryRec) + name.size());  // name_bytes[1] holds the NUL
+EntryRec* EntryRec::make(Arena& arena, std::string_view name, uint64_t hash, uint64_t ino,
+                         FileType type, Cell* cell, EntryRec* next) {
+    void* p = arena.allocate(sizeof(EntryRec) + name.size());  // name_bytes[1] holds the NUL
     auto* e = new (p) EntryRec;
     e->type = type;
     e->name_length = static_cast<uint16_t>(name.size());
@@ -18,11 +18,6 @@ EntryRec* EntryRec::make(std::string_view name, uint64_t hash, uint64_t ino, Fil
     std::memcpy(e->name_bytes, name.data(), name.size());
     e->name_bytes[name.size()] = '\0';
     return e;
-}
-
-void EntryRec::destroy(EntryRec* e) noexcept {
-    e->~EntryRec();
-    ::operator delete(e);
 }
 
 namespace {
@@ -43,11 +38,6 @@ void release_slot(uintptr_t s, rcu::Reclaimer& reclaimer) noexcept {
     } else {
         trie_release(TrieNode::node(s), reclaimer);
     }
-}
-
-void retire_entry(EntryRec* e, rcu::Reclaimer& reclaimer) {
-    reclaimer.add(e, [](void* p) noexcept { EntryRec::destroy(static_cast<EntryRec*>(p)); },
-                  sizeof(EntryRec) + e->name_length);
 }
 
 // Whether a node holds exactly one slot and that one is an entry (chain): folding it into its
@@ -78,7 +68,7 @@ void trie_retain(TrieNode* root) noexcept {
 void entry_release(EntryRec* e, rcu::Reclaimer& reclaimer) noexcept {
     while (e && --e->refs == 0) {
         EntryRec* next = e->next;
-        retire_entry(e, reclaimer);
+        retire_in_arena(reclaimer, e);
         e = next;
     }
 }
@@ -86,10 +76,10 @@ void entry_release(EntryRec* e, rcu::Reclaimer& reclaimer) noexcept {
 void trie_release(TrieNode* node, rcu::Reclaimer& reclaimer) noexcept {
     if (!node || --node->refs != 0) return;
     for (auto& slot : node->slots) release_slot(slot.load(std::memory_order_relaxed), reclaimer);
-    reclaimer.retire(node);
+    retire_in_arena(reclaimer, node);
 }
 
-void trie_destroy_now(TrieNode* node) noexcept {
+void trie_destroy_now(TrieNode* node, Arena& arena) noexcept {
     if (!node || --node->refs != 0) return;
     for (auto& slot : node->slots) {
         const uintptr_t s = slot.load(std::memory_order_relaxed);
@@ -98,21 +88,21 @@ void trie_destroy_now(TrieNode* node) noexcept {
             EntryRec* e = TrieNode::entry(s);
             while (e && --e->refs == 0) {
                 EntryRec* next = e->next;
-                EntryRec::destroy(e);
+                arena.destroy(e);
                 e = next;
             }
         } else {
-            trie_destroy_now(TrieNode::node(s));
+            trie_destroy_now(TrieNode::node(s), arena);
         }
     }
-    delete node;
+    arena.destroy(node);
 }
 
 // The node `node` as this trie's own: itself when nothing else references it, else a copy
 // (taking a reference on each child) stored where `node` was.
 TrieNode* TrieWriter::own(TrieNode* node, std::atomic<uintptr_t>* parent_slot) {
     if (node->refs == 1) return node;
-    auto* copy = new TrieNode;
+    auto* copy = arena_.make<TrieNode>();
     for (int i = 0; i < TrieNode::kSlots; ++i) {
         const uintptr_t s = node->slots[i].load(std::memory_order_relaxed);
         retain_slot(s);
@@ -127,11 +117,20 @@ TrieNode* TrieWriter::own(TrieNode* node, std::atomic<uintptr_t>* parent_slot) {
     return copy;
 }
 
+// Fresh copies of `entries` (entries are immutable), chained in the same order.
+EntryRec* TrieWriter::copy_chain(const std::vector<EntryRec*>& entries) {
+    EntryRec* chain = nullptr;
+    for (auto it = entries.rbegin(); it != entries.rend(); ++it)
+        chain = EntryRec::make(arena_, (*it)->name(), (*it)->hash, (*it)->ino, (*it)->type,
+                               (*it)->cell, chain);
+    return chain;
+}
+
 int64_t TrieWriter::put(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
                         Cell* cell) {
-    EntryRec* fresh = EntryRec::make(name, hash, ino, type, cell);
+    EntryRec* fresh = EntryRec::make(arena_, name, hash, ino, type, cell);
     if (!root_) {
-        auto* node = new TrieNode;
+        auto* node = arena_.make<TrieNode>();
         node->slots[TrieNode::index(hash, 0)].store(TrieNode::tag(fresh), std::memory_order_relaxed);
         root_ = node;
         return -1;
@@ -171,22 +170,19 @@ int64_t TrieWriter::put_at(TrieNode* node, int depth, EntryRec* fresh) {
                 return -1;
             }
             // The chain again without the replaced entry (entries are immutable: copies).
-            EntryRec* chain = nullptr;
-            for (auto it = others.rbegin(); it != others.rend(); ++it)
-                chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, (*it)->cell, chain);
-            fresh->next = chain;
+            fresh->next = copy_chain(others);
             slot.store(TrieNode::tag(fresh), std::memory_order_release);
             entry_release(e, reclaimer_);
             return replaced;
         }
         // Another hash in this slot: both move one level down, into a node built before it
         // is published, so a reader finds `e` either here or there.
-        auto* below = new TrieNode;
+        auto* below = arena_.make<TrieNode>();
         below->slots[TrieNode::index(e->hash, depth + 1)].store(s, std::memory_order_relaxed);
         TrieNode* at = below;
         int d = depth + 1;
         while (TrieNode::index(e->hash, d) == TrieNode::index(fresh->hash, d)) {
-            auto* deeper = new TrieNode;
+            auto* deeper = arena_.make<TrieNode>();
             at->slots[TrieNode::index(e->hash, d)].store(TrieNode::tag(deeper),
                                                          std::memory_order_relaxed);
             deeper->slots[TrieNode::index(e->hash, d + 1)].store(s, std::memory_order_relaxed);
@@ -224,7 +220,6 @@ bool TrieWriter::erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* par
     if (TrieNode::is_entry(s)) {
         EntryRec* e = TrieNode::entry(s);
         if (e->hash != hash) return false;
-        EntryRec* chain = nullptr;
         bool found = false;
         std::vector<EntryRec*> others;
         for (EntryRec* c = e; c; c = c->next) {
@@ -236,8 +231,7 @@ bool TrieWriter::erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* par
         }
         if (!found) return false;
         node = own(node, parent_slot);
-        for (auto it = others.rbegin(); it != others.rend(); ++it)
-            chain = EntryRec::make((*it)->name(), (*it)->hash, (*it)->ino, (*it)->type, (*it)->cell, chain);
+        EntryRec* chain = copy_chain(others);
         node->slots[i].store(chain ? TrieNode::tag(chain) : 0, std::memory_order_release);
         entry_release(e, reclaimer_);
         fold = parent_slot && lone_entry(node) != 0;

@@ -23,12 +23,14 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "mem/cell.hpp"
 #include "core/rcu.hpp"
+#include "mem/arena.hpp"
+#include "mem/cell.hpp"
 #include "packfs/types.hpp"
 
 namespace packfs::mem {
@@ -52,10 +54,14 @@ struct EntryRec : Counted {
     char name_bytes[1];        // name_length bytes
 
     std::string_view name() const noexcept { return {name_bytes, name_length}; }
-    static EntryRec* make(std::string_view name, uint64_t hash, uint64_t ino, FileType type,
-                          Cell* cell, EntryRec* next = nullptr);
-    static void destroy(EntryRec* e) noexcept;
+    static EntryRec* make(Arena& arena, std::string_view name, uint64_t hash, uint64_t ino,
+                          FileType type, Cell* cell, EntryRec* next = nullptr);
 };
+
+// An entry's bytes: its name follows it (name_bytes[1] holds the NUL).
+inline std::size_t arena_size(const EntryRec& e) noexcept {
+    return sizeof(EntryRec) + e.name_length;
+}
 
 struct TrieNode : Counted {
     static constexpr int kBits = 4;
@@ -122,8 +128,9 @@ bool trie_each(const TrieNode* node, Fn&& fn) {
 // change drops are released (retired once nothing references them).
 class TrieWriter {
 public:
-    TrieWriter(TrieNode*& root, rcu::Reclaimer& reclaimer) noexcept
-        : root_(root), reclaimer_(reclaimer) {}
+    // `reclaimer`'s context is `arena`, where the trie's nodes and entries live.
+    TrieWriter(TrieNode*& root, rcu::Reclaimer& reclaimer, Arena& arena) noexcept
+        : root_(root), reclaimer_(reclaimer), arena_(arena) {}
 
     // Sets `name` to (ino, type), replacing any entry of that name. Returns the replaced entry's
     // ino, or -1 when the name was free (a whiteout counts as an entry with ino 0).
@@ -138,15 +145,18 @@ private:
     bool erase_at(TrieNode* node, int depth, std::atomic<uintptr_t>* parent_slot,
                   uint64_t hash, std::string_view name, bool& fold);
 
+    EntryRec* copy_chain(const std::vector<EntryRec*>& entries);
+
     TrieNode*& root_;
     rcu::Reclaimer& reclaimer_;
+    Arena& arena_;
 };
 
-// Reference counting of shared trie pieces (the writer).
+// Reference counting of shared trie pieces (the writer; `reclaimer`'s context is their arena).
 void trie_retain(TrieNode* root) noexcept;
 void trie_release(TrieNode* root, rcu::Reclaimer& reclaimer) noexcept;
 void entry_release(EntryRec* e, rcu::Reclaimer& reclaimer) noexcept;
 // Frees a trie nobody can reach any more, without waiting (engine teardown).
-void trie_destroy_now(TrieNode* root) noexcept;
+void trie_destroy_now(TrieNode* root, Arena& arena) noexcept;
 
 }  // namespace packfs::mem

@@ -10,7 +10,7 @@ namespace packfs::vfs {
 Result<std::vector<DirEntry>> VfsImpl::readdir(std::string_view path) {
     auto normal = NormalPath::make(path, "readdir");
     if (!normal) return std::unexpected(normal.error());
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     Target t = dispatch(*table, normal->view(), normal->wants_dir());
     // Mount points below this directory are entries of it, whatever the backends hold.
     std::vector<std::string> children = mount_children(*table, normal->view());
@@ -86,7 +86,7 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
     const bool changing = changes_file(flags);
     std::shared_lock changes(*change_mutex_, std::defer_lock);
     if (changing) changes.lock();
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     Target t = dispatch(*table, normal->view(), normal->wants_dir());
     const bool is_virtual = normal->is_root() || has_mount_below(*table, normal->view());
     // Writable handles take the change lock for their writes (see LockedFile).
@@ -152,7 +152,7 @@ Result<void> VfsImpl::two_paths(std::string_view from, std::string_view to, std:
     auto dst = NormalPath::make(to, op);
     if (!dst) return std::unexpected(dst.error());
     std::shared_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     Target s = dispatch(*table, src->view(), src->wants_dir());
     Target d = dispatch(*table, dst->view(), dst->wants_dir());
     // A mount point, or a directory that holds one, stays where it is.
@@ -198,7 +198,7 @@ Result<void> VfsImpl::link(std::string_view existing, std::string_view new_path)
 Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
     // Alone: no change through this Vfs lands between two members' snapshots.
     std::unique_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    TablePtr table = table_.owner();
     Table frozen;
     std::unordered_map<uint64_t, std::shared_ptr<Backend>> snapshots;  // by Member::id
     for (auto it = table->mounts.begin(); it != table->mounts.end(); ++it) {

@@ -93,7 +93,7 @@ public:
         auto normal = NormalPath::make(path, "mount");
         if (!normal) return std::unexpected(normal.error());
         std::lock_guard lock(mount_mutex_);
-        Table next = *table_.load();
+        Table next = *table_.owner();
         Union members;
         if (const UnionPtr* existing = next.mounts.find(normal->view())) {
             for (const Member& m : **existing) {
@@ -118,7 +118,7 @@ public:
         auto normal = NormalPath::make(path, "unmount");
         if (!normal) return std::unexpected(normal.error());
         std::lock_guard lock(mount_mutex_);
-        Table next = *table_.load();
+        Table next = *table_.owner();
         const UnionPtr* existing = next.mounts.find(normal->view());
         if (!existing) return fail(EINVAL, "unmount", path);
         Union members;
@@ -142,7 +142,7 @@ public:
     }
 
     std::vector<MountInfo> mounts() const override {
-        TablePtr table = table_.load();
+        Published<Table>::Reader table(table_);
         std::vector<MountInfo> out;
         for (auto it = table->mounts.begin(); it != table->mounts.end(); ++it) {
             for (const Member& m : *it.value()) out.push_back({it.key(), m.backend, m.options});
@@ -304,7 +304,7 @@ private:
     Result<T> query(std::string_view path, std::string_view op, Call&& call) {
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
-        TablePtr table = table_.load();
+        Published<Table>::Reader table(table_);
         Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (t.members) {
             for (const Member& m : *t.members) {
@@ -335,7 +335,7 @@ private:
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
         std::shared_lock changes(*change_mutex_);
-        TablePtr table = table_.load();
+        Published<Table>::Reader table(table_);
         Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (!t.members) {
             if (normal->is_root() || has_mount_below(*table, normal->view()))
@@ -360,7 +360,7 @@ private:
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
         std::shared_lock changes(*change_mutex_);
-        TablePtr table = table_.load();
+        Published<Table>::Reader table(table_);
         Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (normal->view() == t.mount_path || normal->is_root() ||
             has_mount_below(*table, normal->view()))
@@ -394,8 +394,8 @@ private:
     Result<void> two_paths(std::string_view from, std::string_view to, std::string_view op,
                            Call&& call);
 
-    Published<Table> table_;
-    std::mutex mount_mutex_;           // serialises mount and unmount
+    Published<Table> table_;  // readers through a Published::Reader
+    std::mutex mount_mutex_;  // serialises mount and unmount: the table's writer
     // Changes share it; snapshot takes it alone. Shared with the writable handles this Vfs
     // opened, whose writes are changes too, and which may outlive the Vfs.
     std::shared_ptr<std::shared_mutex> change_mutex_ = std::make_shared<std::shared_mutex>();

@@ -136,7 +136,10 @@ Result<DescPtr> VfsImpl::describe(Node node, const Table& table, std::string_vie
 }
 
 Result<DescPtr> VfsImpl::describe(Node node, std::string_view op) const {
-    if (node == kRootNode) return table_.load()->root;
+    if (node == kRootNode) {
+        Published<Table>::Reader table(table_);
+        return table->root;
+    }
     if (DescPtr d = nodes_.find(node.id)) return d;
     return std::unexpected(Error(ESTALE, op));
 }
@@ -150,7 +153,7 @@ void VfsImpl::forget(Node node, uint64_t count) noexcept {
 
 Result<Entry> VfsImpl::lookup(Node dir, std::string_view name) {
     if (auto ok = check_name(name, "lookup"); !ok) return error_of(ok);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, "lookup");
     if (!d) return error_of(d);
     const NodeDesc& parent = **d;
@@ -186,7 +189,7 @@ Result<Stat> VfsImpl::getattr(Node node) {
 }
 
 Result<std::vector<DirEntry>> VfsImpl::list(Node dir) {
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, "readdir");
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;
@@ -281,7 +284,7 @@ Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint
     if (auto ok = check_name(name, "create"); !ok) return error_of(ok);
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "create", name);
     std::shared_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, "create");
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;
@@ -329,7 +332,7 @@ Result<Entry> VfsImpl::make_node(Node dir, std::string_view name, std::string_vi
                                  Make&& make) {
     if (auto ok = check_name(name, op); !ok) return error_of(ok);
     std::shared_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, op);
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;
@@ -376,7 +379,7 @@ Result<Entry> VfsImpl::symlink(Node dir, std::string_view name, std::string_view
 Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
     if (auto ok = check_name(name, "link"); !ok) return error_of(ok);
     std::shared_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto n = describe(node, *table, "link");
     if (!n) return error_of(n);
     auto d = describe(dir, *table, "link");
@@ -413,7 +416,7 @@ Result<void> VfsImpl::remove_node(Node dir, std::string_view name, bool is_dir) 
     const std::string_view op = is_dir ? "rmdir" : "unlink";
     if (auto ok = check_name(name, op); !ok) return ok;
     std::shared_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, op);
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;
@@ -443,7 +446,7 @@ Result<void> VfsImpl::rename(Node dir, std::string_view name, Node to_dir,
     if (auto ok = check_name(name, "rename"); !ok) return ok;
     if (auto ok = check_name(to_name, "rename"); !ok) return ok;
     std::shared_lock changes(*change_mutex_);
-    TablePtr table = table_.load();
+    Published<Table>::Reader table(table_);
     auto s = describe(dir, *table, "rename");
     if (!s) return error_of(s);
     auto t = describe(to_dir, *table, "rename");

@@ -52,3 +52,10 @@ void operator delete(void* p, const std::nothrow_t&) noexcept {
 void operator delete[](void* p, const std::nothrow_t&) noexcept {
     std::free(p);
 }
+
+// The mem engine's own arena (src/mem/arena.hpp) calls this for each object it hands out: what
+// a mutation allocates counts the same whether the heap or the arena serves it.
+extern "C" void packfs_test_arena_allocation(std::size_t n) noexcept {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    g_allocated_bytes.fetch_add(n, std::memory_order_relaxed);
+}

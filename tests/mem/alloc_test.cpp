@@ -1,7 +1,8 @@
 // What a mutation of the mem engine allocates (DESIGN §5): on a tree no snapshot has seen since
 // its nodes were made, a constant number of objects whatever the tree's size (the writer
 // changes its own nodes in place); with a snapshot held, the path it copies grows as the log
-// of the directory's size. Counted with a global operator new (tests/map/alloc_counter.cpp).
+// of the directory's size. Counted with a global operator new and the engine's arena hook
+// (tests/map/alloc_counter.cpp).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

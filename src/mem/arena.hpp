@@ -1,0 +1,110 @@
+// The mem engine's own memory for its small hot objects (DESIGN §6): cells, versions, directory
+// entries and trie nodes, which every lookup and stat walks through.
+//
+// Why not the heap. A stat follows a trie slot, an entry and a cell: three dependent loads,
+// each a cache miss when the tree is larger than the cache. With the general heap those
+// objects sit between file contents, handles and strings, so the lines a lookup needs are
+// spread over several times more pages (TLB misses, more DRAM traffic), and under churn the
+// heap's own work dominates: the reclamation thread frees what the writer allocated, and every
+// such free takes the heap arena's lock against the writer (docs/MEM.md, "Memory"). Here the
+// objects are packed together in blocks of their own (from 2 MiB on, huge-page aligned and
+// advised, so a large tree's metadata costs few TLB entries), and freed objects go back on
+// per-size lists the writer reuses: a free after a grace period is one push, by the
+// reclamation thread, onto a lock-free list the writer takes whole when its own runs dry.
+//
+// Threads. allocate/deallocate belong to the writer (under the engine's lock, or with nobody
+// else running); give_back is for any thread (the reclamation thread). Objects larger than
+// kMaxObject come from the heap.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "core/rcu.hpp"
+
+namespace packfs::mem {
+
+// The bytes an object of the arena's takes: its type's size, unless an overload for a type of
+// variable length (a directory entry with its name) says otherwise.
+template <class T>
+std::size_t arena_size(const T&) noexcept {
+    return sizeof(T);
+}
+
+class Arena {
+public:
+    static constexpr std::size_t kGrain = 8;
+    static constexpr std::size_t kMaxObject = 512;
+
+    Arena() = default;
+    ~Arena();
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+
+    // --- the writer ---
+    void* allocate(std::size_t bytes);
+    void deallocate(void* p, std::size_t bytes) noexcept;
+    template <class T, class... Args>
+    T* make(Args&&... args) {
+        return new (allocate(sizeof(T))) T(std::forward<Args>(args)...);
+    }
+    template <class T>
+    void destroy(T* p) noexcept {
+        const std::size_t n = arena_size(*p);
+        p->~T();
+        deallocate(p, n);
+    }
+
+    // --- any thread: an object whose grace period ended ---
+    void give_back(void* p, std::size_t bytes) noexcept;
+
+    // Bytes of blocks the arena holds (used or free).
+    std::size_t reserved_bytes() const noexcept { return reserved_; }
+
+private:
+    struct FreeObject {
+        FreeObject* next;
+    };
+    static constexpr std::size_t kClasses = kMaxObject / kGrain;
+    // Blocks double from 64 KiB (a small tree stays small) to 2 MiB, one huge page each.
+    static constexpr std::size_t kFirstBlock = 64u << 10;
+    static constexpr std::size_t kHugeBlock = 2u << 20;
+    static std::size_t class_of(std::size_t bytes) noexcept {
+        return (bytes + kGrain - 1) / kGrain - 1;
+    }
+    void* carve(std::size_t rounded);
+
+    FreeObject* free_[kClasses] = {};
+    std::atomic<FreeObject*> returned_[kClasses] = {};
+    std::byte* next_ = nullptr;  // the current block's unused part
+    std::byte* end_ = nullptr;
+    std::size_t next_block_bytes_ = kFirstBlock;
+    std::size_t reserved_ = 0;
+    std::vector<std::pair<void*, std::size_t>> blocks_;
+    // Objects out: the writer's count, less what came back through give_back (a sanitizer
+    // build reports a leak when the arena goes with objects still out).
+    uint64_t allocated_ = 0;
+    std::atomic<uint64_t> given_back_{0};
+};
+
+// Retires an object of the arena that is the context of `reclaimer` (the engine's): after the
+// grace period the reclamation thread destroys it and gives its memory back.
+template <class T>
+void retire_in_arena(rcu::Reclaimer& reclaimer, T* p) {
+    if (!p) return;
+    reclaimer.add(
+        p,
+        [](void* q, void* arena) noexcept {
+            auto* t = static_cast<T*>(q);
+            const std::size_t n = arena_size(*t);
+            t->~T();
+            static_cast<Arena*>(arena)->give_back(q, n);
+        },
+        arena_size(*p));
+}
+
+}  // namespace packfs::mem
