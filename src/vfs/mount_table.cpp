@@ -1,5 +1,6 @@
 #include "vfs/mount_table.hpp"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "packfs/path.hpp"
@@ -13,11 +14,31 @@ TablePtr seal(Table table) {
         for (const Member& m : **members) root.parts.push_back(m.root_part());
     }
     table.root = std::make_shared<const NodeDesc>(std::move(root));
+    table.deepest = 0;
+    for (auto it = table.mounts.begin(); it != table.mounts.end(); ++it) {
+        const std::string_view key = it.key();
+        const auto depth = static_cast<std::size_t>(std::count(key.begin(), key.end(), '/'));
+        table.deepest = std::max(table.deepest, key == "/" ? 0 : depth);
+    }
     return std::make_shared<const Table>(std::move(table));
 }
 
+namespace {
+// The first `components` components of a normal path ("/" for none).
+std::string_view leading(std::string_view normal_path, std::size_t components) noexcept {
+    if (components == 0) return "/";
+    std::size_t end = 0;
+    for (std::size_t seen = 0; seen < components; ++seen) {
+        end = normal_path.find('/', end + 1);
+        if (end == std::string_view::npos) return normal_path;
+    }
+    return normal_path.substr(0, end);
+}
+}  // namespace
+
 Target dispatch(const Table& table, std::string_view normal_path, bool wants_dir) {
-    std::string_view prefix = normal_path;
+    // No mount path is longer than `deepest` components: longer prefixes need no probe.
+    std::string_view prefix = leading(normal_path, table.deepest);
     for (;;) {
         if (const UnionPtr* members = table.mounts.find(prefix)) {
             std::string_view inner = prefix == "/" ? normal_path : normal_path.substr(prefix.size());

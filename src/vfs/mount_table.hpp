@@ -33,6 +33,8 @@ struct Table {
     PersistentMap<std::string, UnionPtr> mounts;
     // The Vfs's root node as this version describes it (see seal()).
     DescPtr root;
+    // The most components any mount path has (0: only "/"): dispatch probes no longer prefix.
+    std::size_t deepest = 0;
 };
 using TablePtr = std::shared_ptr<const Table>;
 

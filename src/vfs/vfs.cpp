@@ -88,7 +88,8 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
     if (changing) changes.lock();
     Published<Table>::Reader table(table_);
     Target t = dispatch(*table, normal->view(), normal->wants_dir());
-    const bool is_virtual = normal->is_root() || has_mount_below(*table, normal->view());
+    // A directory only the mount table makes (asked only when no member has the path).
+    auto is_virtual = [&] { return normal->is_root() || has_mount_below(*table, normal->view()); };
     // Writable handles take the change lock for their writes (see LockedFile).
     auto wrap = [&](Result<FileHandle> r) -> Result<FileHandle> {
         if (!r) return std::unexpected(r.error().with_path(path));
@@ -101,7 +102,7 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
             std::make_unique<VirtualDirFile>(virtual_dir_stat(normal->view(), created_)));
     };
     if (!t.members) {
-        if (is_virtual) return open_virtual();
+        if (is_virtual()) return open_virtual();
         return fail((flags & O_CREAT) ? EROFS : ENOENT, "open", path);
     }
     if (t.members->size() == 1) {
@@ -110,7 +111,8 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
             // A read-only mount of a writable backend: never hand it a changing open, but
             // answer what exists first, as a read-only backend would.
             auto existing = only.backend->stat(t.inner());
-            if (!existing && existing.error().code() == ENOENT && !(flags & O_CREAT) && !is_virtual)
+            if (!existing && existing.error().code() == ENOENT && !(flags & O_CREAT) &&
+                !is_virtual())
                 return fail(ENOENT, "open", path);
             if (existing && existing->type == FileType::directory &&
                 (flags & O_ACCMODE) != O_RDONLY)
@@ -118,7 +120,7 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
             return fail(EROFS, "open", path);
         }
         auto r = only.backend->open(t.inner(), flags, mode);
-        if (!r && r.error().code() == ENOENT && is_virtual) return open_virtual();
+        if (!r && r.error().code() == ENOENT && is_virtual()) return open_virtual();
         return wrap(std::move(r));
     }
     // A union: the first member that has the path serves it.
@@ -140,7 +142,7 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
         if (!w) return fail(EROFS, "open", path);
         return wrap(w->backend->open(t.inner(), flags, mode));
     }
-    if (is_virtual) return open_virtual();
+    if (is_virtual()) return open_virtual();
     return fail(ENOENT, "open", path);
 }
 
