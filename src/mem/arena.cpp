@@ -119,7 +119,7 @@ Arena::~Arena() {
     }
 }
 
-void* Arena::allocate(std::size_t bytes) {
+void* Arena::allocate(std::size_t bytes, Place place) {
     if (bytes > kMaxObject) return ::operator new(bytes);
     if (packfs_test_arena_allocation) packfs_test_arena_allocation(bytes);
     const std::size_t c = class_of(bytes);
@@ -128,15 +128,15 @@ void* Arena::allocate(std::size_t bytes) {
         f = returned_[c].exchange(nullptr, std::memory_order_acquire);
     }
     ++allocated_;
-    if (!f) return carve((c + 1) * kGrain);
+    if (!f) return carve(regions_[static_cast<int>(place)], (c + 1) * kGrain);
     free_[c] = f->next;
     PACKFS_UNPOISON(f, (c + 1) * kGrain);
     return f;
 }
 
-void* Arena::carve(std::size_t rounded) {
-    if (static_cast<std::size_t>(end_ - next_) < rounded) {
-        const std::size_t bytes = next_block_bytes_;
+void* Arena::carve(Region& region, std::size_t rounded) {
+    if (static_cast<std::size_t>(region.end - region.next) < rounded) {
+        const std::size_t bytes = region.next_block_bytes;
         void* block = new_block(bytes, kHugeBlock);
         if (!block) {
             --allocated_;
@@ -146,12 +146,12 @@ void* Arena::carve(std::size_t rounded) {
         reserved_ += bytes;
         PACKFS_POISON(block, bytes);
         PACKFS_SCAN_FOR_LEAKS(block, bytes);
-        next_ = static_cast<std::byte*>(block);
-        end_ = next_ + bytes;
-        if (next_block_bytes_ < kHugeBlock) next_block_bytes_ *= 2;
+        region.next = static_cast<std::byte*>(block);
+        region.end = region.next + bytes;
+        if (region.next_block_bytes < kHugeBlock) region.next_block_bytes *= 2;
     }
-    void* p = next_;
-    next_ += rounded;
+    void* p = region.next;
+    region.next += rounded;
     PACKFS_UNPOISON(p, rounded);
     return p;
 }

@@ -45,12 +45,21 @@ public:
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
 
+    // Where fresh memory for an object is carved: `beside` what was made just before it (a
+    // file's cell, entry and chunk, used together), or `apart`, among the objects every lookup
+    // shares (trie nodes), which then stay dense in few lines and pages.
+    enum class Place : uint8_t { beside, apart };
+
     // --- the writer ---
-    void* allocate(std::size_t bytes);
+    void* allocate(std::size_t bytes, Place place = Place::beside);
     void deallocate(void* p, std::size_t bytes) noexcept;
     template <class T, class... Args>
     T* make(Args&&... args) {
         return new (allocate(sizeof(T))) T(std::forward<Args>(args)...);
+    }
+    template <class T, class... Args>
+    T* make_apart(Args&&... args) {
+        return new (allocate(sizeof(T), Place::apart)) T(std::forward<Args>(args)...);
     }
     template <class T>
     void destroy(T* p) noexcept {
@@ -76,13 +85,17 @@ private:
     static std::size_t class_of(std::size_t bytes) noexcept {
         return (bytes + kGrain - 1) / kGrain - 1;
     }
-    void* carve(std::size_t rounded);
+    // A block being carved: its unused part, and the size of the next one.
+    struct Region {
+        std::byte* next = nullptr;
+        std::byte* end = nullptr;
+        std::size_t next_block_bytes = kFirstBlock;
+    };
+    void* carve(Region& region, std::size_t rounded);
 
     FreeObject* free_[kClasses] = {};
     std::atomic<FreeObject*> returned_[kClasses] = {};
-    std::byte* next_ = nullptr;  // the current block's unused part
-    std::byte* end_ = nullptr;
-    std::size_t next_block_bytes_ = kFirstBlock;
+    Region regions_[2];  // by Place
     std::size_t reserved_ = 0;
     std::vector<std::pair<void*, std::size_t>> blocks_;
     // Objects out: the writer's count, less what came back through give_back (a sanitizer

@@ -102,7 +102,7 @@ void trie_destroy_now(TrieNode* node, Arena& arena) noexcept {
 // (taking a reference on each child) stored where `node` was.
 TrieNode* TrieWriter::own(TrieNode* node, std::atomic<uintptr_t>* parent_slot) {
     if (node->refs == 1) return node;
-    auto* copy = arena_.make<TrieNode>();
+    auto* copy = arena_.make_apart<TrieNode>();
     for (int i = 0; i < TrieNode::kSlots; ++i) {
         const uintptr_t s = node->slots[i].load(std::memory_order_relaxed);
         retain_slot(s);
@@ -130,7 +130,7 @@ int64_t TrieWriter::put(std::string_view name, uint64_t hash, uint64_t ino, File
                         Cell* cell) {
     EntryRec* fresh = EntryRec::make(arena_, name, hash, ino, type, cell);
     if (!root_) {
-        auto* node = arena_.make<TrieNode>();
+        auto* node = arena_.make_apart<TrieNode>();
         node->slots[TrieNode::index(hash, 0)].store(TrieNode::tag(fresh), std::memory_order_relaxed);
         root_ = node;
         return -1;
@@ -177,12 +177,12 @@ int64_t TrieWriter::put_at(TrieNode* node, int depth, EntryRec* fresh) {
         }
         // Another hash in this slot: both move one level down, into a node built before it
         // is published, so a reader finds `e` either here or there.
-        auto* below = arena_.make<TrieNode>();
+        auto* below = arena_.make_apart<TrieNode>();
         below->slots[TrieNode::index(e->hash, depth + 1)].store(s, std::memory_order_relaxed);
         TrieNode* at = below;
         int d = depth + 1;
         while (TrieNode::index(e->hash, d) == TrieNode::index(fresh->hash, d)) {
-            auto* deeper = arena_.make<TrieNode>();
+            auto* deeper = arena_.make_apart<TrieNode>();
             at->slots[TrieNode::index(e->hash, d)].store(TrieNode::tag(deeper),
                                                          std::memory_order_relaxed);
             deeper->slots[TrieNode::index(e->hash, d + 1)].store(s, std::memory_order_relaxed);
