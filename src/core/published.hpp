@@ -16,24 +16,12 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <utility>
 
+#include "core/hazard.hpp"
+
 namespace packfs {
-
-namespace hazard {
-
-// One thread's hazard pointers (a few: a Vfs mounted inside a Vfs reads both tables at once).
-struct Record;
-
-// The calling thread's record (made on first use; given back when the thread ends).
-Record& mine();
-// Publishes `p` in the next free slot of `r`; returns the slot, or -1 when all are taken.
-int hold(Record& r, const void* p) noexcept;
-void drop(Record& r, int slot) noexcept;
-// Returns once no thread's record holds `p` (the writer, after it unpublished `p`).
-void wait_unused(const void* p) noexcept;
-
-}  // namespace hazard
 
 template <class T>
 class Published {

@@ -84,8 +84,8 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
     auto normal = NormalPath::make(path, "open");
     if (!normal) return std::unexpected(normal.error());
     const bool changing = changes_file(flags);
-    std::shared_lock changes(*change_mutex_, std::defer_lock);
-    if (changing) changes.lock();
+    std::optional<Gate::Pass> changes;
+    if (changing) changes.emplace(*change_gate_);
     Published<Table>::Reader table(table_);
     Target t = dispatch(*table, normal->view(), normal->wants_dir());
     // A directory only the mount table makes (asked only when no member has the path).
@@ -94,7 +94,7 @@ Result<FileHandle> VfsImpl::open(std::string_view path, int flags, uint32_t mode
     auto wrap = [&](Result<FileHandle> r) -> Result<FileHandle> {
         if (!r) return std::unexpected(r.error().with_path(path));
         if ((flags & O_ACCMODE) == O_RDONLY) return r;
-        return FileHandle(std::make_unique<LockedFile>(std::move(*r), change_mutex_));
+        return FileHandle(std::make_unique<LockedFile>(std::move(*r), change_gate_));
     };
     auto open_virtual = [&]() -> Result<FileHandle> {
         if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)) return fail(EISDIR, "open", path);
@@ -153,7 +153,7 @@ Result<void> VfsImpl::two_paths(std::string_view from, std::string_view to, std:
     if (!src) return std::unexpected(src.error());
     auto dst = NormalPath::make(to, op);
     if (!dst) return std::unexpected(dst.error());
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     Published<Table>::Reader table(table_);
     Target s = dispatch(*table, src->view(), src->wants_dir());
     Target d = dispatch(*table, dst->view(), dst->wants_dir());
@@ -199,7 +199,7 @@ Result<void> VfsImpl::link(std::string_view existing, std::string_view new_path)
 
 Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
     // Alone: no change through this Vfs lands between two members' snapshots.
-    std::unique_lock changes(*change_mutex_);
+    Gate::Closed changes(*change_gate_);
     TablePtr table = table_.owner();
     Table frozen;
     std::unordered_map<uint64_t, std::shared_ptr<Backend>> snapshots;  // by Member::id

@@ -3,17 +3,17 @@
 // member's own path calls (vfs.cpp); the node calls walk Vfs nodes (vfs_nodes.cpp).
 #pragma once
 
-#include "packfs/vfs.hpp"
-
 #include <xxhash.h>
 
 #include <mutex>
-#include <shared_mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/gate.hpp"
 #include "core/published.hpp"
 #include "packfs/path.hpp"
+#include "packfs/vfs.hpp"
 #include "vfs/mount_table.hpp"
 
 namespace packfs::vfs {
@@ -54,21 +54,21 @@ private:
     Stat stat_;
 };
 
-// A writable handle opened through the Vfs: its writes are changes, so they share the
-// change lock, and a Vfs snapshot never lands between two of them half-seen.
+// A writable handle opened through the Vfs: its writes are changes, so they pass the change
+// gate, and a Vfs snapshot never lands in the middle of one.
 class LockedFile final : public File {
 public:
-    LockedFile(FileHandle inner, std::shared_ptr<std::shared_mutex> changes)
+    LockedFile(FileHandle inner, std::shared_ptr<Gate> changes)
         : inner_(std::move(inner)), changes_(std::move(changes)) {}
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
         return inner_->pread(buf, offset);
     }
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
-        std::shared_lock lock(*changes_);
+        Gate::Pass change(*changes_);
         return inner_->pwrite(data, offset);
     }
     Result<void> truncate(uint64_t size) override {
-        std::shared_lock lock(*changes_);
+        Gate::Pass change(*changes_);
         return inner_->truncate(size);
     }
     Result<void> fsync(bool data_only) override { return inner_->fsync(data_only); }
@@ -76,7 +76,7 @@ public:
 
 private:
     FileHandle inner_;
-    std::shared_ptr<std::shared_mutex> changes_;
+    std::shared_ptr<Gate> changes_;
 };
 
 class VfsImpl final : public Vfs {
@@ -334,7 +334,7 @@ private:
     Result<void> change(std::string_view path, std::string_view op, bool follow, Call&& call) {
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
-        std::shared_lock changes(*change_mutex_);
+        Gate::Pass changes(*change_gate_);
         Published<Table>::Reader table(table_);
         Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (!t.members) {
@@ -359,7 +359,7 @@ private:
     Result<void> create(std::string_view path, std::string_view op, Call&& call) {
         auto normal = NormalPath::make(path, op);
         if (!normal) return std::unexpected(normal.error());
-        std::shared_lock changes(*change_mutex_);
+        Gate::Pass changes(*change_gate_);
         Published<Table>::Reader table(table_);
         Target t = dispatch(*table, normal->view(), normal->wants_dir());
         if (normal->view() == t.mount_path || normal->is_root() ||
@@ -396,9 +396,9 @@ private:
 
     Published<Table> table_;  // readers through a Published::Reader
     std::mutex mount_mutex_;  // serialises mount and unmount: the table's writer
-    // Changes share it; snapshot takes it alone. Shared with the writable handles this Vfs
-    // opened, whose writes are changes too, and which may outlive the Vfs.
-    std::shared_ptr<std::shared_mutex> change_mutex_ = std::make_shared<std::shared_mutex>();
+    // Changes pass through it; snapshot closes it (core/gate.hpp). Shared with the writable
+    // handles this Vfs opened, whose writes are changes too, and which may outlive the Vfs.
+    std::shared_ptr<Gate> change_gate_ = std::make_shared<Gate>();
     const bool frozen_;
     const Time created_;  // the times of virtual directories, kept by snapshots
     uint64_t next_mount_id_ = 1;  // Member::id (under mount_mutex_)

@@ -269,12 +269,12 @@ Result<FileHandle> VfsImpl::open(Node node, int flags) {
         if (auto ok = check_open_target(st->type, flags); !ok) return error_of(ok);
         return fail(EROFS, "open");
     }
-    std::shared_lock changes(*change_mutex_, std::defer_lock);
-    if (changing) changes.lock();
+    std::optional<Gate::Pass> changes;
+    if (changing) changes.emplace(*change_gate_);
     auto file = top.backend->open(top.node, flags);
     if (!file || !writes) return file;
     // Its writes are changes: they share the change lock (see LockedFile).
-    return FileHandle(std::make_unique<LockedFile>(std::move(*file), change_mutex_));
+    return FileHandle(std::make_unique<LockedFile>(std::move(*file), change_gate_));
 }
 
 // --- new entries -------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint
                                 std::optional<Owner> owner) {
     if (auto ok = check_name(name, "create"); !ok) return error_of(ok);
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "create", name);
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, "create");
     if (!d) return error_of(d);
@@ -323,7 +323,7 @@ Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint
     if (!made) return error_of(made);
     const uint64_t id = nodes_.intern(single(*target, made->entry.node));
     FileHandle file = std::move(made->file);
-    if (writes) file = std::make_unique<LockedFile>(std::move(file), change_mutex_);
+    if (writes) file = std::make_unique<LockedFile>(std::move(file), change_gate_);
     return Created{Entry{Node{id}, made->entry.stat}, std::move(file)};
 }
 
@@ -331,7 +331,7 @@ template <class Make>
 Result<Entry> VfsImpl::make_node(Node dir, std::string_view name, std::string_view op,
                                  Make&& make) {
     if (auto ok = check_name(name, op); !ok) return error_of(ok);
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, op);
     if (!d) return error_of(d);
@@ -378,7 +378,7 @@ Result<Entry> VfsImpl::symlink(Node dir, std::string_view name, std::string_view
 
 Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
     if (auto ok = check_name(name, "link"); !ok) return error_of(ok);
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     Published<Table>::Reader table(table_);
     auto n = describe(node, *table, "link");
     if (!n) return error_of(n);
@@ -415,7 +415,7 @@ Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
 Result<void> VfsImpl::remove_node(Node dir, std::string_view name, bool is_dir) {
     const std::string_view op = is_dir ? "rmdir" : "unlink";
     if (auto ok = check_name(name, op); !ok) return ok;
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, op);
     if (!d) return error_of(d);
@@ -445,7 +445,7 @@ Result<void> VfsImpl::rename(Node dir, std::string_view name, Node to_dir,
                              std::string_view to_name, RenameFlags flags) {
     if (auto ok = check_name(name, "rename"); !ok) return ok;
     if (auto ok = check_name(to_name, "rename"); !ok) return ok;
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     Published<Table>::Reader table(table_);
     auto s = describe(dir, *table, "rename");
     if (!s) return error_of(s);
@@ -477,7 +477,7 @@ Result<void> VfsImpl::rename(Node dir, std::string_view name, Node to_dir,
 }
 
 Result<Stat> VfsImpl::setattr(Node node, const SetAttr& change) {
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     auto d = describe(node, "setattr");
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;
@@ -487,7 +487,7 @@ Result<Stat> VfsImpl::setattr(Node node, const SetAttr& change) {
 
 Result<void> VfsImpl::setxattr(Node node, std::string_view name, std::string_view value,
                                XattrMode mode) {
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     auto d = describe(node, "setxattr");
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;
@@ -496,7 +496,7 @@ Result<void> VfsImpl::setxattr(Node node, std::string_view name, std::string_vie
 }
 
 Result<void> VfsImpl::removexattr(Node node, std::string_view name) {
-    std::shared_lock changes(*change_mutex_);
+    Gate::Pass changes(*change_gate_);
     auto d = describe(node, "removexattr");
     if (!d) return error_of(d);
     const NodeDesc& desc = **d;

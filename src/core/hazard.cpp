@@ -1,5 +1,6 @@
-#include "core/published.hpp"
+#include "core/hazard.hpp"
 
+#include <atomic>
 #include <thread>
 
 namespace packfs::hazard {
