@@ -4,6 +4,10 @@
 // cache line, nothing another reader touches; the waiting falls on the rare writer, and only
 // for the readers of that one object. Used by Published<T> (a version readers read while a
 // writer replaces it) and Gate (changes that a snapshot must exclude).
+//
+// fork(): the child inherits every record; a hazard that a thread of the parent held at the
+// fork stays set in the child, whose writers would wait on it for ever. Fork with no operation
+// on the objects in flight, as with a lock.
 #pragma once
 
 namespace packfs::hazard {
