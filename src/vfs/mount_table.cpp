@@ -62,6 +62,10 @@ std::string child_prefix(std::string_view dir) {
 }  // namespace
 
 bool has_mount_below(const Table& table, std::string_view normal_path) {
+    // A mount strictly below has more components than the path: none deeper than `deepest`.
+    const auto depth =
+        normal_path == "/" ? 0 : std::count(normal_path.begin(), normal_path.end(), '/');
+    if (static_cast<std::size_t>(depth) >= table.deepest) return false;
     const std::string prefix = child_prefix(normal_path);
     auto it = table.mounts.lower_bound(prefix);
     if (it != table.mounts.end() && it.key() == prefix) ++it;  // "/" itself is not below "/"
