@@ -41,9 +41,11 @@ namespace {
 
 // `bytes` of fresh memory aligned to `align` (a power of two, at least a page).
 void* map_aligned(std::size_t bytes, std::size_t align) noexcept {
-    const std::size_t span = bytes + align;
+    // mmap's own alignment is a page: only a larger one needs the extra span trimmed.
+    const std::size_t span = align > 4096 ? bytes + align : bytes;
     void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return nullptr;
+    if (span == bytes) return raw;
     const auto start = reinterpret_cast<uintptr_t>(raw);
     const uintptr_t aligned = (start + align - 1) & ~(uintptr_t{align} - 1);
     if (aligned > start) munmap(raw, aligned - start);
@@ -143,7 +145,6 @@ void* Arena::carve(Region& region, std::size_t rounded) {
             throw std::bad_alloc();
         }
         blocks_.emplace_back(block, bytes);
-        reserved_ += bytes;
         PACKFS_POISON(block, bytes);
         PACKFS_SCAN_FOR_LEAKS(block, bytes);
         region.next = static_cast<std::byte*>(block);

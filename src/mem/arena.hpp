@@ -71,9 +71,6 @@ public:
     // --- any thread: an object whose grace period ended ---
     void give_back(void* p, std::size_t bytes) noexcept;
 
-    // Bytes of blocks the arena holds (used or free).
-    std::size_t reserved_bytes() const noexcept { return reserved_; }
-
 private:
     struct FreeObject {
         FreeObject* next;
@@ -96,7 +93,6 @@ private:
     FreeObject* free_[kClasses] = {};
     std::atomic<FreeObject*> returned_[kClasses] = {};
     Region regions_[2];  // by Place
-    std::size_t reserved_ = 0;
     std::vector<std::pair<void*, std::size_t>> blocks_;
     // Objects out: the writer's count, less what came back through give_back (a sanitizer
     // build reports a leak when the arena goes with objects still out).
