@@ -231,6 +231,7 @@ int run(const Options& options) {
     context.quick = options.quick;
     print_header(stdout, context);
     fmt::print("load:     {} at start\n", load_average());
+    fmt::print("memory:   {} at start\n", memory_latency());
     std::fflush(stdout);
 
     const auto start = std::chrono::steady_clock::now();
@@ -272,6 +273,7 @@ int run(const Options& options) {
     print_pack_targets(stdout, *figures);
     print_volume_targets(stdout, *figures, *volume_facts);
     fmt::print("\nload:     {} at end; wall time {:.1f} s\n", load_average(), wall);
+    fmt::print("memory:   {} at end\n", memory_latency());
     std::fflush(stdout);
     if (!options.json_path.empty()) {
         if (auto ok = write_json(options.json_path, *figures); !ok) {

@@ -1,14 +1,19 @@
 #include "bench/machine.hpp"
 
+#include <fmt/format.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <numeric>
+#include <random>
 #include <sstream>
-
-#include <fmt/format.h>
+#include <vector>
 
 #ifndef PACKFS_BUILD_TYPE
 #define PACKFS_BUILD_TYPE "unknown"
@@ -119,6 +124,35 @@ std::string load_average() {
     double load[3] = {0, 0, 0};
     if (::getloadavg(load, 3) != 3) return "unknown";
     return fmt::format("{:.2f} {:.2f} {:.2f}", load[0], load[1], load[2]);
+}
+
+double dependent_load_ns(std::size_t bytes) {
+    // One index per 64-byte line, linked into a single random cycle (Sattolo's shuffle), so
+    // every load waits for the one before and no prefetcher can guess the next line.
+    constexpr std::size_t kLine = 64 / sizeof(uint32_t);
+    const std::size_t lines = std::max<std::size_t>(bytes / 64, 2);
+    std::vector<uint32_t> order(lines);
+    std::iota(order.begin(), order.end(), 0u);
+    std::mt19937_64 rng(1);
+    for (std::size_t i = lines - 1; i > 0; --i) {
+        std::swap(order[i], order[std::uniform_int_distribution<std::size_t>(0, i - 1)(rng)]);
+    }
+    std::vector<uint32_t> next(lines * kLine);
+    for (std::size_t i = 0; i < lines; ++i) next[order[i] * kLine] = order[(i + 1) % lines] * kLine;
+    uint32_t at = 0;
+    for (std::size_t i = 0; i < lines; ++i) at = next[at];  // warm: page faults, TLB
+    constexpr std::size_t kLoads = 1u << 20;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < kLoads; ++i) at = next[at];
+    const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+    volatile uint32_t sink = at;  // keeps the chain from being optimised away
+    (void)sink;
+    return took.count() / kLoads;
+}
+
+std::string memory_latency() {
+    return fmt::format("dependent load {:.0f} ns over 4 MiB, {:.0f} ns over 64 MiB",
+                       dependent_load_ns(4u << 20), dependent_load_ns(64u << 20));
 }
 
 }  // namespace packfs::bench

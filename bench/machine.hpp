@@ -2,6 +2,7 @@
 // host filesystem means little without knowing which filesystem and which machine.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace packfs::bench {
@@ -27,5 +28,13 @@ MachineInfo describe_machine();
 FilesystemInfo describe_filesystem(const std::string& path);
 // The 1-, 5- and 15-minute load averages, "0.12 0.11 0.04".
 std::string load_average();
+
+// What a cache miss costs now: the time of one load that depends on the previous one, over a
+// random cycle through `bytes` of memory. On a shared VM it moves from run to run with the
+// neighbours' use of the last-level cache, and every per-file figure of a tree larger than
+// what is left of that cache moves with it (docs/BENCH.md, "Reading the numbers").
+double dependent_load_ns(std::size_t bytes);
+// "dependent load 22 ns over 4 MiB, 150 ns over 64 MiB"
+std::string memory_latency();
 
 }  // namespace packfs::bench

@@ -31,14 +31,16 @@
 // from the lower).
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <type_traits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -130,28 +132,27 @@ struct Cell {
     static constexpr uint32_t kDying = 0x8000'0000u;
 
     // A consistent copy of the state (readers; the writer may read `state` directly).
-    CellState read() const noexcept {
-        CellState out;
-        for (;;) {
-            const uint32_t s = seq.read_begin();
-            atomic_copy_out(state, out);
-            if (seq.read_valid(s)) return out;
-        }
-    }
+    CellState read() const noexcept { return read_part<0, sizeof(CellState)>(); }
     // A consistent copy of the state's bytes [From, To) (offsetof bounds, widened to whole
-    // words), for a reader that needs a few fields: the hot paths copy a few words, not 17.
+    // words), for a reader that needs a few fields: the hot paths copy a few words, not 17. The
+    // other words read as zero. (The copy is built in an array of words, every one written once:
+    // a default-constructed CellState would be zeroed first, a rep stos on every read.)
     template <std::size_t From, std::size_t To>
     CellState read_part() const noexcept {
+        constexpr std::size_t kWords = sizeof(CellState) / 8;
         constexpr std::size_t from = From / 8;
         constexpr std::size_t to = (To + 7) / 8;
-        CellState out;
-        auto* dst = reinterpret_cast<uint64_t*>(&out);
+        static_assert(from < to && to <= kWords);
+        std::array<uint64_t, kWords> words;
         auto* src = reinterpret_cast<uint64_t*>(const_cast<CellState*>(&state));
         for (;;) {
             const uint32_t s = seq.read_begin();
-            for (std::size_t i = from; i < to; ++i)
-                dst[i] = std::atomic_ref<uint64_t>(src[i]).load(std::memory_order_relaxed);
-            if (seq.read_valid(s)) return out;
+            for (std::size_t i = 0; i < kWords; ++i) {
+                words[i] = i >= from && i < to
+                               ? std::atomic_ref<uint64_t>(src[i]).load(std::memory_order_relaxed)
+                               : 0;
+            }
+            if (seq.read_valid(s)) return std::bit_cast<CellState>(words);
         }
     }
     DirFields dir_fields() const noexcept {
