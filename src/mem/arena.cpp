@@ -121,7 +121,7 @@ Arena::~Arena() {
     }
 }
 
-void* Arena::allocate(std::size_t bytes, Place place) {
+void* Arena::allocate(std::size_t bytes, Place place, Align align) {
     if (bytes > kMaxObject) return ::operator new(bytes);
     if (packfs_test_arena_allocation) packfs_test_arena_allocation(bytes);
     const std::size_t c = class_of(bytes);
@@ -130,14 +130,24 @@ void* Arena::allocate(std::size_t bytes, Place place) {
         f = returned_[c].exchange(nullptr, std::memory_order_acquire);
     }
     ++allocated_;
-    if (!f) return carve(regions_[static_cast<int>(place)], (c + 1) * kGrain);
+    if (!f) return carve(regions_[static_cast<int>(place)], (c + 1) * kGrain, align);
     free_[c] = f->next;
     PACKFS_UNPOISON(f, (c + 1) * kGrain);
     return f;
 }
 
-void* Arena::carve(Region& region, std::size_t rounded) {
-    if (static_cast<std::size_t>(region.end - region.next) < rounded) {
+void Arena::set_aside(std::size_t bytes, Align align) {
+    if (bytes > kMaxObject) return;
+    const std::size_t c = class_of(bytes);
+    push_free(carve(regions_[static_cast<int>(Place::beside)], (c + 1) * kGrain, align), c);
+}
+
+void* Arena::carve(Region& region, std::size_t rounded, Align align) {
+    const auto skip = [&] {
+        const auto at = reinterpret_cast<uintptr_t>(region.next);
+        return align == Align::line ? static_cast<std::size_t>(-at & (kLine - 1)) : 0;
+    };
+    if (static_cast<std::size_t>(region.end - region.next) < skip() + rounded) {
         const std::size_t bytes = region.next_block_bytes;
         void* block = new_block(bytes, kHugeBlock);
         if (!block) {
@@ -151,10 +161,25 @@ void* Arena::carve(Region& region, std::size_t rounded) {
         region.end = region.next + bytes;
         if (region.next_block_bytes < kHugeBlock) region.next_block_bytes *= 2;
     }
+    if (const std::size_t gap = skip()) {
+        // The bytes up to the line serve a small object later (kGrain divides them).
+        PACKFS_UNPOISON(region.next, gap);
+        push_free(region.next, class_of(gap));
+        region.next += gap;
+    }
     void* p = region.next;
     region.next += rounded;
     PACKFS_UNPOISON(p, rounded);
     return p;
+}
+
+// Puts free memory of class `c` first on its list (no object count changes).
+void Arena::push_free(void* p, std::size_t c) noexcept {
+    auto* f = static_cast<FreeObject*>(p);
+    f->next = free_[c];
+    free_[c] = f;
+    PACKFS_POISON(reinterpret_cast<std::byte*>(p) + sizeof(FreeObject),
+                  (c + 1) * kGrain - sizeof(FreeObject));
 }
 
 void Arena::deallocate(void* p, std::size_t bytes) noexcept {
@@ -162,13 +187,8 @@ void Arena::deallocate(void* p, std::size_t bytes) noexcept {
         ::operator delete(p);
         return;
     }
-    const std::size_t c = class_of(bytes);
-    auto* f = static_cast<FreeObject*>(p);
-    f->next = free_[c];
-    free_[c] = f;
     --allocated_;
-    PACKFS_POISON(reinterpret_cast<std::byte*>(p) + sizeof(FreeObject),
-                  (c + 1) * kGrain - sizeof(FreeObject));
+    push_free(p, class_of(bytes));
 }
 
 void Arena::give_back(void* p, std::size_t bytes) noexcept {

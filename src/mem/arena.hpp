@@ -49,10 +49,18 @@ public:
     // file's cell, entry and chunk, used together), or `apart`, among the objects every lookup
     // shares (trie nodes), which then stay dense in few lines and pages.
     enum class Place : uint8_t { beside, apart };
+    // Fresh memory for an object a lookup reads (a cell, an entry) starts a cache line, so the
+    // object takes as few lines as its size allows. (Reused memory keeps wherever it was.)
+    enum class Align : uint8_t { any, line };
+    static constexpr std::size_t kLine = 64;
 
     // --- the writer ---
-    void* allocate(std::size_t bytes, Place place = Place::beside);
+    void* allocate(std::size_t bytes, Place place = Place::beside, Align align = Align::any);
     void deallocate(void* p, std::size_t bytes) noexcept;
+    // Carves fresh memory for an object of `bytes` now and puts it first in line for the next
+    // allocation of that size: how a caller lays out side by side two objects it has to make
+    // in the other order (a new file's entry before its cell, the order a lookup reads them).
+    void set_aside(std::size_t bytes, Align align = Align::any);
     template <class T, class... Args>
     T* make(Args&&... args) {
         return new (allocate(sizeof(T))) T(std::forward<Args>(args)...);
@@ -88,7 +96,8 @@ private:
         std::byte* end = nullptr;
         std::size_t next_block_bytes = kFirstBlock;
     };
-    void* carve(Region& region, std::size_t rounded);
+    void* carve(Region& region, std::size_t rounded, Align align);
+    void push_free(void* p, std::size_t c) noexcept;
 
     FreeObject* free_[kClasses] = {};
     std::atomic<FreeObject*> returned_[kClasses] = {};

@@ -78,10 +78,11 @@ enum class CellKind : uint8_t { stub, live, dead };
 
 struct Version;
 
-// Everything a reader copies out of a cell: one version of the inode.
+// Everything a reader copies out of a cell: one version of the inode. Ordered for the lines a
+// reader touches: what a lookup and a stat read come first and together (type and kind, the
+// stat fields, the lower node), then what only a read of the contents, a snapshot or the writer
+// needs. With the cell's header that is its first 112 bytes: two cache lines of an aligned cell.
 struct alignas(8) CellState {
-    uint64_t modified_gen = 0;  // the generation this state was made in
-    Version* prev = nullptr;    // the state it replaced, where a snapshot still sees it
     FileType type = FileType::regular;
     CellKind kind = CellKind::live;
     uint16_t unused = 0;
@@ -96,11 +97,13 @@ struct alignas(8) CellState {
     uint64_t aux = 0;
     uint64_t allocated = 0;     // bytes of content buffers (st_blocks, statfs)
     Time atime, mtime, ctime;
+    uint64_t lower = 0;  // the lower node this inode is (stub) or was copied up from
     // directory: its entry trie (trie.hpp); regular file: its content (content.hpp);
     // symlink: its Target
     void* data = nullptr;
     XattrSet* xattrs = nullptr;  // null: none
-    uint64_t lower = 0;          // the lower node this inode is (stub) or was copied up from
+    uint64_t modified_gen = 0;   // the generation this state was made in
+    Version* prev = nullptr;     // the state it replaced, where a snapshot still sees it
 };
 
 static_assert(std::is_standard_layout_v<CellState> && sizeof(CellState) % 8 == 0);
@@ -122,12 +125,12 @@ struct Version {
 struct Cell {
     Cell(uint64_t number, bool in_arena) noexcept : ino(number), pooled(in_arena) {}
 
-    const uint64_t ino;
-    std::atomic<uint32_t> holds{0};
     SeqCount seq;
+    std::atomic<uint32_t> holds{0};
+    const uint64_t ino;
+    CellState state;  // under `seq`: the writer writes it with write(); readers read()
     // From the engine's arena (the writer's cells), or the heap (a stub a reader made).
     const bool pooled;
-    CellState state;  // under `seq`: the writer writes it with write(); readers read()
 
     static constexpr uint32_t kDying = 0x8000'0000u;
 
@@ -211,6 +214,9 @@ struct Cell {
     }
     bool held() const noexcept { return (holds.load(std::memory_order_acquire) & ~kDying) != 0; }
 };
+
+// A lookup and a stat read the sequence count and the state up to `data`: two lines.
+static_assert(offsetof(Cell, state) + offsetof(CellState, data) <= 128);
 
 Stat stat_of(uint64_t ino, const CellState& s) noexcept;
 

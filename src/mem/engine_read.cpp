@@ -132,7 +132,7 @@ Result<Ref> Engine::by_ino(uint64_t ino, uint64_t gen) const {
 
 Result<Stat> Engine::stat(const Ref& node, uint64_t gen) const {
     if (node.cell) {
-        auto s = state_at<offsetof(CellState, type), offsetof(CellState, data)>(*node.cell, gen);
+        auto s = state_at<offsetof(CellState, type), offsetof(CellState, lower)>(*node.cell, gen);
         if (!s || s->kind != CellKind::live) return fail(ESTALE, "stat");
         return stat_of(node.ino, *s);
     }
@@ -235,14 +235,16 @@ Result<std::size_t> Engine::read(const Ref& file, std::span<std::byte> out, uint
         if (!lower) return fail(EIO, "read");
         return lower->read(offset, out);
     }
-    auto s = state_at<offsetof(CellState, type), sizeof(CellState)>(*file.cell, gen);
+    auto s =
+        state_at<offsetof(CellState, type), offsetof(CellState, modified_gen)>(*file.cell, gen);
     if (!s || s->kind != CellKind::live) return fail(ESTALE, "read");
     return read_state(*s, out, offset, lower_files);
 }
 
 Result<std::size_t> Engine::read_held(const Cell& cell, std::span<std::byte> out, uint64_t offset,
                                       LowerFiles& lower_files) const {
-    const CellState s = cell.read_part<offsetof(CellState, type), sizeof(CellState)>();
+    const CellState s =
+        cell.read_part<offsetof(CellState, type), offsetof(CellState, modified_gen)>();
     switch (s.kind) {
         case CellKind::live:
             return read_state(s, out, offset, lower_files);

@@ -272,6 +272,9 @@ Result<Ref> Engine::make(const Ref& dir, std::string_view name, FileType type, u
     if (!dcell) return std::unexpected(dcell.error());
     const Time now = op_now();
     CellState ds = begin_edit(*dcell);
+    // The entry goes first, the cell right after it: a lookup reads them in that order, and a
+    // stat then touches three lines (the entry's, the cell's first two), all in a row.
+    arena_->set_aside(EntryRec::bytes(name.size()), Arena::Align::line);
     Cell* cell = make_inode(type, mode, now, owner, ds);
     CellState& s = cell->state;
     switch (type) {

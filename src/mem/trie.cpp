@@ -7,7 +7,7 @@ namespace packfs::mem {
 
 EntryRec* EntryRec::make(Arena& arena, std::string_view name, uint64_t hash, uint64_t ino,
                          FileType type, Cell* cell, EntryRec* next) {
-    void* p = arena.allocate(sizeof(EntryRec) + name.size());  // name_bytes[1] holds the NUL
+    void* p = arena.allocate(bytes(name.size()), Arena::Place::beside, Arena::Align::line);
     auto* e = new (p) EntryRec;
     e->type = type;
     e->name_length = static_cast<uint16_t>(name.size());

@@ -54,13 +54,17 @@ struct EntryRec : Counted {
     char name_bytes[1];        // name_length bytes
 
     std::string_view name() const noexcept { return {name_bytes, name_length}; }
+    // The bytes an entry for a name of `length` takes (name_bytes[1] holds the NUL).
+    static constexpr std::size_t bytes(std::size_t length) noexcept {
+        return sizeof(EntryRec) + length;
+    }
     static EntryRec* make(Arena& arena, std::string_view name, uint64_t hash, uint64_t ino,
                           FileType type, Cell* cell, EntryRec* next = nullptr);
 };
 
-// An entry's bytes: its name follows it (name_bytes[1] holds the NUL).
+// An entry's bytes: its name follows it.
 inline std::size_t arena_size(const EntryRec& e) noexcept {
-    return sizeof(EntryRec) + e.name_length;
+    return EntryRec::bytes(e.name_length);
 }
 
 struct TrieNode : Counted {
