@@ -108,12 +108,25 @@ inline const EntryRec* trie_find(const TrieNode* root, uint64_t hash, std::strin
 }
 
 // Calls fn(const EntryRec&) for every entry (whiteouts included), in hash order; stops early
-// when fn returns false.
+// when fn returns false. A node's slots are read first and what they point to is prefetched,
+// then visited: the entries of a large directory lie beside their cells, in the order they
+// were made, not in hash order, so each is a cache miss, and this has up to 16 of them in
+// flight instead of one after another.
 template <class Fn>
 bool trie_each(const TrieNode* node, Fn&& fn) {
     if (!node) return true;
-    for (const auto& slot : node->slots) {
-        const uintptr_t s = slot.load(std::memory_order_acquire);
+    uintptr_t slots[TrieNode::kSlots];
+    for (int i = 0; i < TrieNode::kSlots; ++i) {
+        const uintptr_t s = slots[i] = node->slots[i].load(std::memory_order_acquire);
+        if (!s) continue;
+        const char* p = reinterpret_cast<const char*>(s & ~uintptr_t{1});
+        __builtin_prefetch(p);
+        if (!TrieNode::is_entry(s)) {  // a node spans three lines
+            __builtin_prefetch(p + 64);
+            __builtin_prefetch(p + 128);
+        }
+    }
+    for (const uintptr_t s : slots) {
         if (!s) continue;
         if (TrieNode::is_entry(s)) {
             for (const EntryRec* e = TrieNode::entry(s); e; e = e->next)
