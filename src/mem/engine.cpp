@@ -162,8 +162,14 @@ CellState Engine::begin_edit(Cell* cell) {
 }
 
 Engine::SnapshotInfo Engine::take_snapshot() {
-    const uint64_t gen = gen_++;
-    ++snapshots_[gen].count;
+    const uint64_t gen = gen_++;  // newer than every snapshot: its place is the end
+    if (spare_snapshot_) {
+        spare_snapshot_.key() = gen;
+        spare_snapshot_.mapped() = Kept{1, {}};
+        snapshots_.insert(snapshots_.end(), std::move(spare_snapshot_));
+    } else {
+        snapshots_.emplace_hint(snapshots_.end(), gen, Kept{1, {}});
+    }
     last_snapshot_ = gen;
     return SnapshotInfo{gen, bytes_used_.load(std::memory_order_relaxed), next_ino()};
 }
@@ -173,7 +179,7 @@ void Engine::drop_snapshot(uint64_t gen) noexcept {
     if (it == snapshots_.end()) return;
     if (--it->second.count > 0) return;
     auto versions = std::move(it->second.versions);
-    snapshots_.erase(it);
+    spare_snapshot_ = snapshots_.extract(it);
     last_snapshot_ = snapshots_.empty() ? 0 : snapshots_.rbegin()->first;
     // The next older snapshot takes over what it still sees; the rest is freed.
     auto older = snapshots_.lower_bound(gen);

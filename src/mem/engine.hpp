@@ -311,6 +311,9 @@ private:
         std::vector<std::pair<Cell*, Version*>> versions;
     };
     std::map<uint64_t, Kept> snapshots_;
+    // The node of the last snapshot dropped, for the next one taken: a program that takes and
+    // drops snapshots in a loop allocates nothing for them here.
+    std::map<uint64_t, Kept>::node_type spare_snapshot_;
 
     std::atomic<uint64_t> cells_made_{0}, versions_made_{0};
 };

@@ -174,16 +174,14 @@ struct ReadOps {
     Result<void> removexattr(const Ref&, std::string_view) const { return refuse(); }
 };
 
+class SnapshotBackend;
+
 // A snapshot: a read-only tree.
 struct SnapshotOps : ReadOps {
-    std::shared_ptr<const SnapshotHold> hold;
+    const SnapshotBackend& snapshot;
 
     bool read_only() const noexcept { return true; }
-    Result<FileHandle> open(const Ref& node, int flags) const {
-        if (auto ok = check_open_target(node.type, flags); !ok) return std::unexpected(ok.error());
-        if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open");
-        return std::make_unique<SnapshotFile>(hold, node);
-    }
+    Result<FileHandle> open(const Ref& node, int flags) const;  // after SnapshotBackend
 };
 
 // Opens a node of the live tree. With the writer lock held (`locked`) it may copy the node
@@ -287,13 +285,18 @@ struct LiveReadOps : ReadOps {
 
 // --- backends ----------------------------------------------------------------------------------
 
-class SnapshotBackend final : public Backend {
+// Holds its generation itself (one allocation per snapshot() call); what must outlive it (its
+// files) keeps it alive through hold().
+class SnapshotBackend final : public Backend, public std::enable_shared_from_this<SnapshotBackend> {
 public:
-    explicit SnapshotBackend(std::shared_ptr<const SnapshotHold> hold)
-        : hold_(std::move(hold)), engine_(hold_->engine()), gen_(hold_->info().gen) {}
+    SnapshotBackend(std::shared_ptr<Engine> engine, Engine::SnapshotInfo info)
+        : hold_(std::move(engine), info), engine_(hold_.engine()), gen_(info.gen) {}
+
+    // The generation, owned: it keeps this backend (and so the generation) alive.
+    std::shared_ptr<const SnapshotHold> hold() const { return {shared_from_this(), &hold_}; }
 
 private:
-    SnapshotOps ops() const { return SnapshotOps{{engine_, gen_}, hold_}; }
+    SnapshotOps ops() const { return SnapshotOps{{engine_, gen_}, *this}; }
     template <class Body>
     auto on_node(Node node, Body&& body) -> decltype(body(std::declval<const Ref&>())) {
         rcu::ReadSection section;
@@ -360,7 +363,7 @@ public:
         return on_node(node, [&](const Ref& r) { return engine_.listxattr(r, gen_); });
     }
     Result<StatFs> statfs(Node) override { return engine_.statfs(gen_); }
-    InodeNumbering inode_numbering() const override { return {true, hold_->info().next_ino}; }
+    InodeNumbering inode_numbering() const override { return {true, hold_.info().next_ino}; }
 
     // --- paths ---
     Result<Stat> stat(std::string_view p) override {
@@ -388,16 +391,21 @@ public:
         return on_path([&](auto& api) { return api.listxattr(p); });
     }
 
-    Result<std::shared_ptr<Backend>> snapshot() override {
-        return std::shared_ptr<Backend>(std::make_shared<SnapshotBackend>(hold_));
-    }
+    // A snapshot of a snapshot is the same frozen tree.
+    Result<std::shared_ptr<Backend>> snapshot() override { return shared_from_this(); }
     bool read_only() const noexcept override { return true; }
 
 private:
-    std::shared_ptr<const SnapshotHold> hold_;
+    SnapshotHold hold_;
     Engine& engine_;
     uint64_t gen_;
 };
+
+Result<FileHandle> SnapshotOps::open(const Ref& node, int flags) const {
+    if (auto ok = check_open_target(node.type, flags); !ok) return std::unexpected(ok.error());
+    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return fail(EROFS, "open");
+    return std::make_unique<SnapshotFile>(snapshot.hold(), node);
+}
 
 class MemBackend final : public Backend {
 public:
@@ -721,8 +729,7 @@ public:
             auto lock = engine_->lock();
             info = engine_->take_snapshot();
         }
-        auto hold = std::make_shared<const SnapshotHold>(engine_, info);
-        return std::shared_ptr<Backend>(std::make_shared<SnapshotBackend>(std::move(hold)));
+        return std::shared_ptr<Backend>(std::make_shared<SnapshotBackend>(engine_, info));
     }
     bool read_only() const noexcept override { return false; }
 

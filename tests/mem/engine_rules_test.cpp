@@ -182,6 +182,29 @@ TEST(MemEngine, ManySnapshotsEachSeeTheirOwnGeneration) {
     EXPECT_EQ(read_file(*fs, "/f").value_or(""), "39");
 }
 
+// A snapshot's generation lives as long as anything of it does: the backend, a snapshot taken
+// of it (the same frozen tree), an open file.
+TEST(MemEngine, ASnapshotsGenerationLivesAsLongAsItsLastBackendOrFile) {
+    auto fs = make_mem_backend();
+    ASSERT_TRUE(write_file(*fs, "/f", "old"));
+    auto snap = fs->snapshot();
+    ASSERT_TRUE(snap);
+    auto again = (*snap)->snapshot();
+    ASSERT_TRUE(again);
+    ASSERT_TRUE(write_file(*fs, "/f", "new"));
+    snap->reset();
+    EXPECT_EQ(read_file(**again, "/f").value_or(""), "old");
+    auto file = (*again)->open("/f", O_RDONLY);
+    ASSERT_TRUE(file);
+    again->reset();
+    char buf[8] = {};
+    auto n = (*file)->pread(std::as_writable_bytes(std::span(buf)), 0);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(std::string_view(buf, *n), "old");
+    file->reset();  // the last of the snapshot: its generation is dropped (ASan: nothing leaks)
+    EXPECT_EQ(read_file(*fs, "/f").value_or(""), "new");
+}
+
 // A node handed in from outside (a journal record, a FUSE request) may name a file where a
 // directory is wanted: every call answers ENOTDIR (a fuzzed journal record once made the engine
 // read a file's content as a directory).
