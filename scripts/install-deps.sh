@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libzstd-dev liblz4-dev libxxhash-dev libssl-dev libfuse3-dev fuse3 liburcu-dev
   gnuplot-nox
-  squashfs-tools erofs-utils squashfuse attr
+  squashfs-tools erofs-utils squashfuse attr e2fsprogs
   # make fuzz: libFuzzer needs clang, and clang 19 is the first whose __cpp_concepts lets
   # GCC 12's <expected> declare std::expected; llvm-19 symbolizes the sanitizers' stacks.
   clang-19 libclang-rt-19-dev llvm-19

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +29,13 @@ struct BuildProgress {
     uint64_t total = 0;  // 0 while unknown (scan)
 };
 
+// Which times a pack records (DESIGN §8). `mtime`: the modification time only, with its
+// nanoseconds, readers seeing atime = ctime = mtime; what a copy of a tree preserves, so the
+// same tree packs to the same bytes from any copy and after any read (the default). `all`:
+// atime and ctime too, as the source has them (a volume's compaction, which must not change
+// what stat reports).
+enum class PackTimes : uint8_t { mtime, all };
+
 struct PackWriteOptions {
     Compression compression = Compression::none;
     int level = 0;                      // codec level; 0 = the codec's default
@@ -40,6 +48,10 @@ struct PackWriteOptions {
     // inode-numbers feature). The build fails with EINVAL, naming the path, when an st_ino is 0
     // or two different inodes of the source report the same one.
     bool keep_inode_numbers = false;
+    PackTimes times = PackTimes::mtime;
+    // When set, every recorded time later than this is recorded as this (the SOURCE_DATE_EPOCH
+    // convention of reproducible builds), so a tree touched today packs like yesterday's.
+    std::optional<Time> clamp_time;
     std::function<void(const BuildProgress&)> progress;
     // Test hook: replaces the XXH3-128 dedup hash (e.g. a constant, to force collisions).
     std::function<std::array<uint64_t, 2>(std::span<const std::byte>)> dedup_hash_for_tests;
@@ -66,12 +78,17 @@ struct PackStats {
 // Builds a pack at `out_path` from the tree under `root` of `source` (any Backend: mem, a
 // snapshot, the Vfs, ...). Writes to a temporary file beside `out_path`, fsyncs it, renames it
 // into place and fsyncs the directory; on failure nothing is left at `out_path` or beside it.
-// The same tree and options always give the same bytes.
+// The same tree and options always give the same bytes, whatever order the source lists in
+// and however many jobs: the tree being its names, types, modes, owners, xattrs, contents,
+// hard-link groups and the times `options.times` records.
 Result<PackStats> write_pack(Backend& source, std::string_view out_path,
                              const PackWriteOptions& options = {}, std::string_view root = "/");
 
-// The same from a host directory, read directly (no symlink is followed, atimes are not
-// touched where the kernel allows O_NOATIME). Errors name paths relative to `host_dir`.
+// The same from a host directory, read directly: no symlink is followed, and files and
+// directories are read with O_NOATIME where the kernel allows it (the caller owns them, or has
+// CAP_FOWNER), so a build does not move their atimes. A symlink's atime may still move: Linux
+// updates it on every readlink (under relatime, the first one after a change) and has no way
+// to ask otherwise. Errors name paths relative to `host_dir`.
 Result<PackStats> write_pack_from_host(std::string_view host_dir, std::string_view out_path,
                                        const PackWriteOptions& options = {});
 

@@ -8,22 +8,26 @@
 // and ThreadSanitizer sees atomics where it would otherwise see a race.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 namespace packfs {
 
-// Word-wise relaxed copies of a trivially copyable, 8-byte aligned struct.
+// Word-wise relaxed copies of a trivially copyable, 8-byte aligned struct. The copy out is
+// built in an array of words, each written once, and returned as a T (no default-constructed
+// T zeroed first only to be overwritten).
 template <class T>
-void atomic_copy_out(const T& shared, T& out) noexcept {
+T atomic_copy(const T& shared) noexcept {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 8 == 0 && alignof(T) >= 8);
     auto* src = reinterpret_cast<uint64_t*>(const_cast<T*>(&shared));
-    uint64_t words[sizeof(T) / 8];
-    for (std::size_t i = 0; i < sizeof(T) / 8; ++i)
+    std::array<uint64_t, sizeof(T) / 8> words;
+    for (std::size_t i = 0; i < words.size(); ++i)
         words[i] = std::atomic_ref<uint64_t>(src[i]).load(std::memory_order_relaxed);
-    std::memcpy(&out, words, sizeof(T));
+    return std::bit_cast<T>(words);
 }
 template <class T>
 void atomic_copy_in(T& shared, const T& in) noexcept {

@@ -117,7 +117,7 @@ std::optional<CellState> Engine::visible(const Cell& cell, uint64_t gen) noexcep
     while (s.modified_gen > gen) {
         const Version* v = s.prev;
         if (!v) return std::nullopt;
-        atomic_copy_out(v->state, s);
+        s = atomic_copy(v->state);
     }
     if (s.kind == CellKind::stub) return std::nullopt;
     return s;

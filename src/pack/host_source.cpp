@@ -60,7 +60,7 @@ public:
 
     Result<std::vector<SourceNode>> list(SourceRef ref) override {
         const std::string& dir = ref.path;
-        auto fd = open_beneath(dir, O_RDONLY | O_DIRECTORY);
+        auto fd = open_quietly(dir, O_RDONLY | O_DIRECTORY);
         if (!fd) return std::unexpected(fd.error());
         DIR* stream = ::fdopendir(fd->get());
         if (!stream) return fail(errno, "readdir", dir);
@@ -134,10 +134,7 @@ public:
     }
 
     Result<std::unique_ptr<ContentReader>> open(SourceRef ref) override {
-        const std::string& path = ref.path;
-        auto fd = open_beneath(path, O_RDONLY | O_NOATIME);
-        if (!fd && fd.error().code() == EPERM)  // O_NOATIME needs ownership or CAP_FOWNER
-            fd = open_beneath(path, O_RDONLY);
+        auto fd = open_quietly(ref.path, O_RDONLY);
         if (!fd) return std::unexpected(fd.error());
         return std::make_unique<HostReader>(std::move(*fd));
     }
@@ -157,6 +154,15 @@ private:
             }
             if (errno != ERANGE) return fail(errno, "getxattr", path);
         }
+    }
+
+    // open_beneath with O_NOATIME, so reading the file or listing the directory leaves its
+    // atime alone; without it where the kernel refuses (O_NOATIME needs ownership or
+    // CAP_FOWNER).
+    Result<Fd> open_quietly(const std::string& path, int flags) {
+        auto fd = open_beneath(path, flags | O_NOATIME);
+        if (!fd && fd.error().code() == EPERM) fd = open_beneath(path, flags);
+        return fd;
     }
 
     // Opens `path` beneath the root fd, following no symlink on the way or at the end.

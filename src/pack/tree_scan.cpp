@@ -144,4 +144,16 @@ Result<InodeNumbering> number_inodes(const ScannedTree& tree) {
     return out;
 }
 
+void record_times(ScannedTree& tree, PackTimes times, const std::optional<Time>& clamp) {
+    for (ScannedInode& inode : tree.inodes) {
+        Stat& st = inode.stat;
+        if (times == PackTimes::mtime) st.atime = st.ctime = st.mtime;
+        if (clamp) {
+            st.atime = std::min(st.atime, *clamp);
+            st.mtime = std::min(st.mtime, *clamp);
+            st.ctime = std::min(st.ctime, *clamp);
+        }
+    }
+}
+
 }  // namespace packfs::pack

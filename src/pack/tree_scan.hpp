@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pack/tree_source.hpp"
 #include "packfs/error.hpp"
+#include "packfs/pack.hpp"
 #include "packfs/types.hpp"
 
 namespace packfs::pack {
@@ -43,6 +45,9 @@ struct ScannedTree {
 
 // Reads the tree; `on_entry(count)` is called every so many entries for progress.
 Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry);
+
+// Sets each inode's times to what the pack records (PackWriteOptions::times, clamp_time).
+void record_times(ScannedTree& tree, PackTimes times, const std::optional<Time>& clamp);
 
 // The inode numbers of a pack that keeps its source's (PackWriteOptions::keep_inode_numbers):
 // numbers[i] is record i's st_ino from the source, order the record indexes sorted by number.

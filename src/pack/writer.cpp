@@ -29,6 +29,8 @@ Result<void> check_options(const PackWriteOptions& o) {
     if (o.block_size < kMinBlock || o.block_size > kMaxBlock || (o.block_size & (o.block_size - 1)))
         return fail(EINVAL, "build: block size must be a power of two from 4 KiB to 16 MiB");
     if (o.inline_max > kMaxInline) return fail(EINVAL, "build: inline limit over 4096 bytes");
+    if (o.clamp_time && (o.clamp_time->nsec < 0 || o.clamp_time->nsec >= 1'000'000'000))
+        return fail(EINVAL, "build: clamp time's nanoseconds outside 0 ..= 999,999,999");
     return {};
 }
 
@@ -79,6 +81,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     auto t0 = Clock::now();
     auto tree = scan_tree(source, [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
     if (!tree) return std::unexpected(tree.error());
+    record_times(*tree, options.times, options.clamp_time);
     std::optional<InodeNumbering> numbering;
     if (options.keep_inode_numbers) {  // refused before any content is read
         auto numbers = number_inodes(*tree);

@@ -76,6 +76,8 @@ Result<CompactionStats> VolumeImpl::compact() {
     if (auto ok = io::step("compact.before_pack"); !ok) return std::unexpected(ok.error());
     PackWriteOptions pack_options = options_.pack;
     pack_options.keep_inode_numbers = true;
+    pack_options.times = PackTimes::all;  // stat answers the same before and after
+    pack_options.clamp_time.reset();
     auto written = write_pack(*snap, pack_path, pack_options);
     if (!written) return std::unexpected(written.error());
     stats.pack = *written;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace packfs::mem {
 namespace {
@@ -73,10 +74,20 @@ TEST(Arena, FreedMemoryIsReusedLastFreedFirstThenWhatOtherThreadsGaveBack) {
 
 TEST(Arena, ObjectsLargerThanTheClassesComeFromTheHeap) {
     Arena arena;
-    void* big = arena.allocate(Arena::kMaxObject + 1, Arena::Place::beside, Arena::Align::line);
+    constexpr std::size_t kBig = Arena::kMaxObject + 1;
+    void* before = arena.allocate(32);
+    void* big = arena.allocate(kBig, Arena::Place::beside, Arena::Align::line);
     ASSERT_NE(big, nullptr);
-    arena.set_aside(Arena::kMaxObject + 1);  // nothing to set aside: the heap's
-    arena.deallocate(big, Arena::kMaxObject + 1);
+    arena.set_aside(kBig);  // nothing to set aside: the heap's
+    void* after = arena.allocate(32);
+    // Neither the big object nor its set-aside took arena space: the small ones still sit side
+    // by side, and the big one lies outside them.
+    EXPECT_EQ(address(after), address(before) + 32);
+    EXPECT_TRUE(address(big) + kBig <= address(before) || address(big) >= address(after) + 32);
+    std::memset(big, 0xab, kBig);  // all of it is the caller's (ASan checks the bounds)
+    arena.deallocate(big, kBig);
+    arena.deallocate(after, 32);
+    arena.deallocate(before, 32);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ std::shared_ptr<Backend> overlay_of_pack_of(Backend& current, const std::string&
                                             uint64_t generation, Compression compression) {
     const std::string path = fmt::format("{}/gen{}.pack", scratch, generation);
     PackWriteOptions options;
+    options.times = PackTimes::all;  // a rebase, like a compaction, keeps what stat reports
     options.compression = compression;
     options.block_size = 16384;
     if (auto written = write_pack(current, path, options); !written) {

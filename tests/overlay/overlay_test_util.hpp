@@ -15,10 +15,17 @@
 
 namespace packfs::overlay_test {
 
+// Write options recording every time: the suites check a lower's atimes are kept.
+inline PackWriteOptions all_times() {
+    PackWriteOptions options;
+    options.times = PackTimes::all;
+    return options;
+}
+
 // A pack of whatever `build` makes in a fresh mem backend. The file is unlinked once open (the
 // backend keeps its mapping), so nothing is left behind.
 inline std::shared_ptr<PackBackend> pack_of(const std::function<bool(Backend&)>& build,
-                                            const PackWriteOptions& options = {}) {
+                                            const PackWriteOptions& options = all_times()) {
     auto mem = make_mem_backend();
     if (!build(*mem)) return nullptr;
     const char* base = std::getenv("TMPDIR");

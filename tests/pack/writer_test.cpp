@@ -1,11 +1,14 @@
 // The pack writer, checked by decoding its output with format.hpp alone (not through the
 // reader): structure and checksums, reproducibility whatever the listing order, dedup that a
 // forced hash collision cannot fool, compression, and a failed build leaving nothing behind.
+#include "pack/writer.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,14 +18,13 @@
 #include <string>
 
 #include "conformance/conformance_suite.hpp"
-#include "support/files.hpp"
 #include "pack/codec.hpp"
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
 #include "pack/tree_source.hpp"
-#include "pack/writer.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
+#include "support/files.hpp"
 
 namespace packfs::pack {
 namespace {
@@ -246,6 +248,48 @@ TEST(PackWriter, SameTreeGivesTheSameBytesWhateverTheListingOrder) {
         EXPECT_EQ(one, slurp(dir.path / "2.pack"));
         EXPECT_EQ(one, slurp(dir.path / "3.pack"));
     }
+}
+
+// What a pack records of a tree's times: mtime alone by default (a copy of the tree, or a
+// read of it, changes the other two), all three when asked, and a clamp caps them.
+TEST(PackWriter, RecordsMtimeAloneUnlessAskedAndClampsOnRequest) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    ASSERT_TRUE(write_file(*mem, "/old", "a"));
+    ASSERT_TRUE(write_file(*mem, "/future", "b"));
+    const Time atime{1'000'000'000, 7}, mtime{1'234'567'890, 123'456'789}, future{4'102'444'800, 5};
+    ASSERT_TRUE(mem->utimens("/old", TimeUpdate::at(atime), TimeUpdate::at(mtime)));
+    ASSERT_TRUE(mem->utimens("/future", TimeUpdate::at(atime), TimeUpdate::at(future)));
+    const Time ctime = mem->lstat("/old")->ctime;
+    ASSERT_NE(ctime, mtime);
+    auto times_of = [&](const PackWriteOptions& options, const std::string& path) {
+        const std::string pack = (dir.path / "t.pack").string();
+        EXPECT_TRUE(write_pack(*mem, pack, options));
+        Decoded d = decode(slurp(pack));
+        const Inode* n = lookup(d, path);
+        EXPECT_TRUE(n) << path;
+        if (!n) return std::array<Time, 3>{};
+        return std::array<Time, 3>{Time{n->atime_sec, n->atime_nsec},
+                                   Time{n->mtime_sec, n->mtime_nsec},
+                                   Time{n->ctime_sec, n->ctime_nsec}};
+    };
+    PackWriteOptions options;
+    EXPECT_EQ(times_of(options, "/old"), (std::array<Time, 3>{mtime, mtime, mtime}));
+    options.times = PackTimes::all;
+    EXPECT_EQ(times_of(options, "/old"), (std::array<Time, 3>{atime, mtime, ctime}));
+    const Time clamp{1'700'000'000, 0};
+    options.clamp_time = clamp;
+    EXPECT_EQ(times_of(options, "/future"),
+              (std::array<Time, 3>{atime, clamp, std::min(ctime, clamp)}));
+    EXPECT_EQ(times_of(options, "/old"),
+              (std::array<Time, 3>{atime, mtime, std::min(ctime, clamp)}));
+    options.times = PackTimes::mtime;
+    EXPECT_EQ(times_of(options, "/future"), (std::array<Time, 3>{clamp, clamp, clamp}));
+    options.clamp_time = Time{0, 1'000'000'000};
+    auto refused = write_pack(*mem, (dir.path / "bad.pack").string(), options);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code(), EINVAL);
+    EXPECT_FALSE(fs::exists(dir.path / "bad.pack"));
 }
 
 TEST(PackWriter, DuplicatesShareOneContentAndDifferentContentsDoNot) {

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -94,6 +96,23 @@ const CLI::Validator kInlineMaxValidator(
     },
     "SIZE");
 
+// --clamp-mtime and SOURCE_DATE_EPOCH: whole seconds since the epoch (may be negative).
+std::optional<int64_t> parse_epoch_seconds(std::string_view text) {
+    int64_t value = 0;
+    const char* end = text.data() + text.size();
+    auto [at, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc() || at != end) return std::nullopt;
+    return value;
+}
+
+const CLI::Validator kEpochValidator(
+    [](std::string& value) {
+        return parse_epoch_seconds(value)
+                   ? std::string()
+                   : fmt::format("time '{}': expected whole seconds since the epoch", value);
+    },
+    "SECONDS");
+
 struct BuildArgs {
     std::string source, out;
     std::string compress = "none";
@@ -102,7 +121,30 @@ struct BuildArgs {
     unsigned jobs = 0;
     bool no_dedup = false;
     bool json = false;
+    std::string keep_times = "mtime";
+    std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
 };
+
+// Where the clamp came from, for the report.
+struct Clamp {
+    std::optional<int64_t> seconds;
+    std::string origin;  // "--clamp-mtime" or "SOURCE_DATE_EPOCH"
+};
+
+// The clamp of --clamp-mtime, else of SOURCE_DATE_EPOCH (the reproducible-builds convention:
+// set and not empty means clamp); a malformed SOURCE_DATE_EPOCH is an error, never ignored.
+std::optional<Clamp> clamp_of(const BuildArgs& args, std::string& why) {
+    if (!args.clamp_mtime.empty())
+        return Clamp{parse_epoch_seconds(args.clamp_mtime), "--clamp-mtime"};
+    const char* env = std::getenv("SOURCE_DATE_EPOCH");
+    if (!env || !*env) return Clamp{};
+    auto seconds = parse_epoch_seconds(env);
+    if (!seconds) {
+        why = fmt::format("SOURCE_DATE_EPOCH='{}': expected whole seconds since the epoch", env);
+        return std::nullopt;
+    }
+    return Clamp{seconds, "SOURCE_DATE_EPOCH"};
+}
 
 // Whether `out` would land inside `source`: the pack would then pack itself (or its temp).
 bool inside(const std::string& out, const std::string& source) {
@@ -142,6 +184,10 @@ int run_build(const BuildArgs& args) {
     options.inline_max = static_cast<uint32_t>(*parse_size(args.inline_max));
     options.jobs = args.jobs;
     options.dedup = !args.no_dedup;
+    options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
+    const std::optional<Clamp> clamp = clamp_of(args, why);
+    if (!clamp) return out.usage(fmt::format("build: {}", why));
+    if (clamp->seconds) options.clamp_time = Time{*clamp->seconds, 0};
 
     struct stat st {};
     if (::stat(args.source.c_str(), &st) != 0) return out.fail(Error(errno, "build", args.source));
@@ -181,6 +227,8 @@ int run_build(const BuildArgs& args) {
                           {"block_size", options.block_size},
                           {"inline_max", options.inline_max},
                           {"dedup", options.dedup},
+                          {"times", args.keep_times},
+                          {"clamp_mtime", clamp->seconds ? Json(*clamp->seconds) : Json(nullptr)},
                           {"elapsed_s", seconds},
                           {"mb_per_s", mb_per_s},
                           {"phases_s",
@@ -198,6 +246,10 @@ int run_build(const BuildArgs& args) {
     }
     fmt::print("built {} from {} in {:.2f} s ({:.1f} MB/s), compression {}{}\n", args.out,
                args.source, seconds, mb_per_s, codec, options.dedup ? "" : ", no dedup");
+    fmt::print(
+        "  times     {}{}\n",
+        options.times == PackTimes::all ? "atime, mtime and ctime" : "mtime only",
+        clamp->seconds ? fmt::format(", clamped to {} ({})", *clamp->seconds, clamp->origin) : "");
     fmt::print("{}", pack_stats_text(*stats));
     fmt::print("  time      scan {:.2f} s, hash {:.2f} s, data {:.2f} s, finish {:.2f} s\n",
                stats->scan_seconds, stats->hash_seconds, stats->data_seconds,
@@ -224,6 +276,14 @@ Command add_build_command(CLI::App& parent) {
                     "Files up to this size are stored in the metadata (default 64)")
         ->check(kInlineMaxValidator);
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
+    sub->add_option("--keep-times", args->keep_times,
+                    "Times recorded: mtime (default; readers see atime = ctime = mtime, so any "
+                    "copy of the tree packs to the same bytes) or all")
+        ->check(CLI::IsMember({"mtime", "all"}));
+    sub->add_option("--clamp-mtime", args->clamp_mtime,
+                    "Record times later than SECONDS (since the epoch) as SECONDS; default: "
+                    "$SOURCE_DATE_EPOCH when set")
+        ->check(kEpochValidator);
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
     return {sub, [args](const std::string&) { return run_build(*args); }};
 }
