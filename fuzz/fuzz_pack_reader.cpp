@@ -187,6 +187,11 @@ constexpr Field kInodeFields[] = {
     {0, 4},  {4, 4},  {8, 4},  {12, 4}, {16, 8}, {24, 8}, {32, 4}, {36, 4},
     {40, 8}, {48, 8}, {56, 8}, {64, 4}, {68, 4}, {72, 4}, {76, 4},
 };
+constexpr Field kInodeV2Fields[] = {
+    {0, 4},  {4, 4},  {8, 4},  {12, 4}, {16, 8}, {24, 8},
+    {32, 4}, {36, 4}, {40, 8}, {48, 4}, {52, 4}, {56, 8},
+};
+constexpr Field kTimesFields[] = {{0, 8}, {8, 8}, {16, 4}, {20, 4}};
 constexpr Field kDirentFields[] = {{0, 4}, {4, 4}, {8, 2}, {10, 1}, {11, 1}, {12, 4}};
 constexpr Field kContentFields[] = {{0, 8}, {8, 8}, {16, 8}};
 constexpr Field kXattrFields[] = {{0, 4}, {4, 4}, {8, 4}, {12, 2}, {14, 2}};
@@ -247,7 +252,8 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(uint8_t* data, std::size_t size,
     // A record field: the section and record through the header's own numbers.
     const std::size_t s = rng() % kSectionCount;
     const SectionEntry& e = section(h, s);
-    const uint64_t record = kSectionRecordSizes[s];
+    const bool v2 = h.version >= 2;
+    const uint64_t record = section_record_size(h.version, s);
     if (e.offset > file_size || e.length > file_size - e.offset || e.length < record)
         return LLVMFuzzerMutate(data, size, max_size);
     const uint64_t index = rng() % (e.length / record);
@@ -255,13 +261,20 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(uint8_t* data, std::size_t size,
     Field f{};
     switch (static_cast<Section>(s)) {
         case Section::inodes:
-            f = kInodeFields[rng() % std::size(kInodeFields)];
+            f = v2 ? kInodeV2Fields[rng() % std::size(kInodeV2Fields)]
+                   : kInodeFields[rng() % std::size(kInodeFields)];
             break;
         case Section::dirents:
             f = kDirentFields[rng() % std::size(kDirentFields)];
             break;
-        case Section::contents:
-            f = kContentFields[rng() % std::size(kContentFields)];
+        case Section::contents:  // v2: digests, bytes
+            f = v2 ? kBlockFields[0] : kContentFields[rng() % std::size(kContentFields)];
+            break;
+        case Section::buckets:
+            f = kOrderFields[0];  // one u32
+            break;
+        case Section::times:
+            f = kTimesFields[rng() % std::size(kTimesFields)];
             break;
         case Section::xattrs:
             f = kXattrFields[rng() % std::size(kXattrFields)];

@@ -91,7 +91,7 @@ void mini_tree(Backend& b) {
     must(b.symlink("loop_b", "/links/loop_a"), "symlink");
     must(b.symlink("loop_a", "/links/loop_b"), "symlink");
     must(b.mkdir("/wide", 0755), "mkdir");
-    for (int i = 0; i < 12; ++i) {
+    for (int i = 0; i < 20; ++i) {  // 16 or more: a version 2 pack gives it hash buckets
         const std::string name = "entry_" + std::to_string(i);
         must(write_file(b, "/wide/" + name, name), "write");
     }
@@ -123,8 +123,11 @@ void tiny_tree(Backend& b) {
 }
 
 void write_seed(const fs::path& dir, const std::string& name, Backend& tree, Compression c,
-                uint8_t mode, bool keep_inode_numbers = false) {
+                uint8_t mode, bool keep_inode_numbers = false, uint32_t format = 1,
+                PackTimes times = PackTimes::mtime) {
     PackWriteOptions o;
+    o.format = format;
+    o.times = times;
     o.compression = c;
     o.keep_inode_numbers = keep_inode_numbers;
     o.block_size = 4096;
@@ -264,6 +267,10 @@ int main(int argc, char** argv) {
     write_seed(root / "pack", "empty", *empty, Compression::none, 3);
     write_seed(root / "pack", "mini_kept", *mini, Compression::none, 3, true);
     write_seed(root / "pack", "tiny_kept_zstd", *tiny, Compression::zstd, 3, true);
+    write_seed(root / "pack", "mini_v2", *mini, Compression::none, 3, false, 2);
+    write_seed(root / "pack", "mini_v2_all_zstd", *mini, Compression::zstd, 3, true, 2,
+               PackTimes::all);
+    write_seed(root / "pack", "tiny_v2", *tiny, Compression::none, 3, false, 2);
 
     const fs::path j = root / "journal";
     fs::create_directories(j);

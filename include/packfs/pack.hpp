@@ -37,6 +37,9 @@ struct BuildProgress {
 enum class PackTimes : uint8_t { mtime, all };
 
 struct PackWriteOptions {
+    // The pack format version (docs/FORMAT.md): 2, a lookup in one hash probe and the read path
+    // in four cache lines; or 1, for readers that predate version 2.
+    uint32_t format = 1;
     Compression compression = Compression::none;
     int level = 0;                      // codec level; 0 = the codec's default
     uint32_t block_size = 128 * 1024;   // compression block: power of two, 4 KiB .. 16 MiB
@@ -55,6 +58,9 @@ struct PackWriteOptions {
     std::function<void(const BuildProgress&)> progress;
     // Test hook: replaces the XXH3-128 dedup hash (e.g. a constant, to force collisions).
     std::function<std::array<uint64_t, 2>(std::span<const std::byte>)> dedup_hash_for_tests;
+    // Test hook: replaces the v2 dirents' name hash (a constant makes every name collide); the
+    // pack is then readable only by a reader opened with the same hook.
+    uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;
 };
 
 // What a build wrote, for `packfs build` and `packfs info`.
@@ -100,6 +106,8 @@ enum class PackAccess : uint8_t { mmap, pread };
 struct PackOpenOptions {
     PackAccess access = PackAccess::mmap;
     std::size_t block_cache_bytes = 64 << 20;  // decompressed blocks kept (compressed packs)
+    // Test hook: the name hash a v2 pack was written with (PackWriteOptions::name_hash_for_tests).
+    uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;
 };
 
 // The header's facts, for `packfs info`.

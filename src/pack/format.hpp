@@ -1,4 +1,4 @@
-// The pack's on-disk format, version 1 (DESIGN §8). docs/FORMAT.md is the prose form of this
+// The pack's on-disk format, versions 1 and 2 (DESIGN §8). docs/FORMAT.md is the prose form of this
 // file; the two must agree. Every multi-byte integer is little-endian; every structure here is
 // a plain record that is read with memcpy (never by casting a pointer into the file), after its
 // offset and length were checked against the file.
@@ -36,7 +36,8 @@
 namespace packfs::pack {
 
 inline constexpr std::array<char, 8> kMagic = {'P', 'A', 'C', 'K', 'F', 'S', '\r', '\n'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // the newest this reader reads and writes
+inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kHeaderSize = 512;      // bytes of the header record
 inline constexpr uint64_t kDataOffset = 4096;     // the data region starts on its own page
 inline constexpr uint32_t kMetaBlockSize = 16384;  // metadata checksum granularity (v1: fixed)
@@ -51,27 +52,35 @@ inline constexpr uint64_t kIncompatCompressedData = 1u << 0;  // the blocks sect
 inline constexpr uint64_t kIncompatInodeNumbers = 1u << 1;
 inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData | kIncompatInodeNumbers;
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
-inline constexpr uint64_t kCompatKnown = kCompatXattrs;
+// v2: the times section exists, holding each inode's atime and ctime (without it a reader
+// reports both equal to mtime, which is what a reader that ignores the bit reports).
+inline constexpr uint64_t kCompatAllTimes = 1u << 1;
+inline constexpr uint64_t kCompatKnown = kCompatXattrs | kCompatAllTimes;
 
 enum class Codec : uint32_t { none = 0, zstd = 1, lz4 = 2 };
 
 // The sections, in file order. The first six have their entries in Header::sections, the
-// last two (added later, from v1's reserved bytes) in Header::numbering_sections; section()
-// below finds either.
+// next two (added later, from v1's reserved bytes) in Header::numbering_sections, the last two
+// (v2) in Header::more_sections; section() below finds any. Slot 2 is `contents` in v1 and
+// `digests` in v2; buckets and times exist in v2 only (v1 leaves their entries zero).
 enum class Section : uint32_t {
     inodes = 0,
     dirents,
-    contents,
+    contents,  // v1: Content records. v2: `digests`, one SHA-256 per distinct content
     xattrs,
     blocks,
     bytes,
     inode_numbers,  // kIncompatInodeNumbers: one u64 per inode record, its st_ino (non-zero)
     inode_order,    // kIncompatInodeNumbers: one u32 per inode record: record indexes sorted
                     // by strictly ascending inode number (a lookup by number is a binary search)
+    buckets,        // v2: directories' hash buckets, u32s (DirectoryBuckets below)
+    times,          // v2 with kCompatAllTimes: one InodeTimes per inode record
     count
 };
+inline constexpr Section kDigests = Section::contents;  // v2's name for slot 2
 inline constexpr std::size_t kSectionCount = static_cast<std::size_t>(Section::count);
 inline constexpr std::size_t kFirstSectionCount = 6;  // entries in Header::sections
+inline constexpr std::size_t kNumberingSectionCount = 2;
 
 struct SectionEntry {
     uint64_t offset;    // absolute; 8-aligned; inside the metadata region
@@ -105,30 +114,36 @@ struct Header {
     uint8_t image_digest[32];    // SHA-256, see above
     // inode_numbers, inode_order: all zero (offset, length and checksum) unless
     // kIncompatInodeNumbers, as v1 writers left these reserved bytes.
-    SectionEntry numbering_sections[kSectionCount - kFirstSectionCount];
-    uint8_t reserved[144];       // zero
+    SectionEntry numbering_sections[kNumberingSectionCount];
+    // v2: buckets, times (times all zero without kCompatAllTimes); v1: all zero.
+    SectionEntry more_sections[kSectionCount - kFirstSectionCount - kNumberingSectionCount];
+    uint8_t reserved[96];        // zero
     uint64_t header_checksum;    // XXH3-64 of the header's first kHeaderSize bytes, this zero
 };
 static_assert(sizeof(Header) == kHeaderSize);
 static_assert(offsetof(Header, image_digest) == 280);
 static_assert(offsetof(Header, numbering_sections) == 312);
+static_assert(offsetof(Header, more_sections) == 360);
 static_assert(offsetof(Header, header_checksum) == kHeaderSize - 8);
 
 // The entry of section `i` (a Section as an index), wherever the header keeps it.
 inline SectionEntry& section(Header& h, std::size_t i) noexcept {
-    return i < kFirstSectionCount ? h.sections[i] : h.numbering_sections[i - kFirstSectionCount];
+    if (i < kFirstSectionCount) return h.sections[i];
+    if (i < kFirstSectionCount + kNumberingSectionCount)
+        return h.numbering_sections[i - kFirstSectionCount];
+    return h.more_sections[i - kFirstSectionCount - kNumberingSectionCount];
 }
 inline const SectionEntry& section(const Header& h, std::size_t i) noexcept {
-    return i < kFirstSectionCount ? h.sections[i] : h.numbering_sections[i - kFirstSectionCount];
+    return section(const_cast<Header&>(h), i);
 }
 inline const SectionEntry& section(const Header& h, Section s) noexcept {
     return section(h, static_cast<std::size_t>(s));
 }
 // Byte offset of section `i`'s entry in the header, for errors that name it.
 inline uint64_t section_entry_offset(std::size_t i) noexcept {
-    return i < kFirstSectionCount
-               ? offsetof(Header, sections) + i * sizeof(SectionEntry)
-               : offsetof(Header, numbering_sections) + (i - kFirstSectionCount) * sizeof(SectionEntry);
+    return i < kFirstSectionCount ? offsetof(Header, sections) + i * sizeof(SectionEntry)
+                                  : offsetof(Header, numbering_sections) +
+                                        (i - kFirstSectionCount) * sizeof(SectionEntry);
 }
 
 // File types in inode mode and in dirents use the POSIX S_IFMT values (S_IFREG 0100000, ...).
@@ -202,10 +217,77 @@ static_assert(sizeof(Xattr) == 16);
 // numbers[order[0]] < numbers[order[1]] < ..., so numbers[order[inode_count - 1]] is the
 // largest. Dirents still name records by record number; only what a reader reports changes.
 
+// --- version 2 ----------------------------------------------------------------------------
+// What changes from v1 (docs/FORMAT.md, "Version 2"): the read path in four cache lines.
+// - An inode is 64 bytes, the inodes section starts the metadata region and the region starts
+//   on a 64-byte boundary, so each inode is one cache line. Its `ref` locates a regular file's
+//   bytes directly (no content record): the stream offset, or the offset in `bytes` when
+//   size <= inline_max.
+// - SHA-256 digests sit in their own section (slot 2), read by verify and nobody else.
+// - Dirents keep v1's 16-byte layout with `name_prefix` replaced by `hash` (name_hash()), and a
+//   directory's run is sorted by (hash, name); a directory of kBucketMinEntries or more has a
+//   bucket index (DirectoryBuckets), so a lookup is one hash, one bucket, one name compare.
+// - Times: mtime in the inode; atime and ctime in the times section with kCompatAllTimes,
+//   else equal to mtime.
+struct InodeV2 {
+    uint32_t mode;  // as v1
+    uint32_t uid;
+    uint32_t gid;
+    uint32_t nlink;
+    uint64_t size;         // as v1
+    uint64_t ref;          // regular: stream offset, or offset in `bytes` when size <= inline_max
+                           // (0 when size is 0); else as v1
+    uint32_t xattr_first;  // as v1
+    uint32_t xattr_count;
+    int64_t mtime_sec;
+    uint32_t mtime_nsec;  // < 1,000,000,000
+    uint32_t aux;         // regular with size > 0: its content's index in `digests`;
+                          // directory with buckets: index of its first u32 in `buckets`; else 0
+    uint64_t reserved;    // zero
+};
+static_assert(sizeof(InodeV2) == 64);
+static_assert(offsetof(InodeV2, xattr_count) == offsetof(Inode, xattr_count),
+              "the first 40 bytes are v1's");
+
+// With kCompatAllTimes, record i of the times section is inode i's: 24 bytes.
+struct InodeTimes {
+    int64_t atime_sec;
+    int64_t ctime_sec;
+    uint32_t atime_nsec;  // < 1,000,000,000
+    uint32_t ctime_nsec;
+};
+static_assert(sizeof(InodeTimes) == 24);
+
+// v2 dirents are v1's Dirent with `name_prefix` holding name_hash(name) instead.
+inline constexpr std::size_t kDirentHashOffset = offsetof(Dirent, name_prefix);
+
+// A directory with at least kBucketMinEntries entries has 2^bits + 1 u32s in `buckets` from
+// its inode's `aux`, bits = floor(log2(entries)) - 1 (so 2 to 4 entries per bucket on
+// average): start[k] is the position in its run of the first entry whose hash's top `bits`
+// bits are >= k; start[0] = 0, start[2^bits] = entries. Smaller directories have none (aux 0)
+// and are searched whole (at most 15 dirents, four cache lines).
+inline constexpr uint64_t kBucketMinEntries = 16;
+inline constexpr unsigned bucket_bits(uint64_t entries) noexcept {
+    return entries < kBucketMinEntries ? 0 : static_cast<unsigned>(std::bit_width(entries)) - 2;
+}
+
 inline constexpr const char* kSectionNames[kSectionCount] = {
-    "inodes", "dirents", "contents", "xattrs", "blocks", "bytes", "inode_numbers", "inode_order"};
-// Bytes per record of each section (the bytes section is a byte array).
-inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8, 1, 8, 4};
+    "inodes", "dirents",       "contents",    "xattrs",  "blocks",
+    "bytes",  "inode_numbers", "inode_order", "buckets", "times"};
+inline constexpr const char* kSectionNamesV2[kSectionCount] = {
+    "inodes", "dirents",       "digests",     "xattrs",  "blocks",
+    "bytes",  "inode_numbers", "inode_order", "buckets", "times"};
+// Bytes per record of each section (the bytes section is a byte array), per version; v1 has
+// no buckets or times (their sizes here are never used).
+inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8, 1, 8, 4, 4, 24};
+inline constexpr uint64_t kSectionRecordSizesV2[kSectionCount] = {64, 16, 32, 16, 8,
+                                                                  1,  8,  4,  4,  24};
+inline const char* section_name(uint32_t version, std::size_t i) noexcept {
+    return version >= 2 ? kSectionNamesV2[i] : kSectionNames[i];
+}
+inline uint64_t section_record_size(uint32_t version, std::size_t i) noexcept {
+    return version >= 2 ? kSectionRecordSizesV2[i] : kSectionRecordSizes[i];
+}
 
 // Little-endian reads and writes of a record (the host is little-endian; checked at compile
 // time so a big-endian port fails loudly instead of misreading).

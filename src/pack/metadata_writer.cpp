@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -53,77 +55,114 @@ uint32_t nsec_of(const Time& t) {
     return t.nsec >= 0 && t.nsec < 1000000000 ? static_cast<uint32_t>(t.nsec) : 0;
 }
 
-}  // namespace
+// What both versions encode alike: a dirent's fields but its last word, an inode's xattrs.
+Dirent dirent_of(const ScannedTree& tree, const ScannedDirent& d, uint32_t name_at, uint32_t key) {
+    const uint32_t mode = file_type_to_mode_bits(tree.inodes[d.ino - 1].stat.type);
+    return Dirent{.ino = d.ino,
+                  .name_offset = name_at,
+                  .name_length = static_cast<uint16_t>(d.name.size()),
+                  .type = static_cast<uint8_t>(mode >> 12),
+                  .reserved = 0,
+                  .name_prefix = key};
+}
 
-Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
-                                     const StreamFacts& stream, const InodeNumbering* numbering) {
-    BytesTable bytes;
-    MetadataImage image;
+// Appends the inode's xattrs; its first record's index and count go to `first`, `count`.
+Result<void> put_xattrs(const ScannedInode& s, BytesTable& bytes, std::vector<Xattr>& xattrs,
+                        uint32_t& first, uint32_t& count) {
+    if (s.xattrs.empty()) return {};
+    first = static_cast<uint32_t>(xattrs.size());
+    count = static_cast<uint32_t>(s.xattrs.size());
+    for (const auto& [name, value] : s.xattrs) {
+        auto name_at = bytes.intern(name);
+        if (!name_at) return std::unexpected(name_at.error());
+        auto value_at = bytes.intern(value);
+        if (!value_at) return std::unexpected(value_at.error());
+        xattrs.push_back(Xattr{.name_offset = *name_at,
+                               .value_offset = *value_at,
+                               .value_length = static_cast<uint32_t>(value.size()),
+                               .name_length = static_cast<uint16_t>(name.size()),
+                               .reserved = 0});
+    }
+    return {};
+}
 
+// Inline contents into the bytes section (their offsets set in the plan).
+Result<void> put_inline_contents(ContentPlan& plan, BytesTable& bytes, uint64_t& inline_bytes) {
+    for (PlannedContent& c : plan.contents) {
+        if (!c.is_inline) continue;
+        auto at = bytes.append(c.kept);
+        if (!at) return std::unexpected(at.error());
+        c.offset = *at;
+        inline_bytes += c.size;
+    }
+    return {};
+}
+
+// The fields of v1's and v2's inode that mean the same (the first 40 bytes), but `ref`.
+template <class Record>
+Record inode_head(const ScannedInode& s) {
+    const Stat& st = s.stat;
+    Record inode{};
+    inode.mode = file_type_to_mode_bits(st.type) | (st.mode & 07777);
+    inode.uid = st.uid;
+    inode.gid = st.gid;
+    inode.nlink = s.names;
+    switch (st.type) {
+        case FileType::regular:
+            inode.size = st.size;
+            break;
+        case FileType::directory:
+            inode.nlink = 2 + s.subdirectories;
+            inode.size = s.entry_count;
+            inode.ref = s.first_dirent;
+            break;
+        case FileType::char_device:
+        case FileType::block_device:
+            inode.ref = st.rdev;
+            break;
+        default:
+            break;
+    }
+    return inode;
+}
+
+// The sections of one version, before the common part lays them out.
+struct Sections {
+    std::vector<std::vector<std::byte>> data = std::vector<std::vector<std::byte>>(kSectionCount);
+    std::vector<bool> present = std::vector<bool>(kSectionCount, false);
+    template <class T>
+    void put(Section which, std::span<const T> records) {
+        auto bytes = std::as_bytes(records);
+        auto& out = data[static_cast<std::size_t>(which)];
+        out.assign(bytes.begin(), bytes.end());
+        present[static_cast<std::size_t>(which)] = true;
+    }
+};
+
+Result<void> encode_v1(const ScannedTree& tree, ContentPlan& plan, BytesTable& bytes, Sections& out,
+                       uint64_t& inline_bytes) {
     std::vector<Dirent> dirents;
     dirents.reserve(tree.dirents.size());
     for (const ScannedDirent& d : tree.dirents) {
         auto name = bytes.intern(d.name);
         if (!name) return std::unexpected(name.error());
-        uint32_t mode = file_type_to_mode_bits(tree.inodes[d.ino - 1].stat.type);
-        dirents.push_back(Dirent{.ino = d.ino,
-                                 .name_offset = *name,
-                                 .name_length = static_cast<uint16_t>(d.name.size()),
-                                 .type = static_cast<uint8_t>(mode >> 12),
-                                 .reserved = 0,
-                                 .name_prefix = name_prefix(d.name.data(), d.name.size())});
+        dirents.push_back(dirent_of(tree, d, *name, name_prefix(d.name.data(), d.name.size())));
     }
-
     std::vector<Inode> inodes;
     std::vector<Xattr> xattrs;
     inodes.reserve(tree.inodes.size());
     for (const ScannedInode& s : tree.inodes) {
+        Inode inode = inode_head<Inode>(s);
+        if (s.stat.type == FileType::regular) inode.ref = s.content;
+        if (s.stat.type == FileType::symlink) {
+            auto target = bytes.intern(s.target);
+            if (!target) return std::unexpected(target.error());
+            inode.size = s.target.size();
+            inode.ref = *target;
+        }
+        if (auto ok = put_xattrs(s, bytes, xattrs, inode.xattr_first, inode.xattr_count); !ok)
+            return ok;
         const Stat& st = s.stat;
-        Inode inode{};
-        inode.mode = file_type_to_mode_bits(st.type) | (st.mode & 07777);
-        inode.uid = st.uid;
-        inode.gid = st.gid;
-        inode.nlink = s.names;
-        switch (st.type) {
-            case FileType::regular:
-                inode.size = st.size;
-                inode.ref = s.content;
-                break;
-            case FileType::directory:
-                inode.nlink = 2 + s.subdirectories;
-                inode.size = s.entry_count;
-                inode.ref = s.first_dirent;
-                break;
-            case FileType::symlink: {
-                auto target = bytes.intern(s.target);
-                if (!target) return std::unexpected(target.error());
-                inode.size = s.target.size();
-                inode.ref = *target;
-                break;
-            }
-            case FileType::char_device:
-            case FileType::block_device:
-                inode.ref = st.rdev;
-                break;
-            case FileType::fifo:
-            case FileType::socket:
-                break;
-        }
-        if (!s.xattrs.empty()) {
-            inode.xattr_first = static_cast<uint32_t>(xattrs.size());
-            inode.xattr_count = static_cast<uint32_t>(s.xattrs.size());
-            for (const auto& [name, value] : s.xattrs) {
-                auto name_at = bytes.intern(name);
-                if (!name_at) return std::unexpected(name_at.error());
-                auto value_at = bytes.intern(value);
-                if (!value_at) return std::unexpected(value_at.error());
-                xattrs.push_back(Xattr{.name_offset = *name_at,
-                                       .value_offset = *value_at,
-                                       .value_length = static_cast<uint32_t>(value.size()),
-                                       .name_length = static_cast<uint16_t>(name.size()),
-                                       .reserved = 0});
-            }
-        }
         inode.atime_sec = st.atime.sec;
         inode.mtime_sec = st.mtime.sec;
         inode.ctime_sec = st.ctime.sec;
@@ -132,37 +171,165 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
         inode.ctime_nsec = nsec_of(st.ctime);
         inodes.push_back(inode);
     }
-
+    if (auto ok = put_inline_contents(plan, bytes, inline_bytes); !ok) return ok;
     std::vector<Content> contents;
     contents.reserve(plan.contents.size());
-    for (PlannedContent& c : plan.contents) {
-        if (c.is_inline) {
-            auto at = bytes.append(c.kept);
-            if (!at) return std::unexpected(at.error());
-            c.offset = *at;
-            image.inline_bytes += c.size;
-        }
+    for (const PlannedContent& c : plan.contents) {
         Content record{.offset = c.offset, .size = c.size, .sha256 = {}};
         std::memcpy(record.sha256, c.sha256.data(), sizeof record.sha256);
         contents.push_back(record);
+    }
+    out.put(Section::inodes, std::span<const Inode>(inodes));
+    out.put(Section::dirents, std::span<const Dirent>(dirents));
+    out.put(Section::contents, std::span<const Content>(contents));
+    out.put(Section::xattrs, std::span<const Xattr>(xattrs));
+    return {};
+}
+
+// A directory's run of dirents sorted by (hash, name), and its buckets when it has enough
+// entries (format.hpp, DirectoryBuckets). The sort is O(n log n) whatever the hashes.
+void order_run(std::span<Dirent> run, std::span<const std::string_view> names,
+               std::vector<uint32_t>& buckets, uint32_t& first_bucket) {
+    std::vector<uint32_t> order(run.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        if (run[a].name_prefix != run[b].name_prefix)
+            return run[a].name_prefix < run[b].name_prefix;
+        return names[a] < names[b];
+    });
+    std::vector<Dirent> sorted(run.size());
+    for (std::size_t i = 0; i < order.size(); ++i) sorted[i] = run[order[i]];
+    std::copy(sorted.begin(), sorted.end(), run.begin());
+    const unsigned bits = bucket_bits(run.size());
+    if (bits == 0) return;
+    first_bucket = static_cast<uint32_t>(buckets.size());
+    const uint64_t count = uint64_t{1} << bits;
+    std::size_t at = 0;
+    for (uint64_t k = 0; k <= count; ++k) {
+        while (at < run.size() && (run[at].name_prefix >> (32 - bits)) < k) ++at;
+        buckets.push_back(static_cast<uint32_t>(at));
+    }
+}
+
+Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const MetadataFormat& format,
+                       BytesTable& bytes, Sections& out, uint64_t& inline_bytes) {
+    const bool all_times = format.all_times;
+    const auto hash = format.name_hash_for_tests ? format.name_hash_for_tests : &name_hash;
+    // Inline contents first: an inode holds its content's offset.
+    if (auto ok = put_inline_contents(plan, bytes, inline_bytes); !ok) return ok;
+    std::vector<Dirent> dirents;
+    dirents.reserve(tree.dirents.size());
+    for (const ScannedDirent& d : tree.dirents) {
+        auto name = bytes.intern(d.name);
+        if (!name) return std::unexpected(name.error());
+        dirents.push_back(dirent_of(tree, d, *name, hash(d.name)));
+    }
+    std::vector<InodeV2> inodes;
+    std::vector<InodeTimes> times;
+    std::vector<Xattr> xattrs;
+    std::vector<uint32_t> buckets;
+    std::vector<std::string_view> names;
+    inodes.reserve(tree.inodes.size());
+    for (const ScannedInode& s : tree.inodes) {
+        InodeV2 inode = inode_head<InodeV2>(s);
+        switch (s.stat.type) {
+            case FileType::regular:
+                if (s.content != 0) {
+                    inode.ref = plan.contents[s.content - 1].offset;
+                    inode.aux = static_cast<uint32_t>(s.content - 1);
+                }
+                break;
+            case FileType::symlink: {
+                auto target = bytes.intern(s.target);
+                if (!target) return std::unexpected(target.error());
+                inode.size = s.target.size();
+                inode.ref = *target;
+                break;
+            }
+            case FileType::directory: {
+                names.clear();
+                for (uint64_t i = 0; i < s.entry_count; ++i)
+                    names.push_back(tree.dirents[s.first_dirent + i].name);
+                // Names travel with their dirents: sort a permutation of both at once.
+                std::span<Dirent> run(dirents.data() + s.first_dirent, s.entry_count);
+                order_run(run, names, buckets, inode.aux);
+                break;
+            }
+            default:
+                break;
+        }
+        if (auto ok = put_xattrs(s, bytes, xattrs, inode.xattr_first, inode.xattr_count); !ok)
+            return ok;
+        inode.mtime_sec = s.stat.mtime.sec;
+        inode.mtime_nsec = nsec_of(s.stat.mtime);
+        inodes.push_back(inode);
+        if (all_times) {
+            times.push_back(InodeTimes{.atime_sec = s.stat.atime.sec,
+                                       .ctime_sec = s.stat.ctime.sec,
+                                       .atime_nsec = nsec_of(s.stat.atime),
+                                       .ctime_nsec = nsec_of(s.stat.ctime)});
+        }
+    }
+    if (buckets.size() > std::numeric_limits<uint32_t>::max())
+        return fail(EFBIG, "build: directory buckets over 2^32");
+    std::vector<std::array<uint8_t, 32>> digests;
+    digests.reserve(plan.contents.size());
+    for (const PlannedContent& c : plan.contents) {
+        std::array<uint8_t, 32> d;
+        std::memcpy(d.data(), c.sha256.data(), d.size());
+        digests.push_back(d);
+    }
+    out.put(Section::inodes, std::span<const InodeV2>(inodes));
+    out.put(Section::dirents, std::span<const Dirent>(dirents));
+    out.put(kDigests, std::span<const std::array<uint8_t, 32>>(digests));
+    out.put(Section::xattrs, std::span<const Xattr>(xattrs));
+    out.put(Section::buckets, std::span<const uint32_t>(buckets));
+    if (all_times) out.put(Section::times, std::span<const InodeTimes>(times));
+    return {};
+}
+
+}  // namespace
+
+Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
+                                     const StreamFacts& stream, const MetadataFormat& format,
+                                     const InodeNumbering* numbering) {
+    if (format.version < kOldestFormatVersion || format.version > kFormatVersion)
+        return fail(EINVAL, "build: unknown pack format version");
+    BytesTable bytes;
+    MetadataImage image;
+    Sections sections;
+    const bool v2 = format.version >= 2;
+    auto encoded = v2 ? encode_v2(tree, plan, format, bytes, sections, image.inline_bytes)
+                      : encode_v1(tree, plan, bytes, sections, image.inline_bytes);
+    if (!encoded) return std::unexpected(encoded.error());
+    sections.put(Section::blocks, std::span<const uint64_t>(stream.block_offsets));
+    sections.put(Section::bytes, std::as_bytes(std::span(bytes.data())));
+    if (numbering != nullptr) {  // else their entries stay zero, as in every v1 pack
+        sections.put(Section::inode_numbers, std::span<const uint64_t>(numbering->numbers));
+        sections.put(Section::inode_order, std::span<const uint32_t>(numbering->order));
     }
 
     // The region: sections in format order, each 8-aligned.
     Header& h = image.header;
     std::memcpy(h.magic, kMagic.data(), sizeof h.magic);
-    h.version = kFormatVersion;
+    h.version = format.version;
     h.header_size = kHeaderSize;
     h.data_offset = kDataOffset;
     h.data_length = stream.data_length;
     h.stream_size = stream.stream_size;
-    h.meta_offset = (kDataOffset + stream.data_length + 7) / 8 * 8;
-    h.inode_count = inodes.size();
+    // v2: the region starts a cache line, and the inodes (64 bytes each) start it.
+    const uint64_t meta_align = v2 ? 64 : 8;
+    h.meta_offset = (kDataOffset + stream.data_length + meta_align - 1) / meta_align * meta_align;
+    h.inode_count = tree.inodes.size();
     h.codec = static_cast<uint32_t>(stream.codec);
     h.block_size = stream.block_size;
     h.inline_max = stream.inline_max;
     h.meta_block_size = kMetaBlockSize;
     if (stream.codec != Codec::none) h.incompat_features |= kIncompatCompressedData;
-    if (!xattrs.empty()) h.compat_features |= kCompatXattrs;
+    if (!sections.data[static_cast<std::size_t>(Section::xattrs)].empty())
+        h.compat_features |= kCompatXattrs;
+    if (sections.present[static_cast<std::size_t>(Section::times)])
+        h.compat_features |= kCompatAllTimes;
     if (numbering != nullptr) h.incompat_features |= kIncompatInodeNumbers;
 
     std::vector<std::byte>& region = image.region;
@@ -174,15 +341,8 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
         entry.checksum = xxh3_64(data);
         region.insert(region.end(), data.begin(), data.end());
     };
-    add_section(Section::inodes, std::as_bytes(std::span(inodes)));
-    add_section(Section::dirents, std::as_bytes(std::span(dirents)));
-    add_section(Section::contents, std::as_bytes(std::span(contents)));
-    add_section(Section::xattrs, std::as_bytes(std::span(xattrs)));
-    add_section(Section::blocks, std::as_bytes(std::span(stream.block_offsets)));
-    add_section(Section::bytes, std::as_bytes(std::span(bytes.data())));
-    if (numbering != nullptr) {  // else their entries stay zero, as in every v1 pack
-        add_section(Section::inode_numbers, std::as_bytes(std::span(numbering->numbers)));
-        add_section(Section::inode_order, std::as_bytes(std::span(numbering->order)));
+    for (std::size_t i = 0; i < kSectionCount; ++i) {
+        if (sections.present[i]) add_section(static_cast<Section>(i), sections.data[i]);
     }
     pad_to_8(region);
     h.meta_length = region.size();

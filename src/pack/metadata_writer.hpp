@@ -29,10 +29,16 @@ struct StreamFacts {
     std::vector<uint64_t> block_offsets;  // compressed only
 };
 
+struct MetadataFormat {
+    uint32_t version = kFormatVersion;
+    bool all_times = false;  // v2: the times section (v1 always holds all three times)
+    uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;  // v2: instead of name_hash()
+};
+
 // Encodes everything; inline contents' bytes come from the plan (always kept). With
 // `numbering` (null: inodes numbered by position) the pack keeps those inode numbers.
 Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
-                                     const StreamFacts& stream,
+                                     const StreamFacts& stream, const MetadataFormat& format,
                                      const InodeNumbering* numbering = nullptr);
 
 }  // namespace packfs::pack

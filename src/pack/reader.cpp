@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "pack/digest.hpp"
 
@@ -107,7 +108,34 @@ Result<std::string_view> PackReader::bytes(uint64_t offset, uint64_t length, uin
     return std::string_view(reinterpret_cast<const char*>(*at), length);
 }
 
-PackReader::InodeFault PackReader::inode_fault(const Inode& n, FileType& type) const noexcept {
+void PackReader::decode_inode(const std::byte* at, const std::byte* times,
+                              InodeView& out) const noexcept {
+    if (version_ < 2) {
+        out.rec = load<Inode>(at);
+        out.aux = 0;
+        return;
+    }
+    const auto r = load<InodeV2>(at);
+    Inode& n = out.rec;
+    std::memcpy(&n, &r, offsetof(InodeV2, mtime_sec));  // the first 40 bytes are v1's
+    n.mtime_sec = r.mtime_sec;
+    n.mtime_nsec = r.mtime_nsec;
+    if (times != nullptr) {
+        const auto t = load<InodeTimes>(times);
+        n.atime_sec = t.atime_sec;
+        n.atime_nsec = t.atime_nsec;
+        n.ctime_sec = t.ctime_sec;
+        n.ctime_nsec = t.ctime_nsec;
+    } else {
+        n.atime_sec = n.ctime_sec = r.mtime_sec;
+        n.atime_nsec = n.ctime_nsec = r.mtime_nsec;
+    }
+    n.reserved = 0;
+    out.aux = r.aux;
+}
+
+PackReader::InodeFault PackReader::inode_fault(const Inode& n, uint32_t aux,
+                                               FileType& type) const noexcept {
     if ((n.mode & ~uint32_t{0177777}) != 0 || !type_of_nibble(n.mode >> 12, type)) [[unlikely]]
         return InodeFault::mode;
     if (n.atime_nsec >= kNsecLimit || n.mtime_nsec >= kNsecLimit || n.ctime_nsec >= kNsecLimit)
@@ -116,13 +144,25 @@ PackReader::InodeFault PackReader::inode_fault(const Inode& n, FileType& type) c
     if (n.xattr_count != 0 && !within(n.xattr_first, n.xattr_count, xattr_count_)) [[unlikely]]
         return InodeFault::xattrs;
     bool ok = true;
+    const bool v2 = version_ >= 2;
     switch (type) {
         case FileType::regular:
-            ok = n.ref <= content_count_ && (n.ref != 0 || n.size == 0);
-            break;
-        case FileType::directory:
+            if (!v2) {
+                ok = n.ref <= content_count_ && (n.ref != 0 || n.size == 0);
+            } else if (n.size == 0) {
+                ok = n.ref == 0 && aux == 0;
+            } else {  // the content's digest, and its bytes inline or in the stream
+                ok = aux < content_count_ &&
+                     within(n.ref, n.size, n.size <= inline_max_ ? bytes_length_ : stream_size_);
+            }
+            return ok ? InodeFault::none : InodeFault::reference;
+        case FileType::directory: {
             ok = within(n.ref, n.size, dirent_count_);
-            break;
+            const unsigned bits = bucket_bits(n.size);
+            if (v2)
+                ok &= bits == 0 ? aux == 0 : within(aux, (uint64_t{1} << bits) + 1, bucket_count_);
+            return ok ? InodeFault::none : InodeFault::reference;
+        }
         case FileType::symlink:
             ok = n.size != 0 && n.size <= kMaxPathLength && within(n.ref, n.size, bytes_length_);
             break;
@@ -135,21 +175,27 @@ PackReader::InodeFault PackReader::inode_fault(const Inode& n, FileType& type) c
             ok = n.size == 0 && n.ref == 0;
             break;
     }
-    return ok ? InodeFault::none : InodeFault::reference;
+    return ok && aux == 0 ? InodeFault::none : InodeFault::reference;
 }
 
 inline bool PackReader::try_inode(uint64_t ino, InodeView& out) const noexcept {
     if (ino - 1 >= inode_count_) [[unlikely]]  // also catches 0
         return false;
-    const std::byte* at = checked(inodes_rel_ + (ino - 1) * sizeof(Inode), sizeof(Inode));
+    const std::byte* at = checked(inode_rel(ino - 1), inode_size_);
     if (at == nullptr) [[unlikely]]
         return false;
+    const std::byte* times = nullptr;
+    if (all_times_) {
+        times = checked(times_rel(ino - 1), sizeof(InodeTimes));
+        if (times == nullptr) [[unlikely]]
+            return false;
+    }
     out.ino = ino;
     out.number = numbered_ ? try_number(ino - 1) : ino;
     if (out.number == 0) [[unlikely]]
         return false;
-    out.rec = load<Inode>(at);
-    return inode_fault(out.rec, out.type) == InodeFault::none;
+    decode_inode(at, times, out);
+    return inode_fault(out.rec, out.aux, out.type) == InodeFault::none;
 }
 
 inline uint64_t PackReader::try_number(uint64_t index) const noexcept {
@@ -178,9 +224,15 @@ Result<InodeView> PackReader::inode(uint64_t ino, const Ctx& ctx) const {
 Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
     if (ino == 0 || ino > inode_count_)
         return corrupt(ctx, inodes_rel_, inode_count_, ino, "inode number");
-    const uint64_t rel = inodes_rel_ + (ino - 1) * sizeof(Inode);
-    auto at = meta(rel, sizeof(Inode), ctx);
+    const uint64_t rel = inode_rel(ino - 1);
+    auto at = meta(rel, inode_size_, ctx);
     if (!at) return std::unexpected(at.error());
+    const std::byte* times = nullptr;
+    if (all_times_) {
+        auto t = meta(times_rel(ino - 1), sizeof(InodeTimes), ctx);
+        if (!t) return std::unexpected(t.error());
+        times = *t;
+    }
     InodeView v;
     v.ino = ino;
     v.number = ino;
@@ -189,16 +241,20 @@ Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
         if (!number) return std::unexpected(number.error());
         v.number = *number;
     }
-    v.rec = load<Inode>(*at);
+    decode_inode(*at, times, v);
     const Inode& n = v.rec;
-    switch (inode_fault(n, v.type)) {
+    switch (inode_fault(n, v.aux, v.type)) {
         case InodeFault::none:
             return v;
         case InodeFault::mode:
             return corrupt(ctx, rel + offsetof(Inode, mode), 0, n.mode, "inode mode");
         case InodeFault::nsec:
-            return corrupt(ctx, rel + offsetof(Inode, atime_nsec), kNsecLimit - 1,
-                           std::max({n.atime_nsec, n.mtime_nsec, n.ctime_nsec}),
+            return corrupt(ctx,
+                           version_ >= 2
+                               ? (times ? times_rel(ino - 1) + offsetof(InodeTimes, atime_nsec)
+                                        : rel + offsetof(InodeV2, mtime_nsec))
+                               : rel + offsetof(Inode, atime_nsec),
+                           kNsecLimit - 1, std::max({n.atime_nsec, n.mtime_nsec, n.ctime_nsec}),
                            "inode time (nanoseconds)");
         case InodeFault::xattrs:
             return corrupt(ctx, rel + offsetof(Inode, xattr_first), xattr_count_,
@@ -212,6 +268,21 @@ Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
 
 Result<ContentRef> PackReader::content(const InodeView& file, const Ctx& ctx) const {
     ContentRef c;
+    if (version_ >= 2) {  // the inode holds the locator (inode() checked its range)
+        if (file.rec.size == 0) return c;
+        c.size = file.rec.size;
+        if (c.size <= inline_max_) {
+            auto data = bytes(file.rec.ref, c.size, inode_rel(file.ino - 1) + offsetof(Inode, ref),
+                              "inline content range", ctx);
+            if (!data) return std::unexpected(data.error());
+            c.where = ContentRef::Where::inline_bytes;
+            c.inline_data = reinterpret_cast<const std::byte*>(data->data());
+            return c;
+        }
+        c.where = ContentRef::Where::stream;
+        c.offset = file.rec.ref;
+        return c;
+    }
     if (file.rec.ref == 0) return c;  // empty file (inode() checked its size is 0)
     const uint64_t rel = contents_rel_ + (file.rec.ref - 1) * sizeof(Content);
     auto at = meta(rel, sizeof(Content), ctx);
@@ -236,7 +307,7 @@ Result<ContentRef> PackReader::content(const InodeView& file, const Ctx& ctx) co
 }
 
 Result<std::string_view> PackReader::symlink_target(const InodeView& link, const Ctx& ctx) const {
-    const uint64_t rel = inodes_rel_ + (link.ino - 1) * sizeof(Inode) + offsetof(Inode, ref);
+    const uint64_t rel = inode_rel(link.ino - 1) + offsetof(Inode, ref);
     auto target = bytes(link.rec.ref, link.rec.size, rel, "symlink target range", ctx);
     if (!target) return target;
     if (target->find('\0') != std::string_view::npos) [[unlikely]]
@@ -278,11 +349,37 @@ inline const char* PackReader::try_name(const std::byte* at, uint16_t& length) c
     return reinterpret_cast<const char*>(checked(bytes_rel_ + offset, length));
 }
 
+Result<std::pair<uint64_t, uint64_t>> PackReader::bucket_range(const InodeView& dir, uint32_t hash,
+                                                               const Ctx& ctx) const {
+    const unsigned bits = bucket_bits(dir.rec.size);
+    if (bits == 0) return std::pair<uint64_t, uint64_t>{0, dir.rec.size};
+    const uint64_t rel = buckets_rel_ + (uint64_t{dir.aux} + (hash >> (32 - bits))) * 4;
+    const std::byte* at = checked(rel, 8);
+    if (at == nullptr) [[unlikely]] {
+        auto slow = meta(rel, 8, ctx);
+        if (!slow) return std::unexpected(slow.error());
+        at = *slow;
+    }
+    const uint64_t lo = load<uint32_t>(at), hi = load<uint32_t>(at + 4);
+    if (lo > hi || hi > dir.rec.size) [[unlikely]]
+        return corrupt(ctx, rel, dir.rec.size, hi > dir.rec.size ? hi : lo,
+                       "directory bucket (past its entries, or decreasing)");
+    return std::pair{lo, hi};
+}
+
+// v1: a binary search of the run by (name prefix, name). v2: the same by (name hash, name)
+// within the one bucket the hash picks (2 to 4 entries on average).
 Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view name,
                                           const Ctx& ctx) const {
-    const uint32_t key = name_prefix(name.data(), name.size());
+    const bool v2 = version_ >= 2;
+    const uint32_t key = v2 ? hash_of(name) : name_prefix(name.data(), name.size());
     const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
     uint64_t lo = 0, hi = dir.rec.size;
+    if (v2) {
+        auto range = bucket_range(dir, key, ctx);
+        if (!range) return std::unexpected(range.error());
+        std::tie(lo, hi) = *range;
+    }
     while (lo < hi) {
         const uint64_t mid = lo + (hi - lo) / 2;
         const uint64_t rel = first_rel + mid * sizeof(Dirent);
@@ -292,7 +389,7 @@ Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view
             if (!slow) return std::unexpected(slow.error());
             at = *slow;
         }
-        const auto prefix = load<uint32_t>(at + offsetof(Dirent, name_prefix));
+        const auto prefix = load<uint32_t>(at + kDirentHashOffset);  // v1: the name's prefix
         int order;
         if (prefix != key) {
             order = prefix < key ? -1 : 1;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "pack/block_cache.hpp"
+#include "pack/digest.hpp"
 #include "pack/format.hpp"
 #include "pack/image.hpp"
 #include "packfs/error.hpp"
@@ -52,10 +53,13 @@ struct Ctx {
 // One inode record whose fields were checked.
 // No default member initialisers: a lookup makes several of these and must not pay for zeroing
 // 80 bytes each time.
+// `rec` is in v1's shape whatever the pack's version: a v2 inode (64 bytes) is decoded into it,
+// its atime and ctime from the times section or equal to its mtime.
 struct InodeView {
     uint64_t ino;     // record number (index + 1): what dirents name, what inode() takes
     uint64_t number;  // the inode number reported (st_ino): `ino`, or the stored one (non-zero)
     FileType type;
+    uint32_t aux;  // v2: InodeV2::aux (a content's digest index, a directory's buckets); v1: 0
     Inode rec;
 };
 
@@ -75,6 +79,7 @@ public:
                                                     const PackOpenOptions& options);
 
     const Header& header() const noexcept { return header_; }
+    uint32_t version() const noexcept { return version_; }
     const PackImage& image() const noexcept { return *image_; }
     PackInfo info() const;
 
@@ -180,6 +185,8 @@ public:
 private:
     PackReader() = default;
     void verify_numbering(VerifyReport& report) const;  // verify.cpp
+    void check_buckets(const std::string& path, const InodeView& dir,
+                       const std::vector<DirEntry>& entries, VerifyReport& report) const;
     Result<void> validate_header(std::string_view host_path) const;
     Result<const std::byte*> meta_slow(uint64_t rel, uint64_t len, const Ctx& ctx) const;
     Result<void> check_block(uint64_t block, const Ctx& ctx) const;
@@ -190,7 +197,24 @@ private:
 
     enum class InodeFault : uint8_t { none, mode, nsec, xattrs, reference };
     // The field checks of an inode record (sets `type`); one place for the fast and slow paths.
-    InodeFault inode_fault(const Inode& n, FileType& type) const noexcept;
+    InodeFault inode_fault(const Inode& n, uint32_t aux, FileType& type) const noexcept;
+    // Record `index`'s bytes decoded into `out` (rec and aux); v2 takes its atime and ctime
+    // from `times` (null: equal to its mtime).
+    void decode_inode(const std::byte* at, const std::byte* times, InodeView& out) const noexcept;
+    // Where record `index` is in the metadata region, and its times record (v2, all times).
+    uint64_t inode_rel(uint64_t index) const noexcept { return inodes_rel_ + index * inode_size_; }
+    uint64_t times_rel(uint64_t index) const noexcept {
+        return times_rel_ + index * sizeof(InodeTimes);
+    }
+    // A v2 dirent's key for `name` (name_hash(), or the test hook's).
+    uint32_t hash_of(std::string_view name) const noexcept {
+        if (name_hash_for_tests_ != nullptr) [[unlikely]]
+            return name_hash_for_tests_(name);
+        return name_hash(name);
+    }
+    // v2 lookups: the range of `dir`'s run its bucket for `hash` covers.
+    Result<std::pair<uint64_t, uint64_t>> bucket_range(const InodeView& dir, uint32_t hash,
+                                                       const Ctx& ctx) const;
     // The hot path of inode(): true when the record's block was checked and its fields are fine.
     bool try_inode(uint64_t ino, InodeView& out) const noexcept;
     Result<InodeView> inode_slow(uint64_t ino, const Ctx& ctx) const;
@@ -237,6 +261,12 @@ private:
                                      const Ctx& ctx) const;
 
     Header header_{};
+    uint32_t version_ = 0;
+    uint64_t inode_size_ = sizeof(Inode);  // 80 (v1) or 64 (v2)
+    bool all_times_ = false;               // v2 with kCompatAllTimes: the times section
+    uint64_t buckets_rel_ = 0, bucket_count_ = 0;
+    uint64_t times_rel_ = 0;
+    uint32_t (*name_hash_for_tests_)(std::string_view) = nullptr;
     std::unique_ptr<PackImage> image_;
     const std::byte* meta_ = nullptr;  // file offset meta_offset
     uint64_t meta_offset_ = 0;
@@ -244,7 +274,7 @@ private:
     uint64_t inode_count_ = 0;
     uint64_t inodes_rel_ = 0;
     uint64_t dirents_rel_ = 0, dirent_count_ = 0;
-    uint64_t contents_rel_ = 0, content_count_ = 0;
+    uint64_t contents_rel_ = 0, content_count_ = 0;  // v2: the digests section and its count
     uint64_t xattrs_rel_ = 0, xattr_count_ = 0;
     uint64_t blocks_rel_ = 0, block_count_ = 0;
     uint64_t bytes_rel_ = 0, bytes_length_ = 0;

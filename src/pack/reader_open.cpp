@@ -32,6 +32,8 @@ std::unexpected<Error> unsupported(std::string_view path, std::string_view detai
 
 static_assert(kSectionRecordSizes[0] == sizeof(Inode) && kSectionRecordSizes[1] == sizeof(Dirent) &&
               kSectionRecordSizes[2] == sizeof(Content) && kSectionRecordSizes[3] == sizeof(Xattr));
+static_assert(kSectionRecordSizesV2[0] == sizeof(InodeV2) &&
+              kSectionRecordSizesV2[9] == sizeof(InodeTimes));
 
 }  // namespace
 
@@ -48,6 +50,10 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
         return std::unexpected(ok.error());
 
     r->meta_ = r->image_->meta();
+    r->version_ = h.version;
+    r->name_hash_for_tests_ = options.name_hash_for_tests;
+    const bool v2 = h.version >= 2;
+    r->inode_size_ = v2 ? sizeof(InodeV2) : sizeof(Inode);
     r->meta_offset_ = h.meta_offset;
     r->meta_length_ = h.meta_length;
     r->inode_count_ = h.inode_count;
@@ -56,7 +62,7 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     r->dirents_rel_ = section(Section::dirents).offset - h.meta_offset;
     r->dirent_count_ = section(Section::dirents).length / sizeof(Dirent);
     r->contents_rel_ = section(Section::contents).offset - h.meta_offset;
-    r->content_count_ = section(Section::contents).length / sizeof(Content);
+    r->content_count_ = section(Section::contents).length / (v2 ? 32 : sizeof(Content));
     r->xattrs_rel_ = section(Section::xattrs).offset - h.meta_offset;
     r->xattr_count_ = section(Section::xattrs).length / sizeof(Xattr);
     r->blocks_rel_ = section(Section::blocks).offset - h.meta_offset;
@@ -64,6 +70,10 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     if (r->block_count_ > 0) --r->block_count_;  // count + 1 offsets
     r->bytes_rel_ = section(Section::bytes).offset - h.meta_offset;
     r->bytes_length_ = section(Section::bytes).length;
+    r->buckets_rel_ = section(Section::buckets).offset - h.meta_offset;
+    r->bucket_count_ = v2 ? section(Section::buckets).length / 4 : 0;
+    r->all_times_ = v2 && (h.compat_features & kCompatAllTimes) != 0;
+    if (r->all_times_) r->times_rel_ = section(Section::times).offset - h.meta_offset;
     r->numbered_ = (h.incompat_features & kIncompatInodeNumbers) != 0;
     if (r->numbered_) {
         r->numbers_rel_ = section(Section::inode_numbers).offset - h.meta_offset;
@@ -106,9 +116,10 @@ Result<void> PackReader::validate_header(std::string_view path) const {
         return unsupported(path, fmt::format("pack format version {}; this reader reads version {}",
                                              h.version, kFormatVersion));
     }
-    if (h.version != kFormatVersion)
-        return header_corrupt(path, at(offsetof(Header, version)), kFormatVersion, h.version,
+    if (h.version < kOldestFormatVersion)
+        return header_corrupt(path, at(offsetof(Header, version)), kOldestFormatVersion, h.version,
                               "format version");
+    const bool v2 = h.version >= 2;
     if (h.header_size != kHeaderSize)
         return header_corrupt(path, at(offsetof(Header, header_size)), kHeaderSize, h.header_size,
                               "header size");
@@ -157,7 +168,8 @@ Result<void> PackReader::validate_header(std::string_view path) const {
         return header_corrupt(path, at(offsetof(Header, data_length)), real_size - h.data_offset,
                               h.data_length, "data length (past the end of the file)");
     const uint64_t data_end = h.data_offset + h.data_length;
-    if (h.meta_offset % 8 != 0 || h.meta_offset < data_end || h.meta_offset > real_size)
+    const uint64_t meta_align = v2 ? 64 : 8;  // v2: each inode is one cache line
+    if (h.meta_offset % meta_align != 0 || h.meta_offset < data_end || h.meta_offset > real_size)
         return header_corrupt(path, at(offsetof(Header, meta_offset)), data_end, h.meta_offset,
                               "metadata offset");
     if (!compressed && h.stream_size != h.data_length)
@@ -183,27 +195,38 @@ Result<void> PackReader::validate_header(std::string_view path) const {
     // records.
     // Without the inode-numbers feature its two sections are absent: entries all zero, as v1
     // writers left those reserved bytes.
+    // v1 has no buckets or times (its writers left those bytes zero); v2 has buckets always
+    // and times with kCompatAllTimes.
     const bool numbered = (h.incompat_features & kIncompatInodeNumbers) != 0;
+    const bool all_times = v2 && (h.compat_features & kCompatAllTimes) != 0;
+    auto absent = [&](std::size_t i) -> const char* {
+        const auto s = static_cast<Section>(i);
+        if ((s == Section::inode_numbers || s == Section::inode_order) && !numbered)
+            return "without the inode-numbers feature";
+        if (s == Section::buckets && !v2) return "in a version 1 pack";
+        if (s == Section::times && !all_times) return "without the all-times feature";
+        return nullptr;
+    };
     uint64_t end = h.meta_offset;
     for (std::size_t i = 0; i < kSectionCount; ++i) {
         const SectionEntry& s = section(h, i);
         const uint64_t field = section_entry_offset(i);
-        if (i >= kFirstSectionCount && !numbered) {
+        if (const char* why = absent(i)) {
             if (s.offset != 0 || s.length != 0 || s.checksum != 0)
                 return header_corrupt(
                     path, field, 0, s.offset | s.length | s.checksum,
-                    fmt::format("section {} entry (without the inode-numbers feature)",
-                                kSectionNames[i]));
+                    fmt::format("section {} entry ({})", section_name(h.version, i), why));
             continue;
         }
         if (s.offset % 8 != 0 || s.offset < end || s.offset - end >= 8 ||
             !within(s.offset, s.length, meta_end))
             return header_corrupt(path, field, end, s.offset,
-                                  fmt::format("section {} range", kSectionNames[i]));
-        if (s.length % kSectionRecordSizes[i] != 0)
+                                  fmt::format("section {} range", section_name(h.version, i)));
+        const uint64_t record = section_record_size(h.version, i);
+        if (s.length % record != 0)
             return header_corrupt(
-                path, field + 8, kSectionRecordSizes[i], s.length % kSectionRecordSizes[i],
-                fmt::format("section {} length (not whole records)", kSectionNames[i]));
+                path, field + 8, record, s.length % record,
+                fmt::format("section {} length (not whole records)", section_name(h.version, i)));
         end = s.offset + s.length;
     }
     // The region ends with the last section, padded to 8 bytes.
@@ -211,18 +234,22 @@ Result<void> PackReader::validate_header(std::string_view path) const {
         return header_corrupt(path, at(offsetof(Header, meta_length)), end - h.meta_offset,
                               h.meta_length, "metadata length (past the last section)");
     const SectionEntry& inodes = h.sections[static_cast<std::size_t>(Section::inodes)];
-    if (inodes.length / sizeof(Inode) != h.inode_count)
-        return header_corrupt(path, at(offsetof(Header, inode_count)),
-                              inodes.length / sizeof(Inode), h.inode_count,
-                              "inode count (against the inodes section)");
+    const uint64_t inode_size = section_record_size(h.version, 0);
+    if (inodes.length / inode_size != h.inode_count)
+        return header_corrupt(path, at(offsetof(Header, inode_count)), inodes.length / inode_size,
+                              h.inode_count, "inode count (against the inodes section)");
+    if (v2 && inodes.offset != h.meta_offset)  // so every inode is one aligned cache line
+        return header_corrupt(path, section_entry_offset(0), h.meta_offset, inodes.offset,
+                              "section inodes range (must start the metadata region)");
     // inode_count fits 32 bits (checked above): these products cannot wrap.
-    for (Section s : {Section::inode_numbers, Section::inode_order}) {
+    for (Section s : {Section::inode_numbers, Section::inode_order, Section::times}) {
         const auto i = static_cast<std::size_t>(s);
-        const uint64_t want = numbered ? kSectionRecordSizes[i] * h.inode_count : 0;
+        const bool present = s == Section::times ? all_times : numbered;
+        const uint64_t want = present ? section_record_size(h.version, i) * h.inode_count : 0;
         if (section(h, s).length != want)
             return header_corrupt(path, section_entry_offset(i) + 8, want, section(h, s).length,
                                   fmt::format("section {} length (one record per inode)",
-                                              kSectionNames[i]));
+                                              section_name(h.version, i)));
     }
     // ceil(stream_size / block_size) without overflow: near 2^64 the rounded-up sum wrapped to a
     // small count that a short blocks section then matched.

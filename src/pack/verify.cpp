@@ -8,6 +8,7 @@
 // 6. the inode numbers, when the pack keeps them: all non-zero, the order a permutation sorted
 // strictly ascending; 7. the image digest. Nothing here stops at the first problem.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -69,16 +70,37 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     std::vector<std::string> bad_content(content_count_);  // why content i is bad ("" if fine)
     uint64_t content_bytes = 0;
     items.reserve(content_count_);
+    // v1: the content records. v2: each content's locator is in the inodes that hold it (the
+    // first one, in record order; the tree walk below checks every other one agrees) and its
+    // SHA-256 in the digests section. Raw reads: a record in a failed block is still worth
+    // hashing against its data.
+    std::vector<Content> located;
+    if (version_ >= 2) {
+        located.assign(content_count_, Content{});
+        for (uint64_t i = 0; i < inode_count_; ++i) {
+            const auto n = load<InodeV2>(meta_ + inode_rel(i));
+            if ((n.mode & S_IFMT) != S_IFREG || n.size == 0 || n.aux >= content_count_) continue;
+            Content& c = located[n.aux];
+            if (c.size == 0) {
+                c.offset = n.ref;
+                c.size = n.size;
+            }
+        }
+        for (uint64_t i = 0; i < content_count_; ++i)
+            std::memcpy(located[i].sha256, meta_ + contents_rel_ + i * 32, 32);
+    }
     for (uint64_t i = 0; i < content_count_; ++i) {
-        const uint64_t rel = contents_rel_ + i * sizeof(Content);
-        // Raw read: a record in a failed block is still worth hashing against its data.
-        const Content c = load<Content>(meta_ + rel);
+        const Content c =
+            version_ >= 2 ? located[i] : load<Content>(meta_ + contents_rel_ + i * sizeof(Content));
         Item item{i, c.offset, c.size, c.size <= inline_max_, {}};
         std::memcpy(item.sha.data(), c.sha256, item.sha.size());
         const uint64_t limit = item.is_inline ? bytes_length_ : stream_size_;
         if (c.size == 0 || c.offset > limit || c.size > limit - c.offset) {
-            bad_content[i] = fmt::format("content record {} has a bad range (offset {}, size {})",
-                                         i, c.offset, c.size);
+            bad_content[i] =
+                c.size == 0 && version_ >= 2
+                    ? fmt::format("content {} is held by no file", i)
+                    : fmt::format("content record {} has a bad range (offset {}, size {})", i,
+                                  c.offset, c.size);
             continue;
         }
         content_bytes += c.size;
@@ -89,13 +111,13 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
 
     // 1. Sections.
     for (std::size_t s = 0; s < kSectionCount; ++s) {
-        if (s >= kFirstSectionCount && !numbered_) continue;  // absent (entries zero)
         const SectionEntry& e = section(header_, s);
+        if (e.offset == 0) continue;  // absent (open() checked its entry is all zero)
         const uint64_t sum = xxh3_64(std::span(meta_ + (e.offset - meta_offset_), e.length));
         ++report.sections_checked;
         meter.add(e.length);
         if (sum != e.checksum)
-            problem(fmt::format("section {}", kSectionNames[s]),
+            problem(fmt::format("section {}", section_name(version_, s)),
                     fmt::format("checksum mismatch: expected {}, found {}", hex64(e.checksum),
                                 hex64(sum)));
     }
@@ -312,18 +334,28 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
             continue;
         }
         const std::byte* dirents = meta_ + dirents_rel_ + dir.node.rec.ref * sizeof(Dirent);
+        const bool v2 = version_ >= 2;
+        auto key_of = [&](const std::string& name) {
+            return v2 ? hash_of(name) : name_prefix(name.data(), name.size());
+        };
+        if (v2) check_buckets(dir.path, dir.node, *entries, report);
         for (std::size_t i = 0; i < entries->size(); ++i) {
             const DirEntry& e = (*entries)[i];
             std::string path = path_join(dir.path, e.name);
-            // list() checked the range; lookups trust the order and the prefixes, so check both.
-            if (i > 0 && (*entries)[i - 1].name >= e.name)
-                problem(path, "directory entries out of order (a lookup may miss them)");
-            const auto prefix =
-                load<uint32_t>(dirents + i * sizeof(Dirent) + offsetof(Dirent, name_prefix));
-            if (prefix != name_prefix(e.name.data(), e.name.size()))
-                problem(path, fmt::format("dirent name prefix {:#x} does not match the name "
-                                          "(a lookup may miss it)",
-                                          prefix));
+            // list() checked the range; lookups trust the order and the keys (v1: the name's
+            // prefix, v2: its hash; the order is by key, then name), so check both.
+            const auto key = load<uint32_t>(dirents + i * sizeof(Dirent) + kDirentHashOffset);
+            if (key != key_of(e.name))
+                problem(path, fmt::format("dirent {} {:#x} does not match the name (a lookup may "
+                                          "miss it)",
+                                          v2 ? "name hash" : "name prefix", key));
+            if (i > 0) {
+                const std::string& before = (*entries)[i - 1].name;
+                const uint32_t key_before = key_of(before);
+                if (key_before > key_of(e.name) ||
+                    (key_before == key_of(e.name) && before >= e.name))
+                    problem(path, "directory entries out of order (a lookup may miss them)");
+            }
             // DirEntry::ino is the inode number; the walk goes by record number (list()
             // checked it in range).
             const uint64_t record =
@@ -345,12 +377,20 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
                     break;
                 case FileType::regular:
                     ++report.files_checked;
-                    if (node->rec.ref != 0) {
-                        const uint64_t c = node->rec.ref - 1;
-                        if (auto ok = content(*node, Ctx{"verify", path}); !ok)
+                    if (node->rec.size != 0) {
+                        const uint64_t c = v2 ? node->aux : node->rec.ref - 1;
+                        if (auto ok = content(*node, Ctx{"verify", path}); !ok) {
                             problem(path, ok.error().message());
-                        else if (!bad_content[c].empty())
+                        } else if (v2 && (located[c].offset != node->rec.ref ||
+                                          located[c].size != node->rec.size)) {
+                            problem(path,
+                                    fmt::format("content {} is at offset {} size {} in another "
+                                                "file; here at {} size {}",
+                                                c, located[c].offset, located[c].size,
+                                                node->rec.ref, node->rec.size));
+                        } else if (!bad_content[c].empty()) {
                             bad_paths[c].push_back(std::move(path));
+                        }
                     }
                     break;
                 case FileType::symlink:
@@ -394,6 +434,32 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     report.bytes_checked = meter.done();
     meter.finish();
     return report;
+}
+
+// A v2 directory's buckets against its entries (lookups trust them): each bucket starts where
+// the first entry whose hash's top bits reach it is.
+void PackReader::check_buckets(const std::string& path, const InodeView& dir,
+                               const std::vector<DirEntry>& entries, VerifyReport& report) const {
+    const unsigned bits = bucket_bits(dir.rec.size);
+    if (bits == 0) return;
+    const uint64_t count = uint64_t{1} << bits;
+    auto starts = meta(buckets_rel_ + uint64_t{dir.aux} * 4, (count + 1) * 4, Ctx{"verify", path});
+    if (!starts) {
+        report.problems.push_back(VerifyProblem{path, starts.error().message()});
+        return;
+    }
+    uint64_t at = 0;
+    for (uint64_t k = 0; k <= count; ++k) {
+        while (at < entries.size() && (hash_of(entries[at].name) >> (32 - bits)) < k) ++at;
+        const uint64_t stored = load<uint32_t>(*starts + k * 4);
+        if (stored != at) {
+            report.problems.push_back(VerifyProblem{
+                path, fmt::format("directory bucket {} starts at entry {}, should at {} (a lookup "
+                                  "may miss entries)",
+                                  k, stored, at)});
+            return;
+        }
+    }
 }
 
 // Every stored number non-zero; inode_order a permutation of the records, sorted strictly

@@ -29,6 +29,8 @@ Result<void> check_options(const PackWriteOptions& o) {
     if (o.block_size < kMinBlock || o.block_size > kMaxBlock || (o.block_size & (o.block_size - 1)))
         return fail(EINVAL, "build: block size must be a power of two from 4 KiB to 16 MiB");
     if (o.inline_max > kMaxInline) return fail(EINVAL, "build: inline limit over 4096 bytes");
+    if (o.format < kOldestFormatVersion || o.format > kFormatVersion)
+        return fail(EINVAL, "build: pack format version must be 1 or 2");
     if (o.clamp_time && (o.clamp_time->nsec < 0 || o.clamp_time->nsec >= 1'000'000'000))
         return fail(EINVAL, "build: clamp time's nanoseconds outside 0 ..= 999,999,999");
     return {};
@@ -140,7 +142,10 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                       .data_length = stream.stored_bytes(),
                       .stream_size = stream.stream_bytes(),
                       .block_offsets = std::move(*blocks)};
-    auto meta = build_metadata(*tree, *plan, facts, numbering ? &*numbering : nullptr);
+    const MetadataFormat format{.version = options.format,
+                                .all_times = options.times == PackTimes::all,
+                                .name_hash_for_tests = options.name_hash_for_tests};
+    auto meta = build_metadata(*tree, *plan, facts, format, numbering ? &*numbering : nullptr);
     if (!meta) return std::unexpected(meta.error());
     report(options, BuildProgress::Phase::finish, plan->stream_size, plan->stream_size);
 

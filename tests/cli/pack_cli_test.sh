@@ -58,6 +58,10 @@ touch -d '2010-10-10 10:10:10.987654321' "$src/docs/deep"
 # --- build ----------------------------------------------------------------------------------
 check "build raw" "$packfs" build "$src" raw.pack
 check "build zstd" "$packfs" build --compress zstd --block-size 64K "$src" zstd.pack
+check "build --format 2" "$packfs" build --format 2 --compress zstd "$src" v2.pack
+check "info names format version 2" bash -c "'$packfs' info v2.pack | grep -q 'pack format version 2'"
+check "verify a format 2 pack" "$packfs" verify v2.pack
+expect_code "--format takes 1 or 2" 2 "$packfs" build --format 3 "$src" v3.pack
 check "build lz4:9 --json" bash -c "'$packfs' build --json --compress lz4:9 '$src' lz4.pack > build.json"
 check "build --json is JSON with the counts" python3 - <<'PY'
 import json
@@ -138,7 +142,7 @@ for line in bad:
 sys.exit(1 if bad else 0)
 PY
 }
-for pack in raw.pack zstd.pack lz4.pack; do
+for pack in raw.pack zstd.pack lz4.pack v2.pack; do
     out="$work/out-${pack%.pack}"
     check "$pack: extract" "$packfs" extract "$pack" "$out"
     check "$pack: extracted tree equals the source" compare_trees "$src" "$out"

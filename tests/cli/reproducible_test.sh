@@ -140,6 +140,11 @@ check "zstd, the tree with 1 job and the reverse copy with 8: the same bytes" \
              '$packfs' build -j 8 --compress zstd:9 --block-size 16K '$mnt/reverse' z8.pack > /dev/null &&
              cmp z1.pack z8.pack"
 
+check "format 2, the tree with 1 job and the reverse copy with 8: the same bytes" \
+    bash -c "'$packfs' build --format 2 -j 1 '$src' v2a.pack > /dev/null &&
+             '$packfs' build --format 2 -j 8 '$mnt/reverse' v2b.pack > /dev/null &&
+             cmp v2a.pack v2b.pack"
+
 # --- what is recorded ---------------------------------------------------------------------
 stat_json() { "$packfs" stat --json "$1" "$2"; }
 check "by default a reader sees atime = ctime = mtime" bash -c "'$packfs' stat --json a.pack /hello.txt | python3 -c '

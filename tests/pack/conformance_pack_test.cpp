@@ -50,6 +50,11 @@ packfs::PackWriteOptions zstd_small_blocks() {
     return o;
 }
 
+packfs::PackWriteOptions v2(packfs::PackWriteOptions o = {}) {
+    o.format = 2;
+    return o;
+}
+
 BackendFactory pack_factory(std::string name, packfs::PackWriteOptions write,
                             packfs::PackOpenOptions open) {
     return {std::move(name), [write, open] { return make_pack(write, open); }, pack_caps()};
@@ -61,4 +66,8 @@ PACKFS_INSTANTIATE_CONFORMANCE(
     Pack, pack_factory("pack_mmap_raw", {}, {.access = packfs::PackAccess::mmap}),
     pack_factory("pack_pread_raw", {}, {.access = packfs::PackAccess::pread}),
     pack_factory("pack_mmap_zstd", zstd_small_blocks(),
+                 {.access = packfs::PackAccess::mmap, .block_cache_bytes = 64 * 1024}),
+    pack_factory("pack_v2_mmap_raw", v2(), {.access = packfs::PackAccess::mmap}),
+    pack_factory("pack_v2_pread_raw", v2(), {.access = packfs::PackAccess::pread}),
+    pack_factory("pack_v2_mmap_zstd", v2(zstd_small_blocks()),
                  {.access = packfs::PackAccess::mmap, .block_cache_bytes = 64 * 1024}));

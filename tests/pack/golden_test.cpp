@@ -32,29 +32,41 @@ using test_support::slurp;
 struct Golden {
     const char* file;
     const char* sha256;
+    const char* expected;  // the tree it holds, described
+    uint32_t version;
 };
 
-// Format v1, written by the first pack writer.
 constexpr Golden kGoldens[] = {
-    {"v1-raw.pack", "bf241b4adbfee454cc82a8ebc3ee13bc3fc2e6717c4b1f672968498b6f57c23d"},
-    {"v1-zstd.pack", "268dd89089146d1382dd679881f1be6e7509b46f34e5e17f4001f5d367f7386b"},
-    {"v1-lz4.pack", "d8cffd454b850201d2fea1eaca60a6f7c6b525d91d3a2516be7935c4bce54b70"},
+    // Format v1, written by the first pack writer.
+    {"v1-raw.pack", "bf241b4adbfee454cc82a8ebc3ee13bc3fc2e6717c4b1f672968498b6f57c23d",
+     "v1.expected", 1},
+    {"v1-zstd.pack", "268dd89089146d1382dd679881f1be6e7509b46f34e5e17f4001f5d367f7386b",
+     "v1.expected", 1},
+    {"v1-lz4.pack", "d8cffd454b850201d2fea1eaca60a6f7c6b525d91d3a2516be7935c4bce54b70",
+     "v1.expected", 1},
+    // Format v2 (all times recorded), written by its first writer.
+    {"v2-raw.pack", "c34c8c70f24881b138a848159fe2f377ab5a791b516edf8e05e1801dd1f09353",
+     "v2.expected", 2},
+    {"v2-zstd.pack", "ca7d4d454ad78b48341dc147c08577ee2f02a8726598344be8f6217b0e101ceb",
+     "v2.expected", 2},
+    {"v2-lz4.pack", "fd4670e3ee2424efde82cca8a740f45c1444ede1e2b1dd66ac622b684478fe3f",
+     "v2.expected", 2},
 };
-constexpr const char* kExpected = "v1.expected";
 
 fs::path golden_dir() { return fs::path(PACKFS_SOURCE_DIR) / "tests" / "pack" / "golden"; }
 
 TEST(PackGolden, EveryGoldenIsPinnedAndReadsAsRecorded) {
-    std::string expected = slurp(golden_dir() / kExpected);
-    ASSERT_FALSE(expected.empty()) << "missing " << (golden_dir() / kExpected);
     for (const Golden& golden : kGoldens) {
         SCOPED_TRACE(golden.file);
+        const std::string expected = slurp(golden_dir() / golden.expected);
+        ASSERT_FALSE(expected.empty()) << "missing " << (golden_dir() / golden.expected);
         fs::path path = golden_dir() / golden.file;
         EXPECT_EQ(hex_sha256(slurp(path)), golden.sha256)
             << "a golden pack was rewritten; add a new one instead";
         for (PackAccess access : {PackAccess::mmap, PackAccess::pread}) {
             auto pack = open_pack(path.string(), {.access = access});
             ASSERT_TRUE(pack) << pack.error().message();
+            EXPECT_EQ((*pack)->info().version, golden.version);
             EXPECT_EQ(describe_all(**pack), expected);
             EXPECT_TRUE((*pack)->verify().ok());
         }

@@ -109,10 +109,13 @@ struct PackCase {
     const char* name;
     Compression compression;
     uint32_t block_size;
+    uint32_t format = 1;
 };
 constexpr PackCase kCases[] = {{"raw", Compression::none, 128 * 1024},
                                {"zstd", Compression::zstd, 4096},
-                               {"lz4", Compression::lz4, 16384}};
+                               {"lz4", Compression::lz4, 16384},
+                               {"v2-raw", Compression::none, 128 * 1024, 2},
+                               {"v2-zstd", Compression::zstd, 4096, 2}};
 
 class PackReader : public ::testing::Test {
 protected:
@@ -122,6 +125,8 @@ protected:
         ASSERT_TRUE(IsOk(conformance::build_fixture_tree(*source_, fixture_caps())));
         for (const PackCase& c : kCases) {
             PackWriteOptions o;
+            o.format = c.format;
+            o.times = PackTimes::all;  // compared with the source, atimes included
             o.compression = c.compression;
             o.block_size = c.block_size;
             auto stats = write_pack(*source_, pack_path(c.name).string(), o);
@@ -179,7 +184,8 @@ TEST_F(PackReader, InfoDescribesTheHeader) {
     auto raw = open("raw");
     ASSERT_NE(raw, nullptr);
     const PackInfo& info = raw->info();
-    EXPECT_EQ(info.version, kFormatVersion);
+    EXPECT_EQ(info.version, 1u);
+    EXPECT_EQ(open("v2-raw")->info().version, 2u);
     EXPECT_EQ(info.file_size, fs::file_size(pack_path("raw")));
     EXPECT_EQ(info.compression, Compression::none);
     EXPECT_EQ(info.data_length, info.stream_size);
@@ -521,11 +527,11 @@ TEST_F(PackReader, OpenRejectsBadHeadersWithClearErrors) {
 
     std::string newer = good;
     Header h = header_of(good);
-    h.version = 2;
+    h.version = kFormatVersion + 1;
     reseal_header(newer, h);
-    auto v2 = try_open("newer", newer);
-    ASSERT_TRUE(FailsWith(v2, ENOTSUP));
-    EXPECT_NE(v2.error().message().find("version 2"), std::string::npos) << v2.error().message();
+    auto v3 = try_open("newer", newer);
+    ASSERT_TRUE(FailsWith(v3, ENOTSUP));
+    EXPECT_NE(v3.error().message().find("version 3"), std::string::npos) << v3.error().message();
 
     std::string feature = good;
     h = header_of(good);

@@ -19,6 +19,8 @@
 namespace {
 
 using namespace packfs;
+
+constexpr uint32_t kVersion = 2;  // the goldens this writes: the current format
 namespace fs = std::filesystem;
 
 [[noreturn]] void die(const std::string& what) {
@@ -61,6 +63,10 @@ std::shared_ptr<Backend> golden_tree() {
     ok(m->chown("/exec", 1000, 100));
     ok(m->utimens("/one", TimeUpdate::at({1000000000, 1}), TimeUpdate::at({1234567890, 123456789})));
     ok(m->utimens("/dir", TimeUpdate::at({-1, 999999999}), TimeUpdate::at({4102444800, 5})));
+    // Since version 2: a directory with hash buckets (16 entries or more).
+    ok(m->mkdir("/wide"));
+    for (int i = 0; i < 20; ++i)
+        ok(write_file(*m, "/wide/entry-" + std::to_string(i), std::to_string(i)));
     return m;
 }
 
@@ -82,16 +88,20 @@ int main(int argc, char** argv) {
     auto tree = golden_tree();
     auto snap = tree->snapshot();
     ok(snap);
-    for (auto [name, compression] : {std::pair{"v1-raw.pack", Compression::none},
-                                     {"v1-zstd.pack", Compression::zstd},
-                                     {"v1-lz4.pack", Compression::lz4}}) {
+    for (auto [codec, compression] : {std::pair{"raw", Compression::none},
+                                      {"zstd", Compression::zstd},
+                                      {"lz4", Compression::lz4}}) {
         PackWriteOptions options;
+        options.format = kVersion;
+        options.times = PackTimes::all;  // the description records atimes and ctimes
         options.compression = compression;
         options.block_size = 16384;  // several blocks for the 70,000-byte file
+        const std::string name = "v" + std::to_string(kVersion) + "-" + codec + ".pack";
         ok(write_pack(**snap, (dir / name).string(), options));
-        std::printf("{\"%s\", \"%s\"},\n", name,
+        std::printf("{\"%s\", \"%s\"},\n", name.c_str(),
                     golden::hex_sha256(slurp(dir / name)).c_str());
     }
-    std::ofstream(dir / "v1.expected") << golden::describe_all(**snap);
+    std::ofstream(dir / ("v" + std::to_string(kVersion) + ".expected"))
+        << golden::describe_all(**snap);
     return 0;
 }

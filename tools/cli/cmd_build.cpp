@@ -122,6 +122,7 @@ struct BuildArgs {
     bool no_dedup = false;
     bool json = false;
     std::string keep_times = "mtime";
+    uint32_t format = 1;
     std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
 };
 
@@ -185,6 +186,7 @@ int run_build(const BuildArgs& args) {
     options.jobs = args.jobs;
     options.dedup = !args.no_dedup;
     options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
+    options.format = args.format;
     const std::optional<Clamp> clamp = clamp_of(args, why);
     if (!clamp) return out.usage(fmt::format("build: {}", why));
     if (clamp->seconds) options.clamp_time = Time{*clamp->seconds, 0};
@@ -227,6 +229,7 @@ int run_build(const BuildArgs& args) {
                           {"block_size", options.block_size},
                           {"inline_max", options.inline_max},
                           {"dedup", options.dedup},
+                          {"format_version", options.format},
                           {"times", args.keep_times},
                           {"clamp_mtime", clamp->seconds ? Json(*clamp->seconds) : Json(nullptr)},
                           {"elapsed_s", seconds},
@@ -244,8 +247,9 @@ int run_build(const BuildArgs& args) {
         codec += compression.level ? fmt::format(":{}", compression.level) : " (default level)";
         codec += fmt::format(", {} blocks", human_size(options.block_size));
     }
-    fmt::print("built {} from {} in {:.2f} s ({:.1f} MB/s), compression {}{}\n", args.out,
-               args.source, seconds, mb_per_s, codec, options.dedup ? "" : ", no dedup");
+    fmt::print("built {} (format version {}) from {} in {:.2f} s ({:.1f} MB/s), compression {}{}\n",
+               args.out, options.format, args.source, seconds, mb_per_s, codec,
+               options.dedup ? "" : ", no dedup");
     fmt::print(
         "  times     {}{}\n",
         options.times == PackTimes::all ? "atime, mtime and ctime" : "mtime only",
@@ -276,6 +280,10 @@ Command add_build_command(CLI::App& parent) {
                     "Files up to this size are stored in the metadata (default 64)")
         ->check(kInlineMaxValidator);
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
+    sub->add_option("--format", args->format,
+                    "Pack format version: 2 (lookups in one hash probe, 64-byte inodes) or 1 "
+                    "(for readers that predate version 2); default 1")
+        ->check(CLI::IsMember({1u, 2u}));
     sub->add_option("--keep-times", args->keep_times,
                     "Times recorded: mtime (default; readers see atime = ctime = mtime, so any "
                     "copy of the tree packs to the same bytes) or all")
