@@ -183,11 +183,15 @@ Result<uint64_t> walk_host(const std::string& dir) {
     return count;
 }
 
-PackWriteOptions plain_options() {
+PackWriteOptions plain_options(uint32_t format = 1) {
     PackWriteOptions o;
+    o.format = format;
     o.compression = Compression::none;
     return o;
 }
+
+// The pack format versions the read groups measure, and their backend labels.
+constexpr std::pair<uint32_t, const char*> kReadFormats[] = {{1, "pack"}, {2, "pack v2"}};
 
 // The figures of one build: the whole write_pack, then its phases as PackStats times them.
 std::vector<double> build_figures(double total, const PackStats& s) {
@@ -272,8 +276,8 @@ Group compact_group(const Sizes& s, const std::string& scratch) {
 
 Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratch) {
     struct State {
-        std::shared_ptr<PackBackend> pack;
-        std::unique_ptr<Target> pack_target;  // the pack through the Backend contract
+        std::shared_ptr<PackBackend> packs[2];    // format 1, format 2
+        std::unique_ptr<Target> pack_targets[2];  // the packs through the Backend contract
         std::unique_ptr<Target> raw;
         std::vector<std::string> pack_paths, raw_paths;
     };
@@ -284,19 +288,19 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
     group.section = kPackSection;
     group.warmup_runs = 1;
     group.prepare = [state, n, bytes, with_raw, scratch]() -> Result<void> {
-        const std::string path = scratch + "/read.pack";
-        {
-            auto fs = make_mem_backend();
-            if (!fs) return fail(ENOTSUP, "make_mem_backend");
-            auto t = make_backend_target(fs);
-            if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return ok;
-            auto stats = write_pack(*fs, path, plain_options());
+        auto fs = make_mem_backend();
+        if (!fs) return fail(ENOTSUP, "make_mem_backend");
+        auto t = make_backend_target(fs);
+        if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return ok;
+        for (std::size_t v = 0; v < 2; ++v) {
+            const std::string path = fmt::format("{}/read-v{}.pack", scratch, v + 1);
+            auto stats = write_pack(*fs, path, plain_options(kReadFormats[v].first));
             if (!stats) return std::unexpected(stats.error());
+            auto pack = open_pack(path);
+            if (!pack) return std::unexpected(pack.error());
+            state->packs[v] = *pack;
+            state->pack_targets[v] = make_backend_target(*pack);
         }
-        auto pack = open_pack(path);
-        if (!pack) return std::unexpected(pack.error());
-        state->pack = *pack;
-        state->pack_target = make_backend_target(*pack);
         for (std::size_t i = 0; i < n; ++i) state->pack_paths.push_back(flat_path(i));
         if (with_raw) {
             auto raw = make_raw_target(scratch, false);
@@ -311,12 +315,12 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
     };
     group.finish = [state, scratch] {
         *state = {};
-        ::unlink((scratch + "/read.pack").c_str());
+        for (int v = 1; v <= 2; ++v) ::unlink(fmt::format("{}/read-v{}.pack", scratch, v).c_str());
     };
     const std::string name = fmt::format("random-read {} entries", short_count(n));
-    // open + pread + close, through the Backend contract (pack) or the syscalls (raw).
-    auto read_all = [state, n, bytes](bool raw) -> Result<double> {
-        Target& t = raw ? *state->raw : *state->pack_target;
+    // open + pread + close, through the Backend contract (a pack) or the syscalls (raw).
+    auto read_all = [state, n, bytes](bool raw, std::size_t version = 0) -> Result<double> {
+        Target& t = raw ? *state->raw : *state->pack_targets[version];
         const std::vector<std::string>& paths = raw ? state->raw_paths : state->pack_paths;
         const auto order = shuffled(n, kAccessSeed);
         std::vector<std::byte> buf(kSmallReadBuffer);
@@ -330,32 +334,38 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
         }
         return clock.seconds();
     };
-    Arm pack;
-    pack.category = name;
-    pack.backend = "pack";
-    pack.n = n;
-    pack.bytes = uint64_t{n} * bytes;
-    pack.run_once = [read_all] { return read_all(false); };
-    group.arms.push_back(std::move(pack));
+    std::vector<std::size_t> view_arms;
+    for (std::size_t v = 0; v < 2; ++v) {
+        Arm pack;
+        pack.category = name;
+        pack.backend = kReadFormats[v].second;
+        pack.n = n;
+        pack.bytes = uint64_t{n} * bytes;
+        pack.run_once = [read_all, v] { return read_all(false, v); };
+        group.arms.push_back(std::move(pack));
 
-    Arm view;
-    view.category = name + ", read_view";
-    view.backend = "pack";
-    view.n = n;
-    view.bytes = uint64_t{n} * bytes;
-    view.run_once = [state, n, bytes]() -> Result<double> {
-        const auto order = shuffled(n, kAccessSeed);
-        std::string buffer;
-        Stopwatch clock;
-        for (std::size_t i : order) {
-            const std::string& path = state->pack_paths[i];
-            auto got = state->pack->read_view(path, 0, kSmallReadBuffer, buffer);
-            if (!got) return std::unexpected(got.error());
-            if (auto ok = check_read(path, *got, bytes, i); !ok) return std::unexpected(ok.error());
-        }
-        return clock.seconds();
-    };
-    group.arms.push_back(std::move(view));
+        Arm view;
+        view.category = name + ", read_view";
+        view.backend = kReadFormats[v].second;
+        view.n = n;
+        view.bytes = uint64_t{n} * bytes;
+        view.run_once = [state, n, bytes, v]() -> Result<double> {
+            const auto order = shuffled(n, kAccessSeed);
+            std::string buffer;
+            PackBackend& backend = *state->packs[v];
+            Stopwatch clock;
+            for (std::size_t i : order) {
+                const std::string& path = state->pack_paths[i];
+                auto got = backend.read_view(path, 0, kSmallReadBuffer, buffer);
+                if (!got) return std::unexpected(got.error());
+                if (auto ok = check_read(path, *got, bytes, i); !ok)
+                    return std::unexpected(ok.error());
+            }
+            return clock.seconds();
+        };
+        view_arms.push_back(group.arms.size());
+        group.arms.push_back(std::move(view));
+    }
 
     if (with_raw) {
         Arm raw;
@@ -366,8 +376,8 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
         raw.run_once = [read_all] { return read_all(true); };
         group.baseline = group.arms.size();
         group.arms.push_back(std::move(raw));
-        // The read_view row is compared with raw's open/pread/close of the same files.
-        group.arms[1].baseline = group.baseline;
+        // The read_view rows are compared with raw's open/pread/close of the same files.
+        for (std::size_t a : view_arms) group.arms[a].baseline = group.baseline;
     }
     return group;
 }
@@ -385,7 +395,7 @@ std::optional<uint64_t> count_host_tree(const std::string& dir) {
 
 Group walk_tree_group(const Sizes& s, bool with_raw, const std::string& scratch, uint64_t entries) {
     struct State {
-        std::shared_ptr<PackBackend> pack;
+        std::shared_ptr<PackBackend> packs[2];  // format 1, format 2
     };
     auto state = std::make_shared<State>();
     const std::string tree = s.pack_tree;
@@ -393,17 +403,19 @@ Group walk_tree_group(const Sizes& s, bool with_raw, const std::string& scratch,
     group.section = kPackSection;
     group.warmup_runs = 1;  // warm: the dentry cache for raw, the checked blocks for the pack
     group.prepare = [state, tree, scratch]() -> Result<void> {
-        const std::string path = scratch + "/tree.pack";
-        auto stats = write_pack_from_host(tree, path, plain_options());
-        if (!stats) return std::unexpected(stats.error());
-        auto pack = open_pack(path);
-        if (!pack) return std::unexpected(pack.error());
-        state->pack = *pack;
+        for (std::size_t v = 0; v < 2; ++v) {
+            const std::string path = fmt::format("{}/tree-v{}.pack", scratch, v + 1);
+            auto stats = write_pack_from_host(tree, path, plain_options(kReadFormats[v].first));
+            if (!stats) return std::unexpected(stats.error());
+            auto pack = open_pack(path);
+            if (!pack) return std::unexpected(pack.error());
+            state->packs[v] = *pack;
+        }
         return {};
     };
     group.finish = [state, scratch] {
         *state = {};
-        ::unlink((scratch + "/tree.pack").c_str());
+        for (int v = 1; v <= 2; ++v) ::unlink(fmt::format("{}/tree-v{}.pack", scratch, v).c_str());
     };
     const std::string name = fmt::format("walk {} ({}-entry tree)", tree, short_count(entries));
     auto check = [entries, tree](Result<uint64_t> n) -> Result<void> {
@@ -412,18 +424,20 @@ Group walk_tree_group(const Sizes& s, bool with_raw, const std::string& scratch,
             return fail(EIO, "walk (entry count changed: the tree changed during the run)", tree);
         return {};
     };
-    Arm pack;
-    pack.category = name;
-    pack.backend = "pack";
-    pack.n = entries;
-    pack.run_once = [state, check]() -> Result<double> {
-        Stopwatch clock;
-        auto n = walk_backend(*state->pack, "/");
-        const double seconds = clock.seconds();
-        if (auto ok = check(n); !ok) return std::unexpected(ok.error());
-        return seconds;
-    };
-    group.arms.push_back(std::move(pack));
+    for (std::size_t v = 0; v < 2; ++v) {
+        Arm pack;
+        pack.category = name;
+        pack.backend = kReadFormats[v].second;
+        pack.n = entries;
+        pack.run_once = [state, check, v]() -> Result<double> {
+            Stopwatch clock;
+            auto n = walk_backend(*state->packs[v], "/");
+            const double seconds = clock.seconds();
+            if (auto ok = check(n); !ok) return std::unexpected(ok.error());
+            return seconds;
+        };
+        group.arms.push_back(std::move(pack));
+    }
     if (with_raw) {
         Arm raw;
         raw.category = name;

@@ -25,9 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "core/name_hash.hpp"
 #include "core/rcu.hpp"
 #include "mem/arena.hpp"
 #include "mem/cell.hpp"
@@ -35,10 +33,9 @@
 
 namespace packfs::mem {
 
-// XXH3-64 of the name, inlined (names are short: a call into the shared library costs as much
-// as the hash).
+// XXH3-64 of the name (core/name_hash.hpp).
 inline uint64_t name_hash(std::string_view name) noexcept {
-    return XXH3_64bits(name.data(), name.size());
+    return xxh3_name(name);
 }
 
 struct EntryRec : Counted {

@@ -11,10 +11,6 @@ uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept {
     return XXH3_64bits(bytes.data(), bytes.size());
 }
 
-uint32_t name_hash(std::string_view name) noexcept {
-    return static_cast<uint32_t>(XXH3_64bits(name.data(), name.size()));
-}
-
 std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept {
     XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
     return {h.low64, h.high64};

@@ -13,8 +13,6 @@
 namespace packfs::pack {
 
 uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept;
-// A name's hash in a v2 dirent (format.hpp): the low 32 bits of its XXH3-64.
-uint32_t name_hash(std::string_view name) noexcept;
 std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept;
 
 using Sha256Digest = std::array<uint8_t, 32>;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "pack/digest.hpp"
+#include "pack/name_hash.hpp"
 
 namespace packfs::pack {
 

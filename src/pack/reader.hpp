@@ -31,6 +31,7 @@
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
 #include "pack/image.hpp"
+#include "pack/name_hash.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -212,6 +213,7 @@ private:
             return name_hash_for_tests_(name);
         return name_hash(name);
     }
+    Result<std::vector<DirEntry>> list_entries(const InodeView& dir, const Ctx& ctx) const;
     // v2 lookups: the range of `dir`'s run its bucket for `hash` covers.
     Result<std::pair<uint64_t, uint64_t>> bucket_range(const InodeView& dir, uint32_t hash,
                                                        const Ctx& ctx) const;

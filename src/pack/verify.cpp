@@ -365,6 +365,11 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
                 problem(path, node.error().message());
                 continue;
             }
+            if (node->type != e.type) {  // v2 lists from the dirents alone
+                problem(path, fmt::format("dirent type {} differs from its inode's, {}",
+                                          file_type_name(e.type), file_type_name(node->type)));
+                continue;
+            }
             check_xattrs(path, *node);
             switch (node->type) {
                 case FileType::directory:

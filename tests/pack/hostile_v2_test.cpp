@@ -111,6 +111,22 @@ TEST_F(HostileV2, ADirentHashThatIsNotItsNamesIsAMiss) {
     never_another_file(p.build());
 }
 
+// v2 lists a directory from its dirents alone: a dirent whose type is not its inode's lists as
+// the dirent says, and the lookup that loads the inode answers EUCLEAN; verify reports it.
+TEST_F(HostileV2, ADirentTypeThatIsNotItsInodesIsCorruptAtLookup) {
+    PackParts p = v2;
+    p.edit<Dirent>(Section::dirents, dirent_of("/docs/readme.txt"),
+                   [](Dirent& d) { d.type = S_IFDIR >> 12; });
+    check_hostile(p.build(),
+                  opens({{Op::lstat, "/docs/readme.txt"}, {Op::read, "/docs/readme.txt"}}),
+                  "dirent type");
+    PackParts unknown = v2;
+    unknown.edit<Dirent>(Section::dirents, dirent_of("/docs/readme.txt"),
+                         [](Dirent& d) { d.type = 3; });
+    check_hostile(unknown.build(), opens({{Op::readdir, "/docs"}, {Op::lstat, "/docs/readme.txt"}}),
+                  "dirent type nibble unknown");
+}
+
 TEST_F(HostileV2, LocatorsAndDigestIndexesOutOfRangeAreCorrupt) {
     const uint64_t stream = v2.h.stream_size;
     const uint64_t bytes = v2.sec[idx(Section::bytes)].size();
