@@ -183,7 +183,7 @@ Result<uint64_t> walk_host(const std::string& dir) {
     return count;
 }
 
-PackWriteOptions plain_options(uint32_t format = 1) {
+PackWriteOptions plain_options(uint32_t format = 2) {
     PackWriteOptions o;
     o.format = format;
     o.compression = Compression::none;

@@ -39,7 +39,7 @@ enum class PackTimes : uint8_t { mtime, all };
 struct PackWriteOptions {
     // The pack format version (docs/FORMAT.md): 2, a lookup in one hash probe and the read path
     // in four cache lines; or 1, for readers that predate version 2.
-    uint32_t format = 1;
+    uint32_t format = 2;
     Compression compression = Compression::none;
     int level = 0;                      // codec level; 0 = the codec's default
     uint32_t block_size = 128 * 1024;   // compression block: power of two, 4 KiB .. 16 MiB

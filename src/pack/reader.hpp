@@ -139,8 +139,8 @@ public:
     // ENAMETOOLONG past 255 bytes.
     Result<std::optional<InodeView>> lookup(const InodeView& dir, std::string_view name,
                                             const Ctx& ctx) const;
-    // The entries of a directory, in pack order (sorted by name), each one checked; DirEntry
-    // ino is the inode number (inode_number()), not the record number.
+    // The entries of a directory, in pack order (v1: by name; v2: by name hash, then name),
+    // each one checked; DirEntry ino is the inode number (inode_number()), not the record number.
     Result<std::vector<DirEntry>> list(const InodeView& dir, const Ctx& ctx) const;
     // The same with each entry's checked inode (for a walker that goes on into them).
     Result<std::vector<std::pair<std::string, InodeView>>> list_nodes(const InodeView& dir,

@@ -33,6 +33,12 @@ namespace fs = std::filesystem;
 using test_support::slurp;
 using test_support::TempDir;
 
+// The decoder below reads version 1 (format 2's layout is checked by v2_test.cpp).
+Result<PackStats> write_v1(Backend& source, const std::string& path, PackWriteOptions o = {}) {
+    o.format = 1;
+    return write_pack(source, path, o);
+}
+
 
 std::span<const std::byte> bytes_of(const std::string& s, uint64_t offset, uint64_t length) {
     EXPECT_LE(offset + length, s.size());
@@ -62,7 +68,7 @@ Decoded decode(const std::string& file) {
     std::memcpy(&d.header, file.data(), sizeof(Header));
     const Header& h = d.header;
     EXPECT_EQ(std::memcmp(h.magic, kMagic.data(), 8), 0);
-    EXPECT_EQ(h.version, 1u);  // this decoder reads version 1, the writer's default
+    EXPECT_EQ(h.version, 1u);  // this decoder reads version 1 (write_v1)
     EXPECT_EQ(h.file_size, file.size());
     Header zeroed = h;
     zeroed.header_checksum = 0;
@@ -186,7 +192,7 @@ private:
 TEST(PackWriter, FixtureTreeDecodesWithEveryChecksumRight) {
     TempDir dir;
     auto mem = fixture_backend();
-    auto stats = write_pack(*mem, (dir.path / "a.pack").string());
+    auto stats = write_v1(*mem, (dir.path / "a.pack").string());
     ASSERT_TRUE(stats) << stats.error().message();
     std::string file = slurp(dir.path / "a.pack");
     EXPECT_EQ(stats->pack_bytes, file.size());
@@ -234,9 +240,11 @@ TEST(PackWriter, FixtureTreeDecodesWithEveryChecksumRight) {
 TEST(PackWriter, SameTreeGivesTheSameBytesWhateverTheListingOrder) {
     TempDir dir;
     auto mem = fixture_backend();
-    for (Compression c : {Compression::none, Compression::zstd}) {
+    for (auto [c, format] : {std::pair{Compression::none, 1u}, {Compression::zstd, 1u},
+                             {Compression::none, 2u}, {Compression::zstd, 2u}}) {
         PackWriteOptions options;
         options.compression = c;
+        options.format = format;
         ASSERT_TRUE(write_pack(*mem, (dir.path / "1.pack").string(), options));
         ASSERT_TRUE(write_pack(*mem, (dir.path / "2.pack").string(), options));
         auto source = make_backend_source(*mem, "/");
@@ -264,7 +272,7 @@ TEST(PackWriter, RecordsMtimeAloneUnlessAskedAndClampsOnRequest) {
     ASSERT_NE(ctime, mtime);
     auto times_of = [&](const PackWriteOptions& options, const std::string& path) {
         const std::string pack = (dir.path / "t.pack").string();
-        EXPECT_TRUE(write_pack(*mem, pack, options));
+        EXPECT_TRUE(write_v1(*mem, pack, options));
         Decoded d = decode(slurp(pack));
         const Inode* n = lookup(d, path);
         EXPECT_TRUE(n) << path;
@@ -286,7 +294,7 @@ TEST(PackWriter, RecordsMtimeAloneUnlessAskedAndClampsOnRequest) {
     options.times = PackTimes::mtime;
     EXPECT_EQ(times_of(options, "/future"), (std::array<Time, 3>{clamp, clamp, clamp}));
     options.clamp_time = Time{0, 1'000'000'000};
-    auto refused = write_pack(*mem, (dir.path / "bad.pack").string(), options);
+    auto refused = write_v1(*mem, (dir.path / "bad.pack").string(), options);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().code(), EINVAL);
     EXPECT_FALSE(fs::exists(dir.path / "bad.pack"));
@@ -303,7 +311,7 @@ TEST(PackWriter, DuplicatesShareOneContentAndDifferentContentsDoNot) {
     ASSERT_TRUE(write_file(*mem, "/c", other));
     ASSERT_TRUE(write_file(*mem, "/tiny1", "same"));
     ASSERT_TRUE(write_file(*mem, "/tiny2", "same"));
-    auto stats = write_pack(*mem, (dir.path / "d.pack").string());
+    auto stats = write_v1(*mem, (dir.path / "d.pack").string());
     ASSERT_TRUE(stats);
     Decoded d = decode(slurp(dir.path / "d.pack"));
     EXPECT_EQ(d.contents.size(), 3u);
@@ -316,7 +324,7 @@ TEST(PackWriter, DuplicatesShareOneContentAndDifferentContentsDoNot) {
     // Without dedup every file has its own content.
     PackWriteOptions no_dedup;
     no_dedup.dedup = false;
-    ASSERT_TRUE(write_pack(*mem, (dir.path / "n.pack").string(), no_dedup));
+    ASSERT_TRUE(write_v1(*mem, (dir.path / "n.pack").string(), no_dedup));
     EXPECT_EQ(decode(slurp(dir.path / "n.pack")).contents.size(), 5u);
 }
 
@@ -329,7 +337,7 @@ TEST(PackWriter, ForcedHashCollisionKeepsBothContents) {
     options.dedup_hash_for_tests = [](std::span<const std::byte>) {
         return std::array<uint64_t, 2>{42, 42};
     };
-    ASSERT_TRUE(write_pack(*mem, (dir.path / "c.pack").string(), options));
+    ASSERT_TRUE(write_v1(*mem, (dir.path / "c.pack").string(), options));
     Decoded d = decode(slurp(dir.path / "c.pack"));
     EXPECT_EQ(d.contents.size(), 10u);  // ten distinct patterns, each stored once
     for (int i = 0; i < 20; ++i)
@@ -346,7 +354,7 @@ TEST(PackWriter, CompressedStreamsDecodeToTheSameContents) {
         options.compression = c;
         options.level = level;
         options.block_size = 4096;
-        auto stats = write_pack(*mem, (dir.path / "z.pack").string(), options);
+        auto stats = write_v1(*mem, (dir.path / "z.pack").string(), options);
         ASSERT_TRUE(stats);
         Decoded d = decode(slurp(dir.path / "z.pack"));
         if (c == Compression::none) raw_stream = d.stream;
@@ -363,7 +371,9 @@ TEST(PackWriter, FromHostDirectoryKeepsLinksAndModes) {
     fs::create_hard_link(src / "sub" / "f.txt", src / "g.txt");
     fs::create_symlink("sub/f.txt", src / "l");
     ::chmod((src / "g.txt").c_str(), 0640);
-    auto stats = write_pack_from_host(src.string(), (dir.path / "h.pack").string());
+    PackWriteOptions v1;
+    v1.format = 1;
+    auto stats = write_pack_from_host(src.string(), (dir.path / "h.pack").string(), v1);
     ASSERT_TRUE(stats) << stats.error().message();
     Decoded d = decode(slurp(dir.path / "h.pack"));
     EXPECT_EQ(file_content(d, "/sub/f.txt"), "hello host");
@@ -383,7 +393,7 @@ TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     auto mem = fixture_backend();
     PackWriteOptions bad;
     bad.block_size = 1000;
-    auto r = write_pack(*mem, (dir.path / "x.pack").string(), bad);
+    auto r = write_v1(*mem, (dir.path / "x.pack").string(), bad);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), EINVAL);
     // An unreadable file in the source: the build fails and leaves no temporary file.

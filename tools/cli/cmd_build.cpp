@@ -122,7 +122,7 @@ struct BuildArgs {
     bool no_dedup = false;
     bool json = false;
     std::string keep_times = "mtime";
-    uint32_t format = 1;
+    uint32_t format = 2;
     std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
 };
 
@@ -282,7 +282,7 @@ Command add_build_command(CLI::App& parent) {
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
     sub->add_option("--format", args->format,
                     "Pack format version: 2 (lookups in one hash probe, 64-byte inodes) or 1 "
-                    "(for readers that predate version 2); default 1")
+                    "(for readers that predate version 2); default 2")
         ->check(CLI::IsMember({1u, 2u}));
     sub->add_option("--keep-times", args->keep_times,
                     "Times recorded: mtime (default; readers see atime = ctime = mtime, so any "
