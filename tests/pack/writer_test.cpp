@@ -39,7 +39,6 @@ Result<PackStats> write_v1(Backend& source, const std::string& path, PackWriteOp
     return write_pack(source, path, o);
 }
 
-
 std::span<const std::byte> bytes_of(const std::string& s, uint64_t offset, uint64_t length) {
     EXPECT_LE(offset + length, s.size());
     return std::as_bytes(std::span(s.data() + offset, length));
@@ -240,8 +239,10 @@ TEST(PackWriter, FixtureTreeDecodesWithEveryChecksumRight) {
 TEST(PackWriter, SameTreeGivesTheSameBytesWhateverTheListingOrder) {
     TempDir dir;
     auto mem = fixture_backend();
-    for (auto [c, format] : {std::pair{Compression::none, 1u}, {Compression::zstd, 1u},
-                             {Compression::none, 2u}, {Compression::zstd, 2u}}) {
+    for (auto [c, format] : {std::pair{Compression::none, 1u},
+                             {Compression::zstd, 1u},
+                             {Compression::none, 2u},
+                             {Compression::zstd, 2u}}) {
         PackWriteOptions options;
         options.compression = c;
         options.format = format;
