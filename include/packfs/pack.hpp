@@ -119,6 +119,10 @@ struct PackInfo {
     uint32_t block_size = 0, inline_max = 0;
     bool has_xattrs = false;
     bool keeps_inode_numbers = false;  // st_ino is the source's, stored (not the position)
+    // Whether atime and ctime are stored (else readers see the mtime): always in version 1, whose
+    // inodes hold all three (equal when the build recorded the mtime alone); in version 2 only
+    // for a pack built with PackTimes::all.
+    bool stores_all_times = false;
     std::string digest;  // hex SHA-256
 };
 

@@ -288,6 +288,7 @@ PackInfo PackReader::info() const {
     i.inline_max = header_.inline_max;
     i.has_xattrs = (header_.compat_features & kCompatXattrs) != 0;
     i.keeps_inode_numbers = numbered_;
+    i.stores_all_times = version_ == 1 || all_times_;
     i.digest = to_hex(std::span<const uint8_t>(header_.image_digest));
     return i;
 }

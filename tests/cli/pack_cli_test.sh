@@ -74,6 +74,29 @@ assert s["data_bytes"] < s["stream_bytes"], s  # the text compressed
 assert len(s["digest"]) == 64, s
 PY
 
+# --- convert --------------------------------------------------------------------------------
+# A converted pack is byte-identical to a fresh build of the same tree in the target format,
+# whichever way, whatever the codec and recorded times.
+check "build --format 1" "$packfs" build --format 1 --compress zstd "$src" v1.pack
+check "convert 1 -> 2" "$packfs" convert v1.pack v1to2.pack
+check "  same bytes as a fresh format 2 build" cmp v2.pack v1to2.pack
+check "convert 2 -> 1" "$packfs" convert --format 1 v2.pack v2to1.pack
+check "  same bytes as a fresh format 1 build" cmp v1.pack v2to1.pack
+check "build --keep-times all, both formats" bash -c "'$packfs' build --format 1 --keep-times all '$src' all1.pack && '$packfs' build --keep-times all '$src' all2.pack" >/dev/null
+check "convert keeps all times (1 -> 2)" "$packfs" convert all1.pack all1to2.pack
+check "  same bytes" cmp all2.pack all1to2.pack
+check "convert keeps all times (2 -> 1)" "$packfs" convert --format 1 all2.pack all2to1.pack
+check "  same bytes" cmp all1.pack all2to1.pack
+cp raw.pack inplace.pack
+check "convert in place with another codec" "$packfs" convert --compress lz4:9 inplace.pack inplace.pack
+check "  reads back the same tree" "$packfs" diff raw.pack inplace.pack
+check "  in the new codec" bash -c "'$packfs' info inplace.pack | grep -q 'compression lz4'"
+expect_code "convert --format takes 1 or 2" 2 "$packfs" convert --format 3 v1.pack x.pack
+expect_code "convert of a missing pack" 1 "$packfs" convert "$work/nope.pack" x.pack
+check "  names it" grep -q 'nope.pack: No such file or directory' "$work/last.err"
+expect_code "convert of a file that is no pack" 1 "$packfs" convert "$src/hello.txt" x.pack
+check "  leaves no output" test ! -e x.pack
+
 # --- ls, stat, cat ----------------------------------------------------------------------
 for pack in raw.pack zstd.pack lz4.pack; do
     check "$pack: ls -l -R" bash -c "'$packfs' ls -l -R $pack > ls.txt"

@@ -55,6 +55,11 @@ check "  generation 2" grep -q 'generation 2' "$work/last.out"
 check "  old generation gone" test ! -e "$work/vol/pack.1" -a ! -e "$work/vol/journal.1"
 expect_code "volume check after compaction" 0 "$packfs" volume check "$work/vol"
 expect_code "diff DIR VOLUME after compaction" 0 "$packfs" diff "$src" "$work/vol"
+# A compacted pack keeps inode numbers and all times: convert keeps both, both ways.
+expect_code "convert a compacted pack to format 1" 0 "$packfs" convert "$work/vol/pack.2" "$work/c1.pack" --format 1
+check "  inode numbers and all times kept" grep -q 'atime, mtime and ctime; inode numbers kept' "$work/last.out"
+expect_code "  and back to format 2" 0 "$packfs" convert "$work/c1.pack" "$work/c2.pack"
+check "  byte-identical to the compacted pack" cmp "$work/vol/pack.2" "$work/c2.pack"
 
 "$packfs" build "$src" "$work/src.pack" >/dev/null
 expect_code "volume init --from PACK" 0 "$packfs" volume init "$work/vol2" --from "$work/src.pack"

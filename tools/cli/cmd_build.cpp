@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "build_options.hpp"
 #include "command.hpp"
 #include "format.hpp"
 #include "pack_report.hpp"
@@ -21,97 +22,6 @@
 namespace packfs::cli {
 
 namespace {
-
-struct CompressionSpec {
-    Compression codec = Compression::none;
-    int level = 0;
-};
-
-// "none", "zstd", "lz4", "zstd:19", "lz4:9"; the error says what is accepted.
-std::optional<CompressionSpec> parse_compression(std::string_view text, std::string& why) {
-    const std::size_t colon = text.find(':');
-    const std::string_view name = text.substr(0, colon);
-    CompressionSpec spec;
-    int max_level = 0;
-    if (name == "none") {
-        spec.codec = Compression::none;
-    } else if (name == "zstd") {
-        spec.codec = Compression::zstd;
-        max_level = 22;
-    } else if (name == "lz4") {
-        spec.codec = Compression::lz4;
-        max_level = 12;  // LZ4 HC's highest
-    } else {
-        why =
-            fmt::format("unknown codec '{}': expected zstd, lz4 or none, optionally :LEVEL", name);
-        return std::nullopt;
-    }
-    if (colon == std::string_view::npos) return spec;
-    const std::string_view level = text.substr(colon + 1);
-    auto parsed = parse_size(level);
-    if (max_level == 0 || !parsed || level.find_first_not_of("0123456789") != level.npos ||
-        *parsed < 1 || *parsed > static_cast<uint64_t>(max_level)) {
-        why = max_level == 0
-                  ? std::string("'none' takes no level")
-                  : fmt::format("level '{}' of {}: expected 1 to {}", level, name, max_level);
-        return std::nullopt;
-    }
-    spec.level = static_cast<int>(*parsed);
-    return spec;
-}
-
-const CLI::Validator kCompressionValidator(
-    [](std::string& value) {
-        std::string why;
-        return parse_compression(value, why) ? std::string() : why;
-    },
-    "zstd|lz4|none[:LEVEL]");
-
-// --block-size: a power of two from 4 KiB to 16 MiB, as the format requires.
-std::optional<uint32_t> parse_block_size(std::string_view text) {
-    auto size = parse_size(text);
-    if (!size || *size < 4096 || *size > (16u << 20) || (*size & (*size - 1)) != 0) {
-        return std::nullopt;
-    }
-    return static_cast<uint32_t>(*size);
-}
-
-const CLI::Validator kBlockSizeValidator(
-    [](std::string& value) {
-        return parse_block_size(value)
-                   ? std::string()
-                   : fmt::format("block size '{}': expected a power of two from 4K to 16M", value);
-    },
-    "SIZE");
-
-// --inline-max: the format keeps inline contents up to 4 KiB.
-constexpr uint64_t kMaxInline = 4096;
-
-const CLI::Validator kInlineMaxValidator(
-    [](std::string& value) {
-        auto size = parse_size(value);
-        return size && *size <= kMaxInline
-                   ? std::string()
-                   : fmt::format("inline limit '{}': expected 0 to 4096 bytes (or 4K)", value);
-    },
-    "SIZE");
-
-// --clamp-mtime and SOURCE_DATE_EPOCH: whole seconds since the epoch (may be negative).
-std::optional<int64_t> parse_epoch_seconds(std::string_view text) {
-    int64_t value = 0;
-    const char* end = text.data() + text.size();
-    auto [at, ec] = std::from_chars(text.data(), end, value);
-    if (text.empty() || ec != std::errc() || at != end) return std::nullopt;
-    return value;
-}
-
-const CLI::Validator kEpochValidator(
-    [](std::string& value) {
-        return parse_epoch_seconds(value)
-                   ? std::string()
-                   : fmt::format("time '{}': expected whole seconds since the epoch", value);
-    },
-    "SECONDS");
 
 struct BuildArgs {
     std::string source, out;
@@ -157,23 +67,6 @@ bool inside(const std::string& out, const std::string& source) {
     return root_end == root.end();
 }
 
-std::string progress_text(const BuildProgress& p) {
-    switch (p.phase) {
-        case BuildProgress::Phase::scan:
-            return fmt::format("scanning: {} entries", p.done);
-        case BuildProgress::Phase::hash:
-            return fmt::format("hashing: {}/{} files", p.done, p.total);
-        case BuildProgress::Phase::write:
-            return fmt::format(
-                "writing: {} / {} ({:.0f}%)", human_size(p.done), human_size(p.total),
-                p.total ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)
-                        : 100.0);
-        case BuildProgress::Phase::finish:
-            return "finishing";
-    }
-    return {};
-}
-
 int run_build(const BuildArgs& args) {
     const Output out(args.json);
     std::string why;
@@ -202,7 +95,7 @@ int run_build(const BuildArgs& args) {
     ProgressLine progress;
     if (progress.enabled()) {
         options.progress = [&progress](const BuildProgress& p) {
-            progress.update([&] { return progress_text(p); });
+            progress.update([&] { return build_progress_text(p); });
         };
     }
     const auto start = std::chrono::steady_clock::now();
@@ -242,11 +135,7 @@ int run_build(const BuildArgs& args) {
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
     }
-    std::string codec = compression_name(compression.codec);
-    if (compression.codec != Compression::none) {
-        codec += compression.level ? fmt::format(":{}", compression.level) : " (default level)";
-        codec += fmt::format(", {} blocks", human_size(options.block_size));
-    }
+    const std::string codec = compression_text(compression, options.block_size);
     fmt::print("built {} (format version {}) from {} in {:.2f} s ({:.1f} MB/s), compression {}{}\n",
                args.out, options.format, args.source, seconds, mb_per_s, codec,
                options.dedup ? "" : ", no dedup");

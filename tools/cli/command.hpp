@@ -18,6 +18,7 @@ struct Command {
 
 Command add_bench_command(CLI::App& parent);
 Command add_build_command(CLI::App& parent);
+Command add_convert_command(CLI::App& parent);
 Command add_ls_command(CLI::App& parent);
 Command add_stat_command(CLI::App& parent);
 Command add_cat_command(CLI::App& parent);
