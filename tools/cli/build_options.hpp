@@ -3,12 +3,11 @@
 // accepted; and the text of the writer's progress line.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 #include "packfs/pack.hpp"
 

@@ -45,8 +45,7 @@ Result<PackTimes> recorded_times(PackBackend& pack) {
     walk_tree(pack, "/",
               {.entry =
                    [&](const std::string&, const Stat& st) {
-                       if (st.atime != st.mtime || st.ctime != st.mtime)
-                           times = PackTimes::all;
+                       if (st.atime != st.mtime || st.ctime != st.mtime) times = PackTimes::all;
                    },
                .on_error = [&](const Error& e) { failed = failed.value_or(e); }});
     if (failed) return std::unexpected(*failed);
@@ -114,11 +113,11 @@ int run_convert(const ConvertArgs& args) {
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
     }
-    fmt::print("converted {} (format version {}) to {} (format version {}) in {:.2f} s, "
-               "compression {}{}\n",
-               args.in, info.version, args.out, options.format, seconds,
-               compression_text(compression, options.block_size),
-               options.dedup ? "" : ", no dedup");
+    fmt::print(
+        "converted {} (format version {}) to {} (format version {}) in {:.2f} s, "
+        "compression {}{}\n",
+        args.in, info.version, args.out, options.format, seconds,
+        compression_text(compression, options.block_size), options.dedup ? "" : ", no dedup");
     fmt::print("  times     {}{}\n",
                options.times == PackTimes::all ? "atime, mtime and ctime" : "mtime only",
                options.keep_inode_numbers ? "; inode numbers kept" : "");
