@@ -190,8 +190,9 @@ PackWriteOptions plain_options(uint32_t format = 2) {
     return o;
 }
 
-// The pack format versions the read groups measure, and their backend labels.
-constexpr std::pair<uint32_t, const char*> kReadFormats[] = {{1, "pack"}, {2, "pack v2"}};
+// The pack format versions the read groups measure, and their backend labels: "pack" is the
+// default format (2), "pack v1" the format older readers need.
+constexpr std::pair<uint32_t, const char*> kReadFormats[] = {{2, "pack"}, {1, "pack v1"}};
 
 // The figures of one build: the whole write_pack, then its phases as PackStats times them.
 std::vector<double> build_figures(double total, const PackStats& s) {
@@ -293,7 +294,8 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
         auto t = make_backend_target(fs);
         if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return ok;
         for (std::size_t v = 0; v < 2; ++v) {
-            const std::string path = fmt::format("{}/read-v{}.pack", scratch, v + 1);
+            const std::string path =
+                fmt::format("{}/read-v{}.pack", scratch, kReadFormats[v].first);
             auto stats = write_pack(*fs, path, plain_options(kReadFormats[v].first));
             if (!stats) return std::unexpected(stats.error());
             auto pack = open_pack(path);
@@ -404,7 +406,8 @@ Group walk_tree_group(const Sizes& s, bool with_raw, const std::string& scratch,
     group.warmup_runs = 1;  // warm: the dentry cache for raw, the checked blocks for the pack
     group.prepare = [state, tree, scratch]() -> Result<void> {
         for (std::size_t v = 0; v < 2; ++v) {
-            const std::string path = fmt::format("{}/tree-v{}.pack", scratch, v + 1);
+            const std::string path =
+                fmt::format("{}/tree-v{}.pack", scratch, kReadFormats[v].first);
             auto stats = write_pack_from_host(tree, path, plain_options(kReadFormats[v].first));
             if (!stats) return std::unexpected(stats.error());
             auto pack = open_pack(path);

@@ -27,6 +27,12 @@
 //   a case the tree would rather answer slowly). A walk first tries the path with it, and only
 //   when a component is not simply there (or is a symlink to follow, or not a directory before
 //   the last) walks it again by the rules: the fast try never decides an error or a symlink.
+// and, for a tree that never changes, a cache of the directories plain prefixes name:
+//     std::optional<NodeT> cached_dir(std::string_view prefix);   (a reference for the walk)
+//     void remember_dir(std::string_view prefix, const NodeT& dir);
+//   The fast try starts a path "/a/b/name" at cached_dir("/a/b") when it has it, and offers
+//   each prefix it walked to remember_dir: only prefixes of plain directories (no symlink, "."
+//   or ".."), so a hit answers what the walk would have.
 // Static dispatch: mem and pack instantiate it over their own structures (no virtual call per
 // component); the Backend defaults over the node calls (path_api.cpp).
 #pragma once
@@ -215,6 +221,11 @@ public:
     void release(Parent<N>& p) { release_all(p.stack); }
 
 private:
+    static constexpr bool kCachesDirs = requires(Ops & o, N n, std::string_view v) {
+        o.cached_dir(v);
+        o.remember_dir(v, n);
+    };
+
     // The walk of a path whose every component simply exists: nullopt as soon as one does
     // not, or is a symlink to follow, or is not a directory before the last; and for any path
     // that is not plainly normal (relative, "." or "..", an empty or over-long component, a
@@ -224,11 +235,29 @@ private:
     std::optional<Step<N>> fast(std::string_view path, bool follow_last) {
         if (path.empty() || path.front() != '/' || path.size() > kMaxPathLength)
             return std::nullopt;
-        auto root = ops_.root();
-        if (!root) return std::nullopt;
-        Step<N> at{*root, FileType::directory};
         const char* p = path.data() + 1;
         const char* const end = path.data() + path.size();
+        std::optional<Step<N>> start;
+        std::size_t parent_length = 0;  // the prefix to offer remember_dir; 0: none
+        if constexpr (kCachesDirs) {
+            // "/a/b/name": start in "/a/b" when cached. A trailing '/' or the root's own
+            // children ("/name") go the plain way.
+            const std::size_t slash = path.rfind('/');
+            if (slash != 0 && slash + 1 != path.size()) {
+                if (auto dir = ops_.cached_dir(path.substr(0, slash))) {
+                    start = Step<N>{*dir, FileType::directory};
+                    p = path.data() + slash + 1;
+                } else {
+                    parent_length = slash;
+                }
+            }
+        }
+        if (!start) {
+            auto root = ops_.root();
+            if (!root) return std::nullopt;
+            start = Step<N>{*root, FileType::directory};
+        }
+        Step<N> at = *start;
         while (p != end) {
             const char* name_end = p;
             while (name_end != end && *name_end != '/') ++name_end;
@@ -239,6 +268,11 @@ private:
                 (!last && name_end + 1 == end)) {
                 ops_.release(at.node);
                 return std::nullopt;
+            }
+            if constexpr (kCachesDirs) {
+                // `at` is the last component's directory, reached through plain directories.
+                if (last && parent_length != 0)
+                    ops_.remember_dir(path.substr(0, parent_length), at.node);
             }
             auto next = ops_.fast_lookup(at.node, std::string_view(p, length));
             ops_.release(at.node);

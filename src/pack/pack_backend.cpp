@@ -13,6 +13,7 @@
 
 #include "core/checks.hpp"
 #include "core/path_api.hpp"
+#include "pack/path_cache.hpp"
 #include "pack/reader.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -62,6 +63,7 @@ struct PackOps {
     using NodeT = InodeView;
     const std::shared_ptr<const PackReader>& reader;
     Ctx ctx;
+    uint64_t cache_owner;  // the pack's id in path_cache
 
     Result<InodeView> root() const { return reader->root(ctx); }
     Result<std::optional<walk::Step<InodeView>>> lookup(const InodeView& dir,
@@ -70,6 +72,21 @@ struct PackOps {
         if (!found) return std::unexpected(found.error());
         if (!*found) return std::nullopt;
         return walk::Step<InodeView>{**found, (*found)->type};
+    }
+    // The walker's fast try: an entry that is there, or nullopt (a miss or an error, which the
+    // rules then answer).
+    std::optional<walk::Step<InodeView>> fast_lookup(const InodeView& dir,
+                                                     std::string_view name) const {
+        auto found = reader->lookup(dir, name, ctx);
+        if (!found || !*found) return std::nullopt;
+        return walk::Step<InodeView>{**found, (*found)->type};
+    }
+    // A pack never changes: the directories plain prefixes name are remembered (path_cache.hpp).
+    std::optional<InodeView> cached_dir(std::string_view prefix) const noexcept {
+        return path_cache::find(cache_owner, prefix);
+    }
+    void remember_dir(std::string_view prefix, const InodeView& dir) const {
+        path_cache::remember(cache_owner, prefix, dir);
     }
     Result<std::string_view> readlink(const InodeView& link) const {
         return reader->symlink_target(link, ctx);
@@ -158,7 +175,7 @@ public:
     }
 
 private:
-    PackOps ops(const Ctx& ctx) const { return PackOps{reader_, ctx}; }
+    PackOps ops(const Ctx& ctx) const { return PackOps{reader_, ctx, cache_owner_}; }
 
     // The record a node names: ESTALE for a number no record has (a node is never 0 and
     // never past the last record).
@@ -293,11 +310,14 @@ public:
                                                  std::size_t length,
                                                  std::string& scratch) override {
         const Ctx ctx{"read", path};
-        auto normal = NormalPath::make(path, ctx.op);
-        if (!normal) return std::unexpected(normal.error());
         PackOps o = ops(ctx);
         walk::Walker<PackOps> w(o, ctx.op, path);
-        auto node = w.resolve(*normal, true);
+        Result<walk::Step<InodeView>> node = [&]() -> Result<walk::Step<InodeView>> {
+            if (auto fast = w.try_fast(path, true)) return *fast;  // a plain path, no normalising
+            auto normal = NormalPath::make(path, ctx.op);
+            if (!normal) return std::unexpected(normal.error());
+            return w.resolve(*normal, true);
+        }();
         Result<std::span<const std::byte>> out = [&]() -> Result<std::span<const std::byte>> {
             if (!node) return std::unexpected(node.error());
             if (node->type == FileType::directory) return fail(EISDIR, ctx.op, path);
@@ -317,6 +337,7 @@ private:
     std::shared_ptr<const PackReader> reader_;
     PackInfo info_;
     InodeNumbering numbering_;
+    const uint64_t cache_owner_ = path_cache::new_owner();
 };
 
 }  // namespace
