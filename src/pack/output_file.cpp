@@ -59,6 +59,7 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
       buffer_(std::move(o.buffer_)),
       buffer_offset_(o.buffer_offset_),
       position_(o.position_),
+      writeback_from_(o.writeback_from_),
       committed_(o.committed_) {}
 
 OutputFile::~OutputFile() {
@@ -67,7 +68,20 @@ OutputFile::~OutputFile() {
 }
 
 Result<void> OutputFile::write_fully(const std::byte* data, std::size_t size, uint64_t offset) {
-    return as_build_error(io::pwrite_all(fd_, {data, size}, offset, final_path_));
+    auto r = as_build_error(io::pwrite_all(fd_, {data, size}, offset, final_path_));
+    if (r) start_writeback(offset + size);
+    return r;
+}
+
+// Asks the kernel to start writing back what was written since the last call, once that is
+// kWritebackBytes, without waiting for it (SYNC_FILE_RANGE_WRITE alone). Only a hint: an error
+// here (a filesystem without it) changes nothing, and commit's fsync reports any write error.
+void OutputFile::start_writeback(uint64_t written_end) noexcept {
+    if (written_end < writeback_from_ + kWritebackBytes) return;
+    (void)::sync_file_range(fd_, static_cast<off64_t>(writeback_from_),
+                            static_cast<off64_t>(written_end - writeback_from_),
+                            SYNC_FILE_RANGE_WRITE);
+    writeback_from_ = written_end;
 }
 
 Result<void> OutputFile::flush() {
