@@ -3,6 +3,8 @@
 // goes, so a live tree cannot reuse it meanwhile.
 #include <fcntl.h>
 
+#include <algorithm>
+
 #include "pack/tree_source.hpp"
 #include "packfs/path.hpp"
 
@@ -77,6 +79,16 @@ public:
         auto file = backend_.open(Node{ref.handle}, O_RDONLY);
         if (!file) return std::unexpected(file.error().with_path(ref.path));
         return std::make_unique<BackendReader>(std::move(*file));
+    }
+
+    // A backend that numbers its objects itself (mem, a snapshot, a pack) counts them in
+    // statfs; a whole host filesystem's count (the dir backend) would say nothing of the tree.
+    uint64_t inode_count_hint() override {
+        constexpr uint64_t kMaxHint = uint64_t{1} << 24;
+        if (!backend_.inode_numbering().unique) return 0;
+        auto fs = backend_.statfs(root_.node);
+        if (!fs || fs->files_free > fs->files) return 0;
+        return std::min(fs->files - fs->files_free, kMaxHint);
     }
 
 private:

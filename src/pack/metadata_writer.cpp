@@ -8,8 +8,9 @@
 #include <limits>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
+#include "core/name_hash.hpp"
 #include "pack/digest.hpp"
 #include "pack/name_hash.hpp"
 
@@ -18,18 +19,30 @@ namespace packfs::pack {
 namespace {
 
 // The bytes section: names, symlink targets and xattrs interned (a name used in a thousand
-// directories is stored once), inline contents appended.
+// directories is stored once), inline contents appended. The index is an open-addressing table
+// of (hash, offset, length) whose keys are the bytes already in the section: no string is made
+// per name, and a lookup is one hash and, on a match, one compare.
 class BytesTable {
 public:
     Result<uint32_t> intern(std::string_view s) {
-        auto found = index_.find(std::string(s));
-        if (found != index_.end()) return found->second;
+        if ((count_ + 1) * 2 > slots_.size()) grow();
+        const uint64_t hash = xxh3_name(s);
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t i = hash & mask;
+        for (; slots_[i].length_plus_one != 0; i = (i + 1) & mask) {
+            const Slot& slot = slots_[i];
+            if (slot.hash == hash && slot.length_plus_one == s.size() + 1 &&
+                std::string_view(data_).substr(slot.offset, s.size()) == s)
+                return slot.offset;
+        }
         auto offset = append(s);
-        if (offset) index_.emplace(std::string(s), *offset);
+        if (!offset) return offset;
+        slots_[i] = Slot{hash, *offset, static_cast<uint32_t>(s.size() + 1)};
+        ++count_;
         return offset;
     }
     Result<uint32_t> append(std::string_view s) {
-        if (data_.size() + s.size() > std::numeric_limits<uint32_t>::max())
+        if (data_.size() + s.size() >= std::numeric_limits<uint32_t>::max())
             return fail(EFBIG, "build: names and inline data over 4 GiB");
         auto offset = static_cast<uint32_t>(data_.size());
         data_.append(s);
@@ -38,8 +51,28 @@ public:
     const std::string& data() const noexcept { return data_; }
 
 private:
+    struct Slot {
+        uint64_t hash = 0;
+        uint32_t offset = 0;
+        uint32_t length_plus_one = 0;  // 0: empty (a string's length is below 4 GiB)
+    };
+
+    // Doubles the table (at most half full, so probes stay short) and places every key again.
+    void grow() {
+        std::vector<Slot> old(std::max<std::size_t>(1024, slots_.size() * 2));
+        old.swap(slots_);
+        const std::size_t mask = slots_.size() - 1;
+        for (const Slot& slot : old) {
+            if (slot.length_plus_one == 0) continue;
+            std::size_t i = slot.hash & mask;
+            while (slots_[i].length_plus_one != 0) i = (i + 1) & mask;
+            slots_[i] = slot;
+        }
+    }
+
     std::string data_;
-    std::unordered_map<std::string, uint32_t> index_;
+    std::vector<Slot> slots_;  // a power of two in size
+    std::size_t count_ = 0;
 };
 
 template <class T>

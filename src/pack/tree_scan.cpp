@@ -59,6 +59,10 @@ Result<void> read_extras(TreeSource& source, ScannedInode& inode, SourceNode* no
 
 Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry) {
     ScannedTree tree;
+    if (const uint64_t hint = source.inode_count_hint(); hint > 0) {
+        tree.inodes.reserve(hint);
+        tree.dirents.reserve(hint);
+    }
     auto root = source.root();
     if (!root) return std::unexpected(root.error());
     ScannedInode root_inode;

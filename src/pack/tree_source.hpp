@@ -67,6 +67,9 @@ public:
     virtual Result<std::string> readlink(SourceRef link) = 0;
     virtual Result<Xattrs> xattrs(SourceRef entry) = 0;
     virtual Result<std::unique_ptr<ContentReader>> open(SourceRef file) = 0;
+    // About how many inodes the tree has, when the source knows it cheaply (0: unknown), so
+    // the scan sizes its tables once instead of growing them. May be over, never trusted.
+    virtual uint64_t inode_count_hint() { return 0; }
 };
 
 // The tree under `root` of a Backend. A mem backend or snapshot is read straight from one
