@@ -1,10 +1,17 @@
 // The data region: the stream of contents written in order, either raw or cut into fixed
-// blocks that are compressed in parallel batches and written in order, with their offsets
-// kept for the blocks section.
+// blocks compressed by a pool of workers and written in stream order, with their offsets kept
+// for the blocks section. A full block is handed to the pool at once and the writer goes on
+// filling the next; it writes finished blocks as soon as they are next in order and waits only
+// when a window of blocks (a few per worker) is in flight, so a slow block at a high level
+// never leaves the other workers idle (no batch barrier) and memory stays bounded.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "pack/format.hpp"
@@ -17,6 +24,9 @@ class StreamWriter {
 public:
     // Writes to `out` from its current position (which must be kDataOffset).
     StreamWriter(OutputFile& out, Codec codec, int level, uint32_t block_size, unsigned jobs);
+    ~StreamWriter();  // stops the workers (blocks in flight are dropped)
+    StreamWriter(const StreamWriter&) = delete;
+    StreamWriter& operator=(const StreamWriter&) = delete;
 
     Result<void> put(std::span<const std::byte> bytes);
     Result<void> put_zeros(uint64_t count);
@@ -28,15 +38,33 @@ public:
     uint64_t stored_bytes() const noexcept { return stored_bytes_; }
 
 private:
-    Result<void> flush_batch();
+    // One block on its way: filled by the writer, compressed by a worker, written in order.
+    struct Block {
+        std::vector<std::byte> raw;
+        std::vector<std::byte> compressed;
+        bool smaller = false;  // compressed is what is stored (else raw: the format's rule)
+        bool done = false;
+    };
+
+    void submit();                                    // hands current_ to the pool
+    Result<void> write_ready(std::size_t keep_at_most);  // writes done blocks in order
+    void work();
 
     OutputFile& out_;
     Codec codec_;
     int level_;
     uint32_t block_size_;
-    unsigned jobs_;
-    std::vector<std::vector<std::byte>> batch_;  // full blocks waiting to be compressed
-    std::vector<std::byte> current_;             // the block being filled
+    std::size_t window_;  // blocks in flight at most
+
+    std::mutex mutex_;
+    std::condition_variable work_ready_;  // a block to compress, or stopping
+    std::condition_variable block_done_;  // a block compressed
+    std::deque<Block> in_flight_;         // in stream order; the front is written next
+    std::size_t next_to_compress_ = 0;    // index into in_flight_ of the first unclaimed block
+    bool stopping_ = false;
+    std::vector<std::jthread> workers_;
+
+    std::vector<std::byte> current_;  // the block being filled
     std::vector<uint64_t> offsets_{0};
     uint64_t stream_bytes_ = 0;
     uint64_t stored_bytes_ = 0;

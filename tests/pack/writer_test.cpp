@@ -3,12 +3,14 @@
 // forced hash collision cannot fool, compression, and a failed build leaving nothing behind.
 #include "pack/writer.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -421,6 +423,48 @@ TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     EXPECT_EQ(failed.error().code(), EIO);
     EXPECT_EQ(failed.error().path(), "/a");
     EXPECT_TRUE(fs::is_empty(dir.path / "out"));
+}
+
+// A read that fails while compressed blocks are in flight on the workers: the build fails with
+// the read's error, the workers stop, and nothing is left behind.
+TEST(PackWriter, AFailureWhileBlocksCompressLeavesNothingBehind) {
+    TempDir dir;
+    fs::create_directories(dir.path / "out");
+    auto mem = make_mem_backend();
+    // Files over the writer's keep-in-memory limit (256 KiB) are read twice, hashed then
+    // written: the second open of /f40 fails, with earlier files' blocks on the workers.
+    for (int i = 0; i < 48; ++i)
+        ASSERT_TRUE(write_file(*mem, fmt::format("/f{:02}", i),
+                               conformance::pattern_bytes(300'000, static_cast<uint8_t>(i))));
+    class SecondReadFails final : public TreeSource {
+    public:
+        explicit SecondReadFails(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
+        Result<SourceNode> root() override { return s_->root(); }
+        Result<std::vector<SourceNode>> list(SourceRef d) override { return s_->list(d); }
+        Result<std::string> readlink(SourceRef p) override { return s_->readlink(p); }
+        Result<Xattrs> xattrs(SourceRef p) override { return s_->xattrs(p); }
+        Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
+            if (p.path == "/f40" && opened_.fetch_add(1) == 1) return fail(EIO, "open", p.path);
+            return s_->open(p);
+        }
+        std::unique_ptr<TreeSource> s_;
+        std::atomic<int> opened_{0};
+    };
+    for (Compression c : {Compression::zstd, Compression::lz4}) {
+        auto source = make_backend_source(*mem, "/");
+        ASSERT_TRUE(source);
+        SecondReadFails failing(std::move(*source));
+        PackWriteOptions options;
+        options.compression = c;
+        options.block_size = 4096;  // many small blocks: the window is full when it fails
+        options.jobs = 4;
+        auto failed = write_pack_from_source(failing, (dir.path / "out" / "z.pack").string(),
+                                             options);
+        ASSERT_FALSE(failed);
+        EXPECT_EQ(failed.error().code(), EIO);
+        EXPECT_EQ(failed.error().path(), "/f40");
+        EXPECT_TRUE(fs::is_empty(dir.path / "out"));
+    }
 }
 
 }  // namespace
