@@ -46,7 +46,7 @@ private:
         bool done = false;
     };
 
-    void submit();                                    // hands current_ to the pool
+    void submit();                                       // hands current_ to the pool
     Result<void> write_ready(std::size_t keep_at_most);  // writes done blocks in order
     void work();
 

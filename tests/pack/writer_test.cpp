@@ -458,8 +458,8 @@ TEST(PackWriter, AFailureWhileBlocksCompressLeavesNothingBehind) {
         options.compression = c;
         options.block_size = 4096;  // many small blocks: the window is full when it fails
         options.jobs = 4;
-        auto failed = write_pack_from_source(failing, (dir.path / "out" / "z.pack").string(),
-                                             options);
+        auto failed =
+            write_pack_from_source(failing, (dir.path / "out" / "z.pack").string(), options);
         ASSERT_FALSE(failed);
         EXPECT_EQ(failed.error().code(), EIO);
         EXPECT_EQ(failed.error().path(), "/f40");
