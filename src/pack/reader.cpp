@@ -108,38 +108,49 @@ Result<std::string_view> PackReader::bytes(uint64_t offset, uint64_t length, uin
     return std::string_view(reinterpret_cast<const char*>(*at), length);
 }
 
-void PackReader::decode_inode(const std::byte* at, const std::byte* times,
-                              InodeView& out) const noexcept {
+uint32_t PackReader::decode_inode(const std::byte* at, const std::byte* times,
+                                  InodeView& out) const noexcept {
+    out.rec = load<InodeCore>(at);  // the first 40 bytes are alike in both versions
     if (version_ < 2) {
-        out.rec = load<Inode>(at);
         out.aux = 0;
-        return;
+        return std::max({load<uint32_t>(at + offsetof(Inode, atime_nsec)),
+                         load<uint32_t>(at + offsetof(Inode, mtime_nsec)),
+                         load<uint32_t>(at + offsetof(Inode, ctime_nsec))});
     }
-    const auto r = load<InodeV2>(at);
-    Inode& n = out.rec;
-    std::memcpy(&n, &r, offsetof(InodeV2, mtime_sec));  // the first 40 bytes are v1's
-    n.mtime_sec = r.mtime_sec;
-    n.mtime_nsec = r.mtime_nsec;
-    if (times != nullptr) {
-        const auto t = load<InodeTimes>(times);
-        n.atime_sec = t.atime_sec;
-        n.atime_nsec = t.atime_nsec;
-        n.ctime_sec = t.ctime_sec;
-        n.ctime_nsec = t.ctime_nsec;
-    } else {
-        n.atime_sec = n.ctime_sec = r.mtime_sec;
-        n.atime_nsec = n.ctime_nsec = r.mtime_nsec;
-    }
-    n.reserved = 0;
-    out.aux = r.aux;
+    out.aux = load<uint32_t>(at + offsetof(InodeV2, aux));
+    const uint32_t mtime_nsec = load<uint32_t>(at + offsetof(InodeV2, mtime_nsec));
+    if (times == nullptr) return mtime_nsec;
+    return std::max({mtime_nsec, load<uint32_t>(times + offsetof(InodeTimes, atime_nsec)),
+                     load<uint32_t>(times + offsetof(InodeTimes, ctime_nsec))});
 }
 
-PackReader::InodeFault PackReader::inode_fault(const Inode& n, uint32_t aux,
-                                               FileType& type) const noexcept {
+// The node's records were checked when it was decoded (their blocks too), so they are read
+// in place.
+void PackReader::times_of(const InodeView& node, Stat& st) const noexcept {
+    const std::byte* at = meta_ + inode_rel(node.ino - 1);
+    if (version_ < 2) {
+        const auto n = load<Inode>(at);
+        st.atime = Time{n.atime_sec, n.atime_nsec};
+        st.mtime = Time{n.mtime_sec, n.mtime_nsec};
+        st.ctime = Time{n.ctime_sec, n.ctime_nsec};
+        return;
+    }
+    st.mtime = Time{load<int64_t>(at + offsetof(InodeV2, mtime_sec)),
+                    load<uint32_t>(at + offsetof(InodeV2, mtime_nsec))};
+    if (!all_times_) {
+        st.atime = st.ctime = st.mtime;
+        return;
+    }
+    const auto t = load<InodeTimes>(meta_ + times_rel(node.ino - 1));
+    st.atime = Time{t.atime_sec, t.atime_nsec};
+    st.ctime = Time{t.ctime_sec, t.ctime_nsec};
+}
+
+PackReader::InodeFault PackReader::inode_fault(const InodeCore& n, uint32_t max_nsec,
+                                               uint32_t aux, FileType& type) const noexcept {
     if ((n.mode & ~uint32_t{0177777}) != 0 || !type_of_nibble(n.mode >> 12, type)) [[unlikely]]
         return InodeFault::mode;
-    if (n.atime_nsec >= kNsecLimit || n.mtime_nsec >= kNsecLimit || n.ctime_nsec >= kNsecLimit)
-        [[unlikely]]
+    if (max_nsec >= kNsecLimit) [[unlikely]]
         return InodeFault::nsec;
     if (n.xattr_count != 0 && !within(n.xattr_first, n.xattr_count, xattr_count_)) [[unlikely]]
         return InodeFault::xattrs;
@@ -194,8 +205,8 @@ inline bool PackReader::try_inode(uint64_t ino, InodeView& out) const noexcept {
     out.number = numbered_ ? try_number(ino - 1) : ino;
     if (out.number == 0) [[unlikely]]
         return false;
-    decode_inode(at, times, out);
-    return inode_fault(out.rec, out.aux, out.type) == InodeFault::none;
+    const uint32_t max_nsec = decode_inode(at, times, out);
+    return inode_fault(out.rec, max_nsec, out.aux, out.type) == InodeFault::none;
 }
 
 inline uint64_t PackReader::try_number(uint64_t index) const noexcept {
@@ -241,9 +252,9 @@ Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
         if (!number) return std::unexpected(number.error());
         v.number = *number;
     }
-    decode_inode(*at, times, v);
-    const Inode& n = v.rec;
-    switch (inode_fault(n, v.aux, v.type)) {
+    const uint32_t max_nsec = decode_inode(*at, times, v);
+    const InodeCore& n = v.rec;
+    switch (inode_fault(n, max_nsec, v.aux, v.type)) {
         case InodeFault::none:
             return v;
         case InodeFault::mode:
@@ -254,7 +265,7 @@ Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
                                ? (times ? times_rel(ino - 1) + offsetof(InodeTimes, atime_nsec)
                                         : rel + offsetof(InodeV2, mtime_nsec))
                                : rel + offsetof(Inode, atime_nsec),
-                           kNsecLimit - 1, std::max({n.atime_nsec, n.mtime_nsec, n.ctime_nsec}),
+                           kNsecLimit - 1, max_nsec,
                            "inode time (nanoseconds)");
         case InodeFault::xattrs:
             return corrupt(ctx, rel + offsetof(Inode, xattr_first), xattr_count_,
@@ -618,7 +629,7 @@ Result<std::vector<std::string>> PackReader::xattr_names(const InodeView& node,
 }
 
 Stat PackReader::stat_of(const InodeView& node) const noexcept {
-    const Inode& n = node.rec;
+    const InodeCore& n = node.rec;
     Stat st;
     st.ino = node.number;
     st.type = node.type;
@@ -643,9 +654,7 @@ Stat PackReader::stat_of(const InodeView& node) const noexcept {
         case FileType::socket:
             break;
     }
-    st.atime = Time{n.atime_sec, n.atime_nsec};
-    st.mtime = Time{n.mtime_sec, n.mtime_nsec};
-    st.ctime = Time{n.ctime_sec, n.ctime_nsec};
+    times_of(node, st);
     return st;
 }
 
