@@ -146,8 +146,8 @@ void PackReader::times_of(const InodeView& node, Stat& st) const noexcept {
     st.ctime = Time{t.ctime_sec, t.ctime_nsec};
 }
 
-PackReader::InodeFault PackReader::inode_fault(const InodeCore& n, uint32_t max_nsec,
-                                               uint32_t aux, FileType& type) const noexcept {
+PackReader::InodeFault PackReader::inode_fault(const InodeCore& n, uint32_t max_nsec, uint32_t aux,
+                                               FileType& type) const noexcept {
     if ((n.mode & ~uint32_t{0177777}) != 0 || !type_of_nibble(n.mode >> 12, type)) [[unlikely]]
         return InodeFault::mode;
     if (max_nsec >= kNsecLimit) [[unlikely]]
@@ -265,8 +265,7 @@ Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
                                ? (times ? times_rel(ino - 1) + offsetof(InodeTimes, atime_nsec)
                                         : rel + offsetof(InodeV2, mtime_nsec))
                                : rel + offsetof(Inode, atime_nsec),
-                           kNsecLimit - 1, max_nsec,
-                           "inode time (nanoseconds)");
+                           kNsecLimit - 1, max_nsec, "inode time (nanoseconds)");
         case InodeFault::xattrs:
             return corrupt(ctx, rel + offsetof(Inode, xattr_first), xattr_count_,
                            uint64_t{n.xattr_first} + n.xattr_count, "inode xattr range");
