@@ -23,9 +23,11 @@ enum class Compression : uint8_t { none, zstd, lz4 };
 
 // Where a build is, for progress displays. Called from the building thread only.
 struct BuildProgress {
+    // hash: files hashed, deduplicated and written (the three overlap); write: no longer
+    // reported (kept so that code naming it still builds).
     enum class Phase : uint8_t { scan, hash, write, finish };
     Phase phase = Phase::scan;
-    uint64_t done = 0;   // entries scanned / files hashed / bytes written so far
+    uint64_t done = 0;   // entries scanned / files hashed and written so far
     uint64_t total = 0;  // 0 while unknown (scan)
 };
 
@@ -76,8 +78,9 @@ struct PackStats {
     uint64_t metadata_bytes = 0;   // metadata region + block sums
     uint64_t pack_bytes = 0;       // file size
     std::string digest;            // image digest, hex SHA-256
-    // Where the build's time went, in seconds: reading the tree, hashing and dedup, writing
-    // the data, encoding and writing the metadata (with fsync and rename).
+    // Where the build's time went, in seconds: reading the tree; hashing, dedup and writing
+    // the data (one overlapped pass); flushing the last compressed blocks; encoding and writing
+    // the metadata (with fsync and rename).
     double scan_seconds = 0, hash_seconds = 0, data_seconds = 0, finish_seconds = 0;
 };
 

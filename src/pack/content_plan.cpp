@@ -2,21 +2,28 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
-#include <unordered_map>
 #include <memory>
-
-#include "pack/parallel.hpp"
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
 
 namespace packfs::pack {
+
+// A whole content read into `bytes`, reusing its capacity (below).
+Result<void> read_whole(TreeSource& source, SourceRef file, uint64_t size, std::string& bytes);
 
 namespace {
 
 constexpr std::size_t kSliceBytes = 1 << 20;
-// Contents up to this size are kept in memory between hashing and writing (up to a budget),
-// so a tree of small files is read once.
-constexpr uint64_t kKeepMax = 256 * 1024;
-constexpr uint64_t kKeepBudget = 512ull << 20;
+// Contents up to this size are held in memory from hashing to writing, so they are read once;
+// larger ones are hashed in slices and read again when written (reading a file twice from the
+// page cache costs less than faulting in fresh memory to hold it). The bytes held at once are
+// bounded: a worker waits before reading more, unless its file is the one the writer needs.
+constexpr uint64_t kHoldMax = 1ull << 20;
+constexpr uint64_t kHoldBudget = 64ull << 20;
 // Raw packs start every content of at least this size on a 4 KiB boundary, so it can be
 // served page-aligned from the mapping; smaller ones are packed tightly.
 constexpr uint64_t kAlignMin = 16 * 1024;
@@ -33,17 +40,141 @@ struct DedupKeyHash {
     }
 };
 
+// One file's hashes, and its bytes while they are held.
 struct Hashed {
     std::array<uint64_t, 2> dedup_hash{};
     Sha256Digest sha256{};
-    std::string kept;
-    bool has_kept = false;
+    std::string bytes;
+    bool held = false;
+    bool ready = false;
 };
 
-// Two sources' bytes compared in slices (or in memory when both were kept).
+// Workers hash the files in inode order, ahead of the writer, which takes each result in that
+// order: reading, hashing and writing overlap, and what is held stays within kHoldBudget.
+class HashAhead {
+public:
+    HashAhead(TreeSource& source, const ScannedTree& tree, const std::vector<uint32_t>& files,
+              const PackWriteOptions& options, unsigned jobs)
+        : source_(source), tree_(tree), files_(files), options_(options), hashed_(files.size()) {
+        const std::size_t workers = std::min<std::size_t>(std::max(1u, jobs), files.size());
+        for (std::size_t t = 0; t < workers; ++t) workers_.emplace_back([this] { work(); });
+    }
+    ~HashAhead() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        changed_.notify_all();
+        workers_.clear();  // joins
+    }
+
+    // File i's result (i in order, each once), or the first worker's error.
+    Result<Hashed*> take(std::size_t i) {
+        std::unique_lock lock(mutex_);
+        wanted_ = i;  // a worker waiting for room may go on with this one
+        changed_.notify_all();
+        changed_.wait(lock, [&] { return hashed_[i].ready || error_; });
+        if (!hashed_[i].ready) return std::unexpected(*error_);
+        return &hashed_[i];
+    }
+    // The writer is done with file i: its room in the budget is free again, and its buffer
+    // is kept for another file (fresh memory costs a page fault per 4 KiB).
+    void release(std::size_t i) {
+        std::string bytes;
+        {
+            std::lock_guard lock(mutex_);
+            if (hashed_[i].held) held_bytes_ -= tree_.inodes[files_[i] - 1].stat.size;
+            bytes.swap(hashed_[i].bytes);
+            if (spare_bytes_ + bytes.capacity() <= kHoldBudget) {
+                spare_bytes_ += bytes.capacity();
+                spare_.push_back(std::move(bytes));
+            }
+        }
+        changed_.notify_all();
+    }
+
+private:
+    void work() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            if (stopping_ || error_ || next_ >= files_.size()) return;
+            const std::size_t i = next_++;
+            const ScannedInode& inode = tree_.inodes[files_[i] - 1];
+            const uint64_t size = inode.stat.size;
+            const bool hold = size <= kHoldMax || options_.dedup_hash_for_tests;
+            if (hold) {
+                changed_.wait(lock, [&] {
+                    return stopping_ || error_ || wanted_ == i || held_bytes_ + size <= kHoldBudget;
+                });
+                if (stopping_ || error_) return;
+                held_bytes_ += size;
+            }
+            Hashed h;
+            if (hold && !spare_.empty()) {
+                h.bytes = std::move(spare_.back());
+                spare_.pop_back();
+                spare_bytes_ -= h.bytes.capacity();
+            }
+            lock.unlock();
+            auto r = hash_one(inode, hold, h);
+            lock.lock();
+            if (!r) {
+                if (!error_) error_ = r.error();
+                if (hold) held_bytes_ -= size;
+            } else {
+                hashed_[i] = std::move(h);
+                hashed_[i].ready = true;
+            }
+            changed_.notify_all();
+        }
+    }
+
+    Result<void> hash_one(const ScannedInode& inode, bool hold, Hashed& h) {
+        const uint64_t size = inode.stat.size;
+        if (hold) {
+            if (auto r = read_whole(source_, {inode.path, inode.handle}, size, h.bytes); !r)
+                return r;
+            const auto view = std::as_bytes(std::span(h.bytes));
+            h.sha256 = sha256(view);
+            h.dedup_hash = options_.dedup_hash_for_tests ? options_.dedup_hash_for_tests(view)
+                                                         : xxh3_128(view);
+            h.held = true;
+            return {};
+        }
+        Sha256 sha;
+        Xxh3_128 xxh;
+        auto r = read_content(source_, {inode.path, inode.handle}, size,
+                              [&](std::span<const std::byte> slice) {
+                                  sha.update(slice);
+                                  xxh.update(slice);
+                              });
+        if (!r) return r;
+        h.sha256 = sha.finish();
+        h.dedup_hash = xxh.finish();
+        return {};
+    }
+
+    TreeSource& source_;
+    const ScannedTree& tree_;
+    const std::vector<uint32_t>& files_;
+    const PackWriteOptions& options_;
+    std::mutex mutex_;
+    std::condition_variable changed_;  // a result, room in the budget, the writer's need, a stop
+    std::vector<Hashed> hashed_;
+    std::size_t next_ = 0;    // the next file to claim
+    std::size_t wanted_ = 0;  // the file the writer waits for
+    uint64_t held_bytes_ = 0;
+    std::vector<std::string> spare_;  // buffers of released files, for reuse
+    uint64_t spare_bytes_ = 0;        // their capacity
+    bool stopping_ = false;
+    std::optional<Error> error_;
+    std::vector<std::jthread> workers_;
+};
+
+// Two contents' bytes compared: in memory when both are there, else read again in slices.
 Result<bool> same_bytes(TreeSource& source, const ScannedTree& tree, const PlannedContent& a,
                         const ScannedInode& b_inode, const Hashed& b) {
-    if (a.has_kept && b.has_kept) return a.kept == b.kept;
+    if (a.has_kept && b.held) return a.kept == b.bytes;
     const ScannedInode& a_inode = tree.inodes[a.source_ino - 1];
     auto ra = source.open({a_inode.path, a_inode.handle});
     if (!ra) return std::unexpected(ra.error());
@@ -83,10 +214,11 @@ Result<void> read_content(TreeSource& source, SourceRef file, uint64_t size,
     return {};
 }
 
-Result<std::string> read_whole(TreeSource& source, SourceRef file, uint64_t size) {
+Result<void> read_whole(TreeSource& source, SourceRef file, uint64_t size, std::string& bytes) {
     auto reader = source.open(file);
     if (!reader) return std::unexpected(reader.error());
-    std::string bytes(size + 1, '\0');  // one byte more: a file that grew is caught
+    // One byte more: a file that grew is caught. Not zeroed first: every byte kept is read.
+    bytes.resize_and_overwrite(size + 1, [](char*, std::size_t n) { return n; });
     auto buffer = std::as_writable_bytes(std::span(bytes));
     uint64_t at = 0;
     while (at < buffer.size()) {
@@ -97,12 +229,13 @@ Result<std::string> read_whole(TreeSource& source, SourceRef file, uint64_t size
     }
     if (at != size) return fail(EAGAIN, "build: file changed while it was read", file.path);
     bytes.resize(size);
-    return bytes;
+    return {};
 }
 
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                                   const PackWriteOptions& options, unsigned jobs,
-                                  const std::function<void(uint64_t, uint64_t)>& progress) {
+                                  const std::function<void(uint64_t, uint64_t)>& progress,
+                                  const ContentSink& write) {
     std::vector<uint32_t> files;  // regular inodes with data, in inode order
     ContentPlan plan;
     for (std::size_t i = 0; i < tree.inodes.size(); ++i) {
@@ -111,62 +244,26 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         plan.file_bytes += st.size;
         if (st.size > 0) files.push_back(static_cast<uint32_t>(i + 1));
     }
-
-    // Hash every file, in parallel.
-    std::vector<Hashed> hashed(files.size());
-    std::atomic<uint64_t> kept_bytes{0};
-    std::atomic<uint64_t> done{0};
-    const bool hook = static_cast<bool>(options.dedup_hash_for_tests);
-    auto hash_one = [&](std::size_t i) -> Result<void> {
-        const ScannedInode& inode = tree.inodes[files[i] - 1];
-        uint64_t size = inode.stat.size;
-        Hashed& h = hashed[i];
-        bool keep = size <= options.inline_max || hook ||
-                    (size <= kKeepMax && kept_bytes.fetch_add(size) + size <= kKeepBudget);
-        if (keep) {
-            // Small: read whole, hash in one call each.
-            auto bytes = read_whole(source, {inode.path, inode.handle}, size);
-            if (!bytes) return std::unexpected(bytes.error());
-            h.kept = std::move(*bytes);
-            auto view = std::as_bytes(std::span(h.kept));
-            h.sha256 = sha256(view);
-            h.dedup_hash = hook ? options.dedup_hash_for_tests(view) : xxh3_128(view);
-            h.has_kept = true;
-        } else {
-            Sha256 sha;
-            Xxh3_128 xxh;
-            auto r = read_content(source, {inode.path, inode.handle}, size,
-                                  [&](std::span<const std::byte> slice) {
-                                      sha.update(slice);
-                                      xxh.update(slice);
-                                  });
-            if (!r) return r;
-            h.sha256 = sha.finish();
-            h.dedup_hash = xxh.finish();
-        }
-        done.fetch_add(1, std::memory_order_relaxed);
-        return {};
-    };
-    auto tick = [&] {
-        if (progress) progress(done.load(std::memory_order_relaxed), files.size());
-    };
-    if (auto r = parallel_for(files.size(), jobs, hash_one, tick); !r)
-        return std::unexpected(r.error());
+    HashAhead hashing(source, tree, files, options, jobs);
 
     // Dedup, in inode order, so the result does not depend on thread timing. Contents with
-    // the same (hash, size) are chained, newest first.
+    // the same (hash, size) are chained, newest first. Each new content is laid out (first
+    // appearance order, large ones page-aligned in raw packs) and written at once.
     constexpr uint32_t kNone = UINT32_MAX;
+    const bool align = options.compression == Compression::none;
     std::unordered_map<DedupKey, uint32_t, DedupKeyHash> newest;
     std::vector<uint32_t> older_same;  // per content: the next older one with its key
     if (options.dedup) newest.reserve(files.size());
     for (std::size_t i = 0; i < files.size(); ++i) {
+        auto taken = hashing.take(i);
+        if (!taken) return std::unexpected(taken.error());
+        Hashed& h = **taken;
         ScannedInode& inode = tree.inodes[files[i] - 1];
-        Hashed& h = hashed[i];
         uint64_t size = inode.stat.size;
         uint32_t* chain = nullptr;
+        uint32_t match = kNone;
         if (options.dedup) {
             chain = &newest.try_emplace(DedupKey{h.dedup_hash, size}, kNone).first->second;
-            uint32_t match = kNone;
             for (uint32_t candidate = *chain; candidate != kNone; candidate = older_same[candidate]) {
                 auto same = same_bytes(source, tree, plan.contents[candidate], inode, h);
                 if (!same) return std::unexpected(same.error());
@@ -175,35 +272,36 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                     break;
                 }
             }
-            if (match != kNone) {
-                inode.content = match + 1;
-                continue;
-            }
         }
-        auto index = static_cast<uint32_t>(plan.contents.size());
-        PlannedContent content;
-        content.source_ino = files[i];
-        content.size = size;
-        content.is_inline = size <= options.inline_max;
-        content.dedup_hash = h.dedup_hash;
-        content.sha256 = h.sha256;
-        content.kept = std::move(h.kept);
-        content.has_kept = h.has_kept;
-        plan.contents.push_back(std::move(content));
-        plan.unique_bytes += size;
-        inode.content = index + 1;
-        older_same.push_back(chain ? *chain : kNone);
-        if (chain) *chain = index;
-    }
-
-    // Lay out the stream: first appearance order, large contents page-aligned in raw packs.
-    bool align = options.compression == Compression::none;
-    for (PlannedContent& content : plan.contents) {
-        if (content.is_inline) continue;
-        if (align && content.size >= kAlignMin)
-            plan.stream_size = (plan.stream_size + kPage - 1) / kPage * kPage;
-        content.offset = plan.stream_size;
-        plan.stream_size += content.size;
+        if (match != kNone) {
+            inode.content = match + 1;
+        } else {
+            auto index = static_cast<uint32_t>(plan.contents.size());
+            PlannedContent content;
+            content.source_ino = files[i];
+            content.size = size;
+            content.is_inline = size <= options.inline_max;
+            content.dedup_hash = h.dedup_hash;
+            content.sha256 = h.sha256;
+            if (content.is_inline) {
+                content.kept = std::move(h.bytes);  // for the bytes section
+                content.has_kept = true;
+            } else {
+                if (align && content.size >= kAlignMin)
+                    plan.stream_size = (plan.stream_size + kPage - 1) / kPage * kPage;
+                content.offset = plan.stream_size;
+                plan.stream_size += content.size;
+                if (auto r = write(content, h.held ? &h.bytes : nullptr); !r)
+                    return std::unexpected(r.error());
+            }
+            plan.contents.push_back(std::move(content));
+            plan.unique_bytes += size;
+            inode.content = index + 1;
+            older_same.push_back(chain ? *chain : kNone);
+            if (chain) *chain = index;
+        }
+        hashing.release(i);
+        if (progress) progress(i + 1, files.size());
     }
     return plan;
 }

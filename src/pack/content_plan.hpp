@@ -1,5 +1,7 @@
-// The second step of a build: every regular file's content hashed (in parallel), exact
-// duplicates found, and the distinct contents laid out in the data stream.
+// The second step of a build: every regular file's content hashed by workers ahead of the
+// caller, exact duplicates found in inode order, and each distinct content laid out in the data
+// stream and handed to the writer as soon as it is decided: reading, hashing and writing
+// overlap, and a file up to 1 MiB is read once (its bytes held, within a 64 MiB budget).
 //
 // Dedup: XXH3-128 and the size pick candidates; a byte comparison of the two sources decides,
 // so a hash collision can only cost a comparison, never merge different contents.
@@ -25,7 +27,7 @@ struct PlannedContent {
     bool is_inline = false;
     std::array<uint64_t, 2> dedup_hash{};
     Sha256Digest sha256{};
-    std::string kept;         // the bytes, when small enough to keep between hash and write
+    std::string kept;  // an inline content's bytes (for the bytes section)
     bool has_kept = false;
 };
 
@@ -36,11 +38,17 @@ struct ContentPlan {
     uint64_t stream_size = 0;              // stream contents, alignment included
 };
 
-// Hashes, dedups and lays out; sets ScannedInode::content. `progress(done, total)` runs on the
-// calling thread.
+// Writes one new stream content (its offset set), in stream order: from `bytes` when the
+// hashing held them, else (nullptr) read again from the source.
+using ContentSink =
+    std::function<Result<void>(const PlannedContent& content, const std::string* bytes)>;
+
+// Hashes, dedups, lays out and writes (through `write`); sets ScannedInode::content.
+// `progress(done, total)` runs on the calling thread.
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                                   const PackWriteOptions& options, unsigned jobs,
-                                  const std::function<void(uint64_t, uint64_t)>& progress);
+                                  const std::function<void(uint64_t, uint64_t)>& progress,
+                                  const ContentSink& write);
 
 // Reads one content of `size` bytes from the source path in slices, giving each to `sink`;
 // fails when the file no longer has `size` bytes.

@@ -92,46 +92,45 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     }
 
     auto t1 = Clock::now();
-    auto plan = plan_contents(source, *tree, options, jobs, [&](uint64_t done, uint64_t total) {
-        report(options, BuildProgress::Phase::hash, done, total);
-    });
-    if (!plan) return std::unexpected(plan.error());
-
-    auto t2 = Clock::now();
     auto out = OutputFile::create(out_path);
     if (!out) return std::unexpected(out.error());
     if (auto r = out->append_zeros(kDataOffset); !r) return std::unexpected(r.error());
-
     Codec codec = codec_of(options.compression);
     StreamWriter stream(*out, codec, options.level, options.block_size, jobs);
-    uint64_t last_report = 0;
-    for (const PlannedContent& content : plan->contents) {
-        if (content.is_inline) continue;
-        if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r)
-            return std::unexpected(r.error());
-        Result<void> put;
-        if (content.has_kept) {
-            put = stream.put(std::as_bytes(std::span(content.kept)));
+    // Each new content as the plan decides it, in stream order.
+    auto write_content = [&](const PlannedContent& content,
+                             const std::string* held) -> Result<void> {
+        if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r) return r;
+        if (held) {
+            if (auto r = stream.put(std::as_bytes(std::span(*held))); !r) return r;
         } else {
             // Read again; the dedup hash is recomputed so a file changed since it was hashed
             // is caught instead of stored under a stale SHA-256.
             Xxh3_128 check;
+            Result<void> put;
             const ScannedInode& inode = tree->inodes[content.source_ino - 1];
             const std::string& path = inode.path;
-            auto r = read_content(source, {path, inode.handle}, content.size, [&](std::span<const std::byte> s) {
-                check.update(s);
-                if (put) put = stream.put(s);
-            });
-            if (!r) return std::unexpected(r.error());
+            auto r = read_content(source, {path, inode.handle}, content.size,
+                                  [&](std::span<const std::byte> s) {
+                                      check.update(s);
+                                      if (put) put = stream.put(s);
+                                  });
+            if (!r) return r;
+            if (!put) return put;
             if (!options.dedup_hash_for_tests && check.finish() != content.dedup_hash)
                 return fail(EAGAIN, "build: file changed while it was read", path);
         }
-        if (!put) return std::unexpected(put.error());
-        if (stream.stream_bytes() - last_report >= (8u << 20)) {
-            last_report = stream.stream_bytes();
-            report(options, BuildProgress::Phase::write, last_report, plan->stream_size);
-        }
-    }
+        return {};
+    };
+    auto plan = plan_contents(
+        source, *tree, options, jobs,
+        [&](uint64_t done, uint64_t total) {
+            report(options, BuildProgress::Phase::hash, done, total);
+        },
+        write_content);
+    if (!plan) return std::unexpected(plan.error());
+
+    auto t2 = Clock::now();
     auto blocks = stream.finish();
     if (!blocks) return std::unexpected(blocks.error());
 

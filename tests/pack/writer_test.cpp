@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -425,35 +424,67 @@ TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     EXPECT_TRUE(fs::is_empty(dir.path / "out"));
 }
 
+// More held bytes than the hashing may hold at once (80 files of 1 MiB against a 64 MiB
+// budget), every fourth a duplicate: the workers wait for room and the writer still gets every
+// file in order; any number of jobs gives the same bytes, and every file reads back.
+TEST(PackWriter, HashingAheadPastItsBudgetKeepsOrderAndBytes) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    constexpr std::size_t kMiB = 1 << 20;
+    auto content_of = [](int i) {
+        const int seed = i % 4 == 3 ? i - 1 : i;  // every fourth file the one before it again
+        return conformance::pattern_bytes(kMiB - static_cast<std::size_t>(seed % 3),
+                                          static_cast<uint8_t>(seed));
+    };
+    for (int i = 0; i < 80; ++i)
+        ASSERT_TRUE(write_file(*mem, fmt::format("/f{:02}", i), content_of(i)));
+    std::string first;
+    for (unsigned jobs : {1u, 4u}) {
+        PackWriteOptions options;
+        options.jobs = jobs;
+        const std::string path = (dir.path / fmt::format("j{}.pack", jobs)).string();
+        auto stats = write_pack(*mem, path, options);
+        ASSERT_TRUE(stats) << stats.error().message();
+        uint64_t unique = 0;  // the twins are stored once
+        for (int i = 0; i < 80; ++i) unique += i % 4 == 3 ? 0 : content_of(i).size();
+        EXPECT_EQ(stats->unique_bytes, unique);
+        if (first.empty()) first = slurp(path);
+        EXPECT_EQ(slurp(path), first) << jobs << " jobs";
+        auto pack = open_pack(path);
+        ASSERT_TRUE(pack);
+        for (int i = 0; i < 80; ++i)
+            EXPECT_EQ(read_file(**pack, fmt::format("/f{:02}", i)).value_or("?"), content_of(i));
+    }
+}
+
 // A read that fails while compressed blocks are in flight on the workers: the build fails with
 // the read's error, the workers stop, and nothing is left behind.
 TEST(PackWriter, AFailureWhileBlocksCompressLeavesNothingBehind) {
     TempDir dir;
     fs::create_directories(dir.path / "out");
     auto mem = make_mem_backend();
-    // Files over the writer's keep-in-memory limit (256 KiB) are read twice, hashed then
-    // written: the second open of /f40 fails, with earlier files' blocks on the workers.
+    // Files are hashed ahead of the writer: /f40's read fails on a worker while the writer is
+    // still writing the files before it and their blocks are on the compressing workers.
     for (int i = 0; i < 48; ++i)
         ASSERT_TRUE(write_file(*mem, fmt::format("/f{:02}", i),
                                conformance::pattern_bytes(300'000, static_cast<uint8_t>(i))));
-    class SecondReadFails final : public TreeSource {
+    class ReadFails final : public TreeSource {
     public:
-        explicit SecondReadFails(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
+        explicit ReadFails(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
         Result<SourceNode> root() override { return s_->root(); }
         Result<std::vector<SourceNode>> list(SourceRef d) override { return s_->list(d); }
         Result<std::string> readlink(SourceRef p) override { return s_->readlink(p); }
         Result<Xattrs> xattrs(SourceRef p) override { return s_->xattrs(p); }
         Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
-            if (p.path == "/f40" && opened_.fetch_add(1) == 1) return fail(EIO, "open", p.path);
+            if (p.path == "/f40") return fail(EIO, "open", p.path);
             return s_->open(p);
         }
         std::unique_ptr<TreeSource> s_;
-        std::atomic<int> opened_{0};
     };
     for (Compression c : {Compression::zstd, Compression::lz4}) {
         auto source = make_backend_source(*mem, "/");
         ASSERT_TRUE(source);
-        SecondReadFails failing(std::move(*source));
+        ReadFails failing(std::move(*source));
         PackWriteOptions options;
         options.compression = c;
         options.block_size = 4096;  // many small blocks: the window is full when it fails

@@ -95,7 +95,7 @@ std::string build_progress_text(const BuildProgress& p) {
         case BuildProgress::Phase::scan:
             return fmt::format("scanning: {} entries", p.done);
         case BuildProgress::Phase::hash:
-            return fmt::format("hashing: {}/{} files", p.done, p.total);
+            return fmt::format("hashing and writing: {}/{} files", p.done, p.total);
         case BuildProgress::Phase::write:
             return fmt::format(
                 "writing: {} / {} ({:.0f}%)", human_size(p.done), human_size(p.total),
