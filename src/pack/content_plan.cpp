@@ -24,6 +24,9 @@ constexpr std::size_t kSliceBytes = 1 << 20;
 // bounded: a worker waits before reading more, unless its file is the one the writer needs.
 constexpr uint64_t kHoldMax = 1ull << 20;
 constexpr uint64_t kHoldBudget = 64ull << 20;
+// A written content's held bytes stay in the plan (up to this much in all), so a later
+// duplicate of it is compared in memory instead of reading both files again.
+constexpr uint64_t kKeptBudget = 64ull << 20;
 // Raw packs start every content of at least this size on a 4 KiB boundary, so it can be
 // served page-aligned from the mapping; smaller ones are packed tightly.
 constexpr uint64_t kAlignMin = 16 * 1024;
@@ -251,6 +254,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
     // appearance order, large ones page-aligned in raw packs) and written at once.
     constexpr uint32_t kNone = UINT32_MAX;
     const bool align = options.compression == Compression::none;
+    uint64_t kept_bytes = 0;
     std::unordered_map<DedupKey, uint32_t, DedupKeyHash> newest;
     std::vector<uint32_t> older_same;  // per content: the next older one with its key
     if (options.dedup) newest.reserve(files.size());
@@ -293,6 +297,11 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                 plan.stream_size += content.size;
                 if (auto r = write(content, h.held ? &h.bytes : nullptr); !r)
                     return std::unexpected(r.error());
+                if (h.held && options.dedup && kept_bytes + size <= kKeptBudget) {
+                    kept_bytes += size;
+                    content.kept = std::move(h.bytes);  // for a later duplicate's compare
+                    content.has_kept = true;
+                }
             }
             plan.contents.push_back(std::move(content));
             plan.unique_bytes += size;

@@ -27,7 +27,8 @@ struct PlannedContent {
     bool is_inline = false;
     std::array<uint64_t, 2> dedup_hash{};
     Sha256Digest sha256{};
-    std::string kept;  // an inline content's bytes (for the bytes section)
+    std::string kept;  // its bytes: an inline content's (for the bytes section), or a
+                       // small one's kept for comparing later duplicates in memory
     bool has_kept = false;
 };
 

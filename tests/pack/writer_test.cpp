@@ -387,6 +387,25 @@ TEST(PackWriter, FromHostDirectoryKeepsLinksAndModes) {
     EXPECT_EQ(stats->hard_links, 1u);
 }
 
+// A source whose files cannot be opened: every one, or only `path`.
+class OpenFails final : public TreeSource {
+public:
+    explicit OpenFails(std::unique_ptr<TreeSource> s, std::string path = {})
+        : s_(std::move(s)), path_(std::move(path)) {}
+    Result<SourceNode> root() override { return s_->root(); }
+    Result<std::vector<SourceNode>> list(SourceRef d) override { return s_->list(d); }
+    Result<std::string> readlink(SourceRef p) override { return s_->readlink(p); }
+    Result<Xattrs> xattrs(SourceRef p) override { return s_->xattrs(p); }
+    Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
+        if (path_.empty() || p.path == path_) return fail(EIO, "open", p.path);
+        return s_->open(p);
+    }
+
+private:
+    std::unique_ptr<TreeSource> s_;
+    std::string path_;
+};
+
 TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     TempDir dir;
     auto missing = write_pack_from_host((dir.path / "nope").string(), (dir.path / "x.pack").string());
@@ -402,21 +421,9 @@ TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     fs::create_directories(dir.path / "out");
     auto unreadable = make_mem_backend();
     ASSERT_TRUE(write_file(*unreadable, "/a", "x"));
-    class FailingSource final : public TreeSource {
-    public:
-        explicit FailingSource(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
-        Result<SourceNode> root() override { return s_->root(); }
-        Result<std::vector<SourceNode>> list(SourceRef d) override { return s_->list(d); }
-        Result<std::string> readlink(SourceRef p) override { return s_->readlink(p); }
-        Result<Xattrs> xattrs(SourceRef p) override { return s_->xattrs(p); }
-        Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
-            return fail(EIO, "open", p.path);
-        }
-        std::unique_ptr<TreeSource> s_;
-    };
     auto source = make_backend_source(*unreadable, "/");
     ASSERT_TRUE(source);
-    FailingSource failing(std::move(*source));
+    OpenFails failing(std::move(*source));
     auto failed = write_pack_from_source(failing, (dir.path / "out" / "y.pack").string(), {});
     ASSERT_FALSE(failed);
     EXPECT_EQ(failed.error().code(), EIO);
@@ -468,23 +475,10 @@ TEST(PackWriter, AFailureWhileBlocksCompressLeavesNothingBehind) {
     for (int i = 0; i < 48; ++i)
         ASSERT_TRUE(write_file(*mem, fmt::format("/f{:02}", i),
                                conformance::pattern_bytes(300'000, static_cast<uint8_t>(i))));
-    class ReadFails final : public TreeSource {
-    public:
-        explicit ReadFails(std::unique_ptr<TreeSource> s) : s_(std::move(s)) {}
-        Result<SourceNode> root() override { return s_->root(); }
-        Result<std::vector<SourceNode>> list(SourceRef d) override { return s_->list(d); }
-        Result<std::string> readlink(SourceRef p) override { return s_->readlink(p); }
-        Result<Xattrs> xattrs(SourceRef p) override { return s_->xattrs(p); }
-        Result<std::unique_ptr<ContentReader>> open(SourceRef p) override {
-            if (p.path == "/f40") return fail(EIO, "open", p.path);
-            return s_->open(p);
-        }
-        std::unique_ptr<TreeSource> s_;
-    };
     for (Compression c : {Compression::zstd, Compression::lz4}) {
         auto source = make_backend_source(*mem, "/");
         ASSERT_TRUE(source);
-        ReadFails failing(std::move(*source));
+        OpenFails failing(std::move(*source), "/f40");
         PackWriteOptions options;
         options.compression = c;
         options.block_size = 4096;  // many small blocks: the window is full when it fails
