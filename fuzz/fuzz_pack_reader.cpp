@@ -177,10 +177,13 @@ struct Field {
 };
 
 constexpr Field kHeaderFields[] = {
-    {8, 4},  {12, 4}, {16, 8}, {24, 8},  {32, 8},  {40, 8},  {48, 8},  {56, 8},  {64, 8},  {72, 8},
-    {80, 8}, {88, 8}, {96, 8}, {104, 8}, {112, 8}, {120, 4}, {124, 4}, {128, 4}, {132, 4},
+    {8, 4},   {12, 4},  {16, 8},  {24, 8},  {32, 8},  {40, 8},  {48, 8},  {56, 8},
+    {64, 8},  {72, 8},  {80, 8},  {88, 8},  {96, 8},  {104, 8}, {112, 8}, {120, 4},
+    {124, 4}, {128, 4}, {132, 4}, {408, 8}, {416, 8},  // compressed metadata: frames length, frame
+                                                       // index checksum
 };
 static_assert(offsetof(packfs::pack::Header, version) == 8);
+static_assert(offsetof(packfs::pack::Header, meta_index_checksum) == 416);
 static_assert(offsetof(packfs::pack::Header, codec) == 120);
 static_assert(offsetof(packfs::pack::Header, meta_block_size) == 132);
 constexpr Field kInodeFields[] = {

@@ -12,6 +12,9 @@
 //   mini_raw_nofix                  mini_raw with mode 0 (checksums as they are)
 //   mini_kept, tiny_kept_zstd       keeping the mem tree's inode numbers (the inode-numbers
 //                                   feature: inode_numbers and inode_order sections)
+//   mini_v2, tiny_v2, mini_v2_all_zstd   format 2 (the last with all times and kept numbers)
+//   mini_v2_cmeta_zstd, tiny_v2_cmeta_lz4   format 2 with its metadata compressed (frames and a
+//                                   frame index)
 // path/: a few paths for fuzz_path.
 // journal/: small valid journals for fuzz_journal_reader, prefixed with its mode byte (3: fix
 // the header and frame checksums): empty (the header alone), one (one record), mixed (records
@@ -271,6 +274,9 @@ int main(int argc, char** argv) {
     write_seed(root / "pack", "mini_v2_all_zstd", *mini, Compression::zstd, 3, true, 2,
                PackTimes::all);
     write_seed(root / "pack", "tiny_v2", *tiny, Compression::none, 3, false, 2);
+    // Compressed metadata (the default for compressed version 2 packs): frames and their index.
+    write_seed(root / "pack", "mini_v2_cmeta_zstd", *mini, Compression::zstd, 3, false, 2);
+    write_seed(root / "pack", "tiny_v2_cmeta_lz4", *tiny, Compression::lz4, 3, false, 2);
 
     const fs::path j = root / "journal";
     fs::create_directories(j);

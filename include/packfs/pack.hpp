@@ -48,6 +48,10 @@ struct PackWriteOptions {
     unsigned jobs = 0;                  // worker threads for hashing and compression; 0 = cores
     uint32_t inline_max = 64;           // contents up to this size are stored in the metadata
     bool dedup = true;                  // store exact-duplicate contents once
+    // Format 2 with compression: store the metadata compressed too, one frame per 16 KiB block
+    // inflated on first use (docs/FORMAT.md, "Compressed metadata"). False keeps it raw: a
+    // larger pack whose first lookups need no inflating.
+    bool compress_metadata = true;
     // Store each inode's st_ino from the source (a hard link's shared one) and report it
     // instead of the record position, as a volume's compaction needs (docs/FORMAT.md, the
     // inode-numbers feature). The build fails with EINVAL, naming the path, when an st_ino is 0
@@ -75,7 +79,7 @@ struct PackStats {
     uint64_t inline_bytes = 0;     // contents stored in the metadata
     uint64_t stream_bytes = 0;     // uncompressed data stream, alignment included
     uint64_t data_bytes = 0;       // data region as stored (after compression)
-    uint64_t metadata_bytes = 0;   // metadata region + block sums
+    uint64_t metadata_bytes = 0;   // metadata as stored: region or frames + index, block sums
     uint64_t pack_bytes = 0;       // file size
     std::string digest;            // image digest, hex SHA-256
     // Where the build's time went, in seconds: reading the tree; hashing, dedup and writing
@@ -117,7 +121,9 @@ struct PackOpenOptions {
 struct PackInfo {
     uint32_t version = 0;
     uint64_t file_size = 0, inode_count = 0, data_length = 0, stream_size = 0;
-    uint64_t meta_length = 0;
+    uint64_t meta_length = 0;          // the metadata region, inflated
+    bool compressed_metadata = false;  // stored as compressed frames (format 2, compressed data)
+    uint64_t meta_stored_length = 0;   // bytes the metadata takes in the file, sums included
     Compression compression = Compression::none;
     uint32_t block_size = 0, inline_max = 0;
     bool has_xattrs = false;

@@ -50,7 +50,12 @@ inline constexpr uint64_t kIncompatCompressedData = 1u << 0;  // the blocks sect
 // The inode_numbers and inode_order sections exist: st_ino is the stored number, not the
 // record's position (a reader that ignored the bit would report wrong inode numbers).
 inline constexpr uint64_t kIncompatInodeNumbers = 1u << 1;
-inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData | kIncompatInodeNumbers;
+// v2, with kIncompatCompressedData: the metadata region is stored as one frame of the header's
+// codec per metadata block, followed by a frame index (MetaFrames below); section offsets and
+// meta_length describe the region inflated.
+inline constexpr uint64_t kIncompatCompressedMeta = 1u << 2;
+inline constexpr uint64_t kIncompatKnown =
+    kIncompatCompressedData | kIncompatInodeNumbers | kIncompatCompressedMeta;
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
 // v2: the times section exists, holding each inode's atime and ctime (without it a reader
 // reports both equal to mtime, which is what a reader that ignores the bit reports).
@@ -117,13 +122,18 @@ struct Header {
     SectionEntry numbering_sections[kNumberingSectionCount];
     // v2: buckets, times (times all zero without kCompatAllTimes); v1: all zero.
     SectionEntry more_sections[kSectionCount - kFirstSectionCount - kNumberingSectionCount];
-    uint8_t reserved[96];        // zero
+    // kIncompatCompressedMeta: bytes of the stored frames, and XXH3-64 of the frame index; both
+    // zero without the feature.
+    uint64_t meta_frames_length;
+    uint64_t meta_index_checksum;
+    uint8_t reserved[80];        // zero
     uint64_t header_checksum;    // XXH3-64 of the header's first kHeaderSize bytes, this zero
 };
 static_assert(sizeof(Header) == kHeaderSize);
 static_assert(offsetof(Header, image_digest) == 280);
 static_assert(offsetof(Header, numbering_sections) == 312);
 static_assert(offsetof(Header, more_sections) == 360);
+static_assert(offsetof(Header, meta_frames_length) == 408);
 static_assert(offsetof(Header, header_checksum) == kHeaderSize - 8);
 
 // The entry of section `i` (a Section as an index), wherever the header keeps it.
@@ -210,6 +220,24 @@ static_assert(sizeof(Xattr) == 16);
 // [offsets[i], offsets[i + 1]). A block whose stored length equals its stream length is stored
 // raw; otherwise it is one complete frame of the header's codec (zstd frame / LZ4 block format)
 // that decompresses to exactly its stream length.
+
+// Compressed metadata (kIncompatCompressedMeta). The metadata region of meta_length bytes is
+// cut into metadata blocks as for the sums; block i is stored as one frame at
+// [meta_offset + index[i], meta_offset + index[i + 1]), raw when its stored length equals the
+// block's length, else one frame of the codec that inflates to exactly that length. After the
+// frames (meta_frames_length bytes) and zero padding to 8 comes the frame index: meta_blocks + 1
+// u64s, non-decreasing, index[0] = 0 and index[meta_blocks] = meta_frames_length; then the sums,
+// which are of the inflated blocks. So the stored layout is
+//   [meta_offset, +meta_frames_length)  frames;  [frame_index_offset(), +8 (blocks + 1))  index;
+//   [sums_offset, +sums_length)  sums;  end of file.
+// Section offsets stay meta_offset + their position in the inflated region, and the image
+// digest covers the inflated region, so both read as for a pack whose metadata is stored raw.
+inline constexpr uint64_t meta_block_count(uint64_t meta_length) noexcept {
+    return meta_length / kMetaBlockSize + (meta_length % kMetaBlockSize != 0 ? 1 : 0);
+}
+inline constexpr uint64_t frame_index_offset(const Header& h) noexcept {
+    return h.meta_offset + (h.meta_frames_length + 7) / 8 * 8;
+}
 
 // The numbering sections (kIncompatInodeNumbers; both present or both absent). inode_numbers:
 // inode_count little-endian u64s, numbers[i] the st_ino of record i: non-zero, no two equal.

@@ -391,16 +391,37 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     h.sums_length = image.sums.size();
     h.sums_checksum = xxh3_64(image.sums);
     h.file_size = h.sums_offset + h.sums_length;
+    seal_header(image);
+    return image;
+}
 
-    // The image digest covers the header (digest and checksum zero) and the whole metadata,
-    // which holds every content's SHA-256.
+void seal_header(MetadataImage& image) {
+    // The image digest covers the header (digest and checksum zero) and the whole metadata
+    // region (inflated), which holds every content's SHA-256.
+    Header& h = image.header;
+    h.header_checksum = 0;
+    std::memset(h.image_digest, 0, sizeof h.image_digest);
     Sha256 digest;
     digest.update(std::as_bytes(std::span(&h, 1)));
-    digest.update(region);
+    digest.update(image.region);
     Sha256Digest d = digest.finish();
     std::memcpy(h.image_digest, d.data(), d.size());
     h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
-    return image;
+}
+
+std::vector<std::byte> frame_metadata(MetadataImage& image,
+                                      std::span<const uint64_t> frame_offsets) {
+    Header& h = image.header;
+    h.incompat_features |= kIncompatCompressedMeta;
+    h.meta_frames_length = frame_offsets.back();
+    std::vector<std::byte> index;
+    const auto bytes = std::as_bytes(frame_offsets);
+    index.assign(bytes.begin(), bytes.end());
+    h.meta_index_checksum = xxh3_64(index);
+    h.sums_offset = frame_index_offset(h) + index.size();
+    h.file_size = h.sums_offset + h.sums_length;
+    seal_header(image);
+    return index;
 }
 
 }  // namespace packfs::pack

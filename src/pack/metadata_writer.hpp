@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "pack/content_plan.hpp"
@@ -35,10 +36,20 @@ struct MetadataFormat {
     uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;  // v2: instead of name_hash()
 };
 
-// Encodes everything; inline contents' bytes come from the plan (always kept). With
-// `numbering` (null: inodes numbered by position) the pack keeps those inode numbers.
+// Encodes everything, for metadata stored raw; inline contents' bytes come from the plan (always
+// kept). With `numbering` (null: inodes numbered by position) the pack keeps those inode numbers.
 Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
                                      const StreamFacts& stream, const MetadataFormat& format,
                                      const InodeNumbering* numbering = nullptr);
+
+// Lays `image`'s header out for its region stored as compressed frames (format 2 with compressed
+// data: kIncompatCompressedMeta), written at `frame_offsets` (meta_block_count + 1 of them,
+// relative to meta_offset), and seals it again. Returns the frame index to write after the
+// frames (padded to 8), before the sums.
+std::vector<std::byte> frame_metadata(MetadataImage& image,
+                                      std::span<const uint64_t> frame_offsets);
+
+// The image digest and the header checksum, from the header's other fields and the region.
+void seal_header(MetadataImage& image);
 
 }  // namespace packfs::pack

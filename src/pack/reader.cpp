@@ -58,13 +58,19 @@ bool PackReader::block_sum_matches(uint64_t block, uint64_t& expected,
                                    uint64_t& actual) const noexcept {
     const uint64_t start = block * kMetaBlockSize;
     const uint64_t length = std::min<uint64_t>(kMetaBlockSize, meta_length_ - start);
-    expected = load<uint64_t>(meta_ + meta_length_ + block * 8);
+    expected = load<uint64_t>(sums_ + block * 8);
     actual = xxh3_64(std::span(meta_ + start, length));
     return expected == actual;
 }
 
 Result<void> PackReader::check_block(uint64_t block, const Ctx& ctx) const {
     const uint64_t bit = uint64_t{1} << (block % 64);
+    if (frames_) {
+        if (auto fault = frames_->inflate(block)) {
+            failed_[block / 64].fetch_or(bit, std::memory_order_acq_rel);
+            return std::unexpected(Error::corrupt(ctx.op, ctx.path, std::move(*fault)));
+        }
+    }
     uint64_t expected = 0, actual = 0;
     const bool matches = block_sum_matches(block, expected, actual);
     const bool failed_before = (failed_[block / 64].load(std::memory_order_acquire) & bit) != 0;

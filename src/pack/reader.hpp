@@ -31,6 +31,7 @@
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
 #include "pack/image.hpp"
+#include "pack/meta_frames.hpp"
 #include "pack/name_hash.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
@@ -283,7 +284,11 @@ private:
     uint64_t times_rel_ = 0;
     uint32_t (*name_hash_for_tests_)(std::string_view) = nullptr;
     std::unique_ptr<PackImage> image_;
-    const std::byte* meta_ = nullptr;  // file offset meta_offset
+    // The metadata region: the mapping or buffer at file offset meta_offset, or with compressed
+    // metadata frames_'s inflated region.
+    const std::byte* meta_ = nullptr;
+    const std::byte* sums_ = nullptr;     // the metadata block sums (of the inflated blocks)
+    std::unique_ptr<MetaFrames> frames_;  // compressed metadata only
     uint64_t meta_offset_ = 0;
     uint64_t meta_length_ = 0;
     uint64_t inode_count_ = 0;

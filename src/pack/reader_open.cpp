@@ -49,7 +49,8 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     if (auto ok = r->image_->load(options.access, h.meta_offset, host_path); !ok)
         return std::unexpected(ok.error());
 
-    r->meta_ = r->image_->meta();
+    const std::byte* stored = r->image_->meta();  // file offset meta_offset
+    r->meta_ = stored;
     r->version_ = h.version;
     r->name_hash_for_tests_ = options.name_hash_for_tests;
     const bool v2 = h.version >= 2;
@@ -86,13 +87,34 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     r->inline_max_ = h.inline_max;
     r->codec_ = static_cast<Codec>(h.codec);
 
-    // The sums array: the one thing read whole on open (8 bytes per 16 KiB of metadata).
+    // The sums array: the one thing read whole on open (8 bytes per 16 KiB of metadata), with
+    // the frame index when the metadata is compressed (as many more).
     r->block_sum_count_ = h.sums_length / 8;
-    const uint64_t sums = xxh3_64(std::span(r->meta_ + r->meta_length_, h.sums_length));
+    r->sums_ = stored + (h.sums_offset - h.meta_offset);
+    const uint64_t sums = xxh3_64(std::span(r->sums_, h.sums_length));
     if (r->image_->damaged()) return fail(EIO, "open_pack", host_path);
     if (sums != h.sums_checksum)
         return header_corrupt(host_path, h.sums_offset, h.sums_checksum, sums,
                               "metadata block sums checksum");
+    if ((h.incompat_features & kIncompatCompressedMeta) != 0) {
+        const std::byte* index = stored + (frame_index_offset(h) - h.meta_offset);
+        const uint64_t index_sum = xxh3_64(std::span(index, 8 * (r->block_sum_count_ + 1)));
+        if (r->image_->damaged()) return fail(EIO, "open_pack", host_path);
+        if (index_sum != h.meta_index_checksum)
+            return header_corrupt(host_path, frame_index_offset(h), h.meta_index_checksum,
+                                  index_sum, "metadata frame index checksum");
+        // The padding before the index (under 8 bytes) is zero, so no stored byte goes unchecked.
+        for (uint64_t at = h.meta_frames_length; at < frame_index_offset(h) - h.meta_offset; ++at) {
+            if (stored[at] != std::byte{0})
+                return header_corrupt(host_path, h.meta_offset + at, 0,
+                                      static_cast<uint64_t>(stored[at]),
+                                      "metadata frames padding (not zero)");
+        }
+        auto frames = MetaFrames::create(h, stored, index, host_path);
+        if (!frames) return std::unexpected(frames.error());
+        r->frames_ = std::move(*frames);
+        r->meta_ = r->frames_->region();
+    }
     const std::size_t words = (r->block_sum_count_ + 63) / 64;
     r->checked_ = std::make_unique<std::atomic<uint64_t>[]>(words);
     r->failed_ = std::make_unique<std::atomic<uint64_t>[]>(words);
@@ -175,14 +197,41 @@ Result<void> PackReader::validate_header(std::string_view path) const {
     if (!compressed && h.stream_size != h.data_length)
         return header_corrupt(path, at(offsetof(Header, stream_size)), h.data_length, h.stream_size,
                               "stream size (raw data)");
-    if (h.meta_length % 8 != 0 || !within(h.meta_offset, h.meta_length, real_size))
+    // Compressed metadata: the region is stored as frames plus their index, and meta_length is
+    // its inflated size (bounded below through the sums, 8 bytes of file per block).
+    const bool framed = (h.incompat_features & kIncompatCompressedMeta) != 0;
+    if (framed && (!v2 || !compressed))
+        return header_corrupt(path, at(offsetof(Header, incompat_features)),
+                              h.incompat_features & ~kIncompatCompressedMeta, h.incompat_features,
+                              v2 ? "incompatible features (compressed metadata without compressed "
+                                   "data)"
+                                 : "incompatible features (compressed metadata in version 1)");
+    if (!framed && (h.meta_frames_length != 0 || h.meta_index_checksum != 0))
+        return header_corrupt(path, at(offsetof(Header, meta_frames_length)), 0,
+                              h.meta_frames_length | h.meta_index_checksum,
+                              "metadata frames (without the compressed-metadata feature)");
+    const uint64_t meta_blocks = meta_block_count(h.meta_length);
+    if (h.meta_length % 8 != 0 ||
+        (framed ? meta_blocks > real_size / 8 : !within(h.meta_offset, h.meta_length, real_size)))
         return header_corrupt(path, at(offsetof(Header, meta_length)), real_size - h.meta_offset,
                               h.meta_length, "metadata length (past the end of the file)");
     const uint64_t meta_end = h.meta_offset + h.meta_length;
-    if (h.sums_offset != meta_end)
-        return header_corrupt(path, at(offsetof(Header, sums_offset)), meta_end, h.sums_offset,
+    uint64_t stored_end = meta_end;  // where the stored metadata ends and the sums start
+    if (framed) {
+        if (!within(h.meta_offset, h.meta_frames_length, real_size))
+            return header_corrupt(path, at(offsetof(Header, meta_frames_length)),
+                                  real_size - h.meta_offset, h.meta_frames_length,
+                                  "metadata frames length (past the end of the file)");
+        const uint64_t index = frame_index_offset(h);
+        if (!within(index, 8 * (meta_blocks + 1), real_size))
+            return header_corrupt(path, at(offsetof(Header, meta_frames_length)),
+                                  real_size - h.meta_offset, h.meta_frames_length,
+                                  "metadata frame index (past the end of the file)");
+        stored_end = index + 8 * (meta_blocks + 1);
+    }
+    if (h.sums_offset != stored_end)
+        return header_corrupt(path, at(offsetof(Header, sums_offset)), stored_end, h.sums_offset,
                               "block sums offset");
-    const uint64_t meta_blocks = (h.meta_length + kMetaBlockSize - 1) / kMetaBlockSize;
     if (h.sums_length != meta_blocks * 8)
         return header_corrupt(path, at(offsetof(Header, sums_length)), meta_blocks * 8,
                               h.sums_length, "block sums length");
@@ -273,6 +322,8 @@ PackInfo PackReader::info() const {
     i.data_length = header_.data_length;
     i.stream_size = header_.stream_size;
     i.meta_length = header_.meta_length;
+    i.compressed_metadata = frames_ != nullptr;
+    i.meta_stored_length = header_.file_size - header_.meta_offset;
     switch (codec_) {
         case Codec::none:
             i.compression = Compression::none;

@@ -1,10 +1,11 @@
 // PackBackend::verify: proves every byte of a pack, or lists what is wrong with it.
 //
-// 1. each section against its checksum; 2. each metadata block against its sum (and records
-// the result in the checked-block bitmaps); 3. each content against its SHA-256, reading the
-// stream in offset order so each compressed block is decompressed once; 4. each compressed
-// block that no content touched; 5. the tree, walked from the root, so every record is checked
-// and each bad content is reported under the virtual path of every file that holds it;
+// 0. with compressed metadata, every block inflated; 1. each section against its checksum; 2. each
+// metadata block against its sum (and records the result in the checked-block bitmaps); 3. each
+// content against its SHA-256, reading the stream in offset order so each compressed block is
+// decompressed once; 4. each compressed block that no content touched; 5. the tree, walked from the
+// root, so every record is checked and each bad content is reported under the virtual path of every
+// file that holds it;
 // 6. the inode numbers, when the pack keeps them: all non-zero, the order a permutation sorted
 // strictly ascending; 7. the image digest. Nothing here stops at the first problem.
 #include <fmt/format.h>
@@ -59,6 +60,19 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     auto problem = [&](std::string where, std::string what) {
         report.problems.push_back(VerifyProblem{std::move(where), std::move(what)});
     };
+
+    // 0. Compressed metadata: every block inflated first, so everything below reads the region
+    // as if it were stored raw (a block whose frame is bad reads as zeros, and fails its sum).
+    if (frames_) {
+        for (uint64_t b = 0; b < block_sum_count_; ++b) {
+            if (auto fault = frames_->inflate(b)) {
+                failed_[b / 64].fetch_or(uint64_t{1} << (b % 64), std::memory_order_acq_rel);
+                problem(fmt::format("metadata block {} (offset {})", b, fault->offset),
+                        fmt::format("{}: expected {}, found {}", fault->what, fault->expected,
+                                    fault->actual));
+            }
+        }
+    }
 
     // The contents, read first (records only) so the progress total is known.
     struct Item {

@@ -68,7 +68,7 @@ PackStats stats_of(const ScannedTree& tree, const ContentPlan& plan, const Metad
     s.inline_bytes = meta.inline_bytes;
     s.stream_bytes = stream.stream_bytes();
     s.data_bytes = stream.stored_bytes();
-    s.metadata_bytes = meta.region.size() + meta.sums.size();
+    s.metadata_bytes = meta.header.file_size - meta.header.meta_offset;  // as stored
     s.pack_bytes = meta.header.file_size;
     s.digest = to_hex(meta.header.image_digest);
     return s;
@@ -151,7 +151,21 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     uint64_t data_end = kDataOffset + facts.data_length;
     if (auto r = out->append_zeros(meta->header.meta_offset - data_end); !r)
         return std::unexpected(r.error());
-    if (auto r = out->append(meta->region); !r) return std::unexpected(r.error());
+    if (options.compress_metadata && options.format >= 2 && codec != Codec::none) {
+        // The region as one frame per metadata block, compressed by the pool like the data.
+        StreamWriter frames(*out, codec, options.level, kMetaBlockSize, jobs);
+        if (auto r = frames.put(meta->region); !r) return std::unexpected(r.error());
+        auto offsets = frames.finish();
+        if (!offsets) return std::unexpected(offsets.error());
+        const std::vector<std::byte> index = frame_metadata(*meta, *offsets);
+        if (auto r = out->append_zeros(frame_index_offset(meta->header) - meta->header.meta_offset -
+                                       meta->header.meta_frames_length);
+            !r)
+            return std::unexpected(r.error());
+        if (auto r = out->append(index); !r) return std::unexpected(r.error());
+    } else if (auto r = out->append(meta->region); !r) {
+        return std::unexpected(r.error());
+    }
     if (auto r = out->append(meta->sums); !r) return std::unexpected(r.error());
     if (auto r = out->write_at(std::as_bytes(std::span(&meta->header, 1)), 0); !r)
         return std::unexpected(r.error());

@@ -91,6 +91,19 @@ cp raw.pack inplace.pack
 check "convert in place with another codec" "$packfs" convert --compress lz4:9 inplace.pack inplace.pack
 check "  reads back the same tree" "$packfs" diff raw.pack inplace.pack
 check "  in the new codec" bash -c "'$packfs' info inplace.pack | grep -q 'compression lz4'"
+# Compressed metadata: the default of a compressed format 2 pack; --metadata raw keeps it raw,
+# convert keeps what IN has unless told, and both answer the same tree.
+check "info says the metadata is compressed" bash -c "'$packfs' info v2.pack | grep -q 'metadata compressed'"
+check "build --metadata raw" "$packfs" build --metadata raw --compress zstd "$src" v2raw.pack
+check "  info says nothing of it" bash -c "! '$packfs' info v2raw.pack | grep -q 'metadata compressed'"
+check "  a larger pack" test "$(stat -c %s v2raw.pack)" -gt "$(stat -c %s v2.pack)"
+check "  the same tree" "$packfs" diff v2.pack v2raw.pack
+check "convert keeps raw metadata" "$packfs" convert v2raw.pack v2raw2.pack
+check "  same bytes" cmp v2raw.pack v2raw2.pack
+check "convert --metadata compressed" "$packfs" convert --metadata compressed v2raw.pack v2c.pack
+check "  same bytes as the default build" cmp v2.pack v2c.pack
+check "info --json names it" bash -c "'$packfs' info --json v2.pack | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j[\"compressed_metadata\"] is True and j[\"metadata_inflated_bytes\"] > j[\"stats\"][\"metadata_bytes\"] - 8 * 64, j'"
+expect_code "--metadata takes compressed or raw" 2 "$packfs" build --metadata zip --compress zstd "$src" x.pack
 expect_code "convert --format takes 1 or 2" 2 "$packfs" convert --format 3 v1.pack x.pack
 expect_code "convert of a missing pack" 1 "$packfs" convert "$work/nope.pack" x.pack
 check "  names it" grep -q 'nope.pack: No such file or directory' "$work/last.err"

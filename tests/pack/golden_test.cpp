@@ -51,6 +51,11 @@ constexpr Golden kGoldens[] = {
      "v2.expected", 2},
     {"v2-lz4.pack", "fd4670e3ee2424efde82cca8a740f45c1444ede1e2b1dd66ac622b684478fe3f",
      "v2.expected", 2},
+    // Format v2 with compressed metadata (the compressed-metadata feature), its first writer.
+    {"v2-zstd-cmeta.pack", "ac627cfdb607b06368972130514e3e38a0542b30f407eaa16c1fdb771afd1f69",
+     "v2-cmeta.expected", 2},
+    {"v2-lz4-cmeta.pack", "298743379caf079764adf0a31e01a8930b824d125cecb31f515c77be33919bb1",
+     "v2-cmeta.expected", 2},
 };
 
 fs::path golden_dir() { return fs::path(PACKFS_SOURCE_DIR) / "tests" / "pack" / "golden"; }
@@ -67,6 +72,8 @@ TEST(PackGolden, EveryGoldenIsPinnedAndReadsAsRecorded) {
             auto pack = open_pack(path.string(), {.access = access});
             ASSERT_TRUE(pack) << pack.error().message();
             EXPECT_EQ((*pack)->info().version, golden.version);
+            EXPECT_EQ((*pack)->info().compressed_metadata,
+                      std::string_view(golden.file).find("cmeta") != std::string_view::npos);
             EXPECT_EQ(describe_all(**pack), expected);
             EXPECT_TRUE((*pack)->verify().ok());
         }

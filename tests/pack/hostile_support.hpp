@@ -86,9 +86,40 @@ struct PackParts {
         PackParts p;
         std::memcpy(&p.h, file.data(), sizeof(Header));
         p.data = file.substr(p.h.data_offset, p.h.data_length);
-        for (std::size_t i = 0; i < kSectionCount; ++i)
-            p.sec[i] = file.substr(section(p.h, i).offset, section(p.h, i).length);
+        const std::string region =
+            p.framed() ? inflate_region(file, p.h) : file.substr(p.h.meta_offset, p.h.meta_length);
+        for (std::size_t i = 0; i < kSectionCount; ++i) {
+            const SectionEntry& e = section(p.h, i);
+            p.sec[i] =
+                e.length == 0 ? std::string() : region.substr(e.offset - p.h.meta_offset, e.length);
+        }
         return p;
+    }
+
+    // Whether the metadata is stored as compressed frames (build() keeps it so; setting or
+    // clearing the feature bit in `h` before build() changes it).
+    bool framed() const { return (h.incompat_features & kIncompatCompressedMeta) != 0; }
+
+    // The metadata region of a pack whose metadata is stored as frames, inflated (a well-formed
+    // pack: this is for taking clean packs apart).
+    static std::string inflate_region(const std::string& file, const Header& h) {
+        std::string region(h.meta_length, '\0');
+        const uint64_t index = frame_index_offset(h);
+        for (uint64_t b = 0; b * kMetaBlockSize < h.meta_length; ++b) {
+            uint64_t begin = 0, end = 0;
+            std::memcpy(&begin, file.data() + index + 8 * b, 8);
+            std::memcpy(&end, file.data() + index + 8 * (b + 1), 8);
+            const uint64_t n =
+                std::min<uint64_t>(kMetaBlockSize, h.meta_length - b * kMetaBlockSize);
+            auto out = std::as_writable_bytes(std::span(region.data() + b * kMetaBlockSize, n));
+            const auto stored =
+                std::as_bytes(std::span(file.data() + h.meta_offset + begin, end - begin));
+            if (stored.size() == n)
+                std::memcpy(out.data(), stored.data(), n);
+            else
+                EXPECT_TRUE(decompress_block(static_cast<Codec>(h.codec), stored, out)) << b;
+        }
+        return region;
     }
 
     template <class T>
@@ -194,6 +225,31 @@ struct PackParts {
         out.sums_offset = meta_offset + region.size();
         out.sums_length = sums.size();
         out.sums_checksum = xxh3_of(sums);
+        // Stored as frames: each block compressed on its own (raw when that is no smaller),
+        // then the index, then the sums.
+        std::string stored = region;
+        out.meta_frames_length = 0;
+        out.meta_index_checksum = 0;
+        if (framed()) {
+            stored.clear();
+            std::string index(8, '\0');  // index[0] = 0
+            std::vector<std::byte> frame;
+            for (uint64_t at = 0; at < region.size(); at += kMetaBlockSize) {
+                const std::string_view block = std::string_view(region).substr(at, kMetaBlockSize);
+                if (compress_block(static_cast<Codec>(h.codec), 0,
+                                   std::as_bytes(std::span(block.data(), block.size())), frame))
+                    stored.append(reinterpret_cast<const char*>(frame.data()), frame.size());
+                else
+                    stored += block;
+                const uint64_t end = stored.size();
+                index.append(reinterpret_cast<const char*>(&end), 8);
+            }
+            out.meta_frames_length = stored.size();
+            out.meta_index_checksum = xxh3_of(index);
+            stored.resize(align8(stored.size()), '\0');
+            stored += index;
+            out.sums_offset = meta_offset + stored.size();
+        }
         out.file_size = out.sums_offset + out.sums_length;
         if (tamper) tamper(out);
         // The digest and the header checksum after the tampering, so both still match.
@@ -212,7 +268,7 @@ struct PackParts {
         std::memcpy(file.data(), &out, sizeof out);
         file += data;
         file.resize(meta_offset, '\0');
-        file += region;
+        file += stored;
         file += sums;
         return file;
     }
@@ -244,7 +300,8 @@ struct Packs {
     std::string raw, zstd, lz4;
     std::string kept;    // raw, keeping the mem tree's inode numbers
     std::string v2;      // format 2, raw, mtime only
-    std::string v2_all;  // format 2, zstd, all times, keeping inode numbers
+    std::string v2_all;  // format 2, zstd, all times, keeping inode numbers (metadata compressed)
+    std::string v2_lz4;  // format 2, lz4, metadata compressed
 };
 
 inline const Packs& packs() {
@@ -271,6 +328,7 @@ inline const Packs& packs() {
         out.kept = build(Compression::none, true);
         out.v2 = build(Compression::none, false, 2);
         out.v2_all = build(Compression::zstd, true, 2, PackTimes::all);
+        out.v2_lz4 = build(Compression::lz4, false, 2);
         return out;
     }();
     return p;

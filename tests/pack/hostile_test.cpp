@@ -75,13 +75,14 @@ TEST(PackHostile, TruncatedPacksFailToOpenWithAClearError) {
     expect_truncations_fail(packs().zstd, "zstd");
     expect_truncations_fail(packs().v2, "v2");
     expect_truncations_fail(packs().v2_all, "v2-all");
+    expect_truncations_fail(packs().v2_lz4, "v2-lz4");
 }
 
 // --- PackParts sanity --------------------------------------------------------------------
 
 TEST(PackHostile, PackPartsRebuildsTheWritersBytesExactly) {
-    for (const std::string* file :
-         {&packs().raw, &packs().zstd, &packs().lz4, &packs().kept, &packs().v2, &packs().v2_all})
+    for (const std::string* file : {&packs().raw, &packs().zstd, &packs().lz4, &packs().kept,
+                                    &packs().v2, &packs().v2_all, &packs().v2_lz4})
         EXPECT_TRUE(PackParts::parse(*file).build() == *file);
 }
 
@@ -153,8 +154,8 @@ public:
                 return {kHeaderSize, kDataOffset};
             case Region::data:
                 return {h_.data_offset, h_.data_offset + h_.data_length};
-            case Region::metadata:
-                return {h_.meta_offset, h_.meta_offset + h_.meta_length};
+            case Region::metadata:  // as stored: the region, or its frames and frame index
+                return {h_.meta_offset, h_.sums_offset};
             case Region::sums:
                 return {h_.sums_offset, h_.sums_offset + h_.sums_length};
         }
@@ -211,6 +212,31 @@ private:
         return false;
     }
 
+    // The same for a metadata frame of a pack whose metadata is compressed: the sums and the
+    // image digest cover the inflated blocks, so a flip that inflates the same changes nothing.
+    bool meta_frame_decodes_the_same(uint64_t offset, char flipped) const {
+        if (!parts_.framed() || offset >= h_.meta_offset + h_.meta_frames_length) return false;
+        std::string file = file_;
+        const std::string before = PackParts::inflate_region(file, h_);
+        file[offset] = flipped;
+        for (uint64_t b = 0; b * kMetaBlockSize < h_.meta_length; ++b) {
+            uint64_t begin = 0, end = 0;
+            std::memcpy(&begin, file.data() + frame_index_offset(h_) + 8 * b, 8);
+            std::memcpy(&end, file.data() + frame_index_offset(h_) + 8 * (b + 1), 8);
+            if (offset < h_.meta_offset + begin || offset >= h_.meta_offset + end) continue;
+            const uint64_t n =
+                std::min<uint64_t>(kMetaBlockSize, h_.meta_length - b * kMetaBlockSize);
+            if (end - begin == n) return false;  // stored raw: the flip is metadata
+            std::string after(n, '\0');
+            const auto stored =
+                std::as_bytes(std::span(file.data() + h_.meta_offset + begin, end - begin));
+            return decompress_block(static_cast<Codec>(h_.codec), stored,
+                                    std::as_writable_bytes(std::span(after))) &&
+                   after == before.substr(b * kMetaBlockSize, n);
+        }
+        return false;
+    }
+
     void run(Region region, uint64_t offset, char flipped, PackAccess access,
              const std::string& where, FlipStats& stats) {
         auto opened = open_file(path_, access);
@@ -243,7 +269,8 @@ private:
             ++stats.verify_caught;
             return;
         }
-        if (region == Region::data && block_decodes_the_same(offset, flipped)) {
+        if ((region == Region::data && block_decodes_the_same(offset, flipped)) ||
+            (region == Region::metadata && meta_frame_decodes_the_same(offset, flipped))) {
             ++stats.harmless_frame_bits;
             return;
         }
@@ -329,6 +356,9 @@ TEST(PackHostile, BitFlipsInAVersion2PackAreRejectedOrReadCleanlyAndVerifyCatche
 }
 TEST(PackHostile, BitFlipsInAVersion2ZstdPackWithAllTimesAreRejectedOrReadCleanly) {
     flip_trials(packs().v2_all, "v2-all", flips_per_region(), 6);
+}
+TEST(PackHostile, BitFlipsInAVersion2Lz4PackWithCompressedMetadataAreRejectedOrReadCleanly) {
+    flip_trials(packs().v2_lz4, "v2-lz4", flips_per_region(), 7);
 }
 
 TEST_F(Hostile, CleanPartsOpenAndVerify) {
@@ -794,7 +824,7 @@ TEST_F(Hostile, NewerVersionsAndUnknownIncompatibleFeaturesAreNotSupported) {
                   "version 3");
     check_hostile(raw.build([](Header& h) { h.version = UINT32_MAX; }), fails_open(ENOTSUP),
                   "version 2^32-1");
-    for (int bit : {2, 5, 63}) {  // bit 1 is the inode-numbers feature
+    for (int bit : {3, 5, 63}) {  // bit 1: inode numbers; bit 2: compressed metadata
         check_hostile(raw.build([&](Header& h) { h.incompat_features |= uint64_t{1} << bit; }),
                       fails_open(ENOTSUP), fmt::format("incompat bit {}", bit));
     }

@@ -1,4 +1,5 @@
-// pack_write_goldens <dir>: writes the golden packs of the current format (raw, zstd, lz4) of
+// pack_write_goldens <dir>: writes the golden packs of the current format (raw, zstd, lz4, and
+// zstd and lz4 with compressed metadata) of
 // one tree holding every kind of entry and the format's boundaries, and the tree's description
 // (<version>.expected), into <dir>, and prints each pack's SHA-256 as golden_test.cpp pins it.
 // For a new format version: run it, check the files into tests/pack/golden/, pin the digests.
@@ -88,15 +89,24 @@ int main(int argc, char** argv) {
     auto tree = golden_tree();
     auto snap = tree->snapshot();
     ok(snap);
-    for (auto [codec, compression] : {std::pair{"raw", Compression::none},
-                                      {"zstd", Compression::zstd},
-                                      {"lz4", Compression::lz4}}) {
+    struct Kind {
+        const char* name;
+        Compression compression;
+        bool compress_metadata;
+    };
+    // Compressed metadata came later in version 2: the packs without it are what its first
+    // writer wrote (and still writes, byte for byte).
+    for (const Kind& kind :
+         {Kind{"raw", Compression::none, false}, Kind{"zstd", Compression::zstd, false},
+          Kind{"lz4", Compression::lz4, false}, Kind{"zstd-cmeta", Compression::zstd, true},
+          Kind{"lz4-cmeta", Compression::lz4, true}}) {
         PackWriteOptions options;
         options.format = kVersion;
         options.times = PackTimes::all;  // the description records atimes and ctimes
-        options.compression = compression;
+        options.compression = kind.compression;
+        options.compress_metadata = kind.compress_metadata;
         options.block_size = 16384;  // several blocks for the 70,000-byte file
-        const std::string name = "v" + std::to_string(kVersion) + "-" + codec + ".pack";
+        const std::string name = "v" + std::to_string(kVersion) + "-" + kind.name + ".pack";
         ok(write_pack(**snap, (dir / name).string(), options));
         std::printf("{\"%s\", \"%s\"},\n", name.c_str(),
                     golden::hex_sha256(slurp(dir / name)).c_str());

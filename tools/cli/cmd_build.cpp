@@ -32,6 +32,7 @@ struct BuildArgs {
     bool no_dedup = false;
     bool json = false;
     std::string keep_times = "mtime";
+    std::string metadata = "compressed";
     uint32_t format = 2;
     std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
 };
@@ -80,6 +81,7 @@ int run_build(const BuildArgs& args) {
     options.dedup = !args.no_dedup;
     options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
     options.format = args.format;
+    options.compress_metadata = args.metadata == "compressed";
     const std::optional<Clamp> clamp = clamp_of(args, why);
     if (!clamp) return out.usage(fmt::format("build: {}", why));
     if (clamp->seconds) options.clamp_time = Time{*clamp->seconds, 0};
@@ -124,6 +126,7 @@ int run_build(const BuildArgs& args) {
                           {"dedup", options.dedup},
                           {"format_version", options.format},
                           {"times", args.keep_times},
+                          {"compressed_metadata", compressed_metadata(options)},
                           {"clamp_mtime", clamp->seconds ? Json(*clamp->seconds) : Json(nullptr)},
                           {"elapsed_s", seconds},
                           {"mb_per_s", mb_per_s},
@@ -173,6 +176,8 @@ Command add_build_command(CLI::App& parent) {
                     "Pack format version: 2 (lookups in one hash probe, 64-byte inodes) or 1 "
                     "(for readers that predate version 2); default 2")
         ->check(CLI::IsMember({1u, 2u}));
+    sub->add_option("--metadata", args->metadata, kMetadataHelp)
+        ->check(CLI::IsMember({"compressed", "raw"}));
     sub->add_option("--keep-times", args->keep_times,
                     "Times recorded: mtime (default; readers see atime = ctime = mtime, so any "
                     "copy of the tree packs to the same bytes) or all")

@@ -27,6 +27,7 @@ struct ConvertArgs {
     uint32_t format = 2;
     std::string compress;    // empty: IN's codec at its default level
     std::string keep_times;  // empty: what IN records
+    std::string metadata;    // empty: as IN stores it (compressed when IN cannot tell)
     unsigned jobs = 0;
     bool no_dedup = false;
     bool json = false;
@@ -70,6 +71,11 @@ int run_convert(const ConvertArgs& args) {
     options.keep_inode_numbers = info.keeps_inode_numbers;
     options.dedup = !args.no_dedup;
     options.jobs = args.jobs;
+    // A compressed version 2 pack tells whether its metadata is compressed; any other is
+    // converted with the default (compressed, where the output is compressed).
+    const bool in_tells = info.version >= 2 && info.compression != Compression::none;
+    options.compress_metadata = args.metadata.empty() ? !in_tells || info.compressed_metadata
+                                                      : args.metadata == "compressed";
     if (args.keep_times.empty()) {
         auto times = recorded_times(**pack);
         if (!times) return out.fail(times.error());
@@ -109,6 +115,7 @@ int run_convert(const ConvertArgs& args) {
                           {"dedup", options.dedup},
                           {"keeps_inode_numbers", options.keep_inode_numbers},
                           {"times", times},
+                          {"compressed_metadata", compressed_metadata(options)},
                           {"elapsed_s", seconds},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
@@ -144,6 +151,9 @@ Command add_convert_command(CLI::App& parent) {
     sub->add_option("--keep-times", args->keep_times,
                     "Times recorded: mtime or all; default what IN records")
         ->check(CLI::IsMember({"mtime", "all"}));
+    sub->add_option("--metadata", args->metadata,
+                    std::string(kMetadataHelp) + " (default: as IN stores it)")
+        ->check(CLI::IsMember({"compressed", "raw"}));
     sub->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per core)");
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");

@@ -43,6 +43,8 @@ int run_info(const InfoArgs& args) {
                           {"inline_max", info.inline_max},
                           {"has_xattrs", info.has_xattrs},
                           {"keeps_inode_numbers", info.keeps_inode_numbers},
+                          {"compressed_metadata", info.compressed_metadata},
+                          {"metadata_inflated_bytes", info.meta_length},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
     }
@@ -52,6 +54,8 @@ int run_info(const InfoArgs& args) {
         fmt::print(" ({} blocks)", human_size(info.block_size));
     }
     fmt::print(", inline up to {} bytes", info.inline_max);
+    if (info.compressed_metadata)
+        fmt::print(", metadata compressed ({} inflated)", human_size(info.meta_length));
     if (info.keeps_inode_numbers) fmt::print(", keeps its source's inode numbers");
     fmt::print("\n{}", pack_stats_text(*stats));
     return kExitOk;

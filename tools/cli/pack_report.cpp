@@ -199,10 +199,7 @@ Result<PackStats> tally_pack(PackBackend& pack, const TallyProgress& progress) {
     stats.inline_bytes = unique->inline_only;
     stats.stream_bytes = info.stream_size;
     stats.data_bytes = info.data_length;
-    // The block sums that follow the region: one u64 per 16 KiB block (docs/FORMAT.md).
-    constexpr uint64_t kMetaBlock = 16384;
-    stats.metadata_bytes =
-        info.meta_length + 8 * ((info.meta_length + kMetaBlock - 1) / kMetaBlock);
+    stats.metadata_bytes = info.meta_stored_length;  // as a build counts it: as stored
     stats.pack_bytes = info.file_size;
     stats.digest = info.digest;
     return stats;
