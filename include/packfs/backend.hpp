@@ -93,6 +93,15 @@ struct Entry {
     Stat stat;
 };
 
+// One entry of a directory with its node and attributes (list_entries).
+struct NamedEntry {
+    std::string name;
+    Entry entry;
+    // True when the backend knows, from what it read anyway, that the entry has no xattrs (so
+    // a caller copying the tree need not ask); false says nothing.
+    bool no_xattrs = false;
+};
+
 // A file made (or, without O_EXCL, found) by create(), and the handle opened on it.
 struct Created {
     Entry entry;
@@ -118,6 +127,11 @@ public:
     // The entries of directory `dir` (name, st_ino, type, without loading each child), without
     // "." and "..", in the backend's own order.
     virtual Result<std::vector<DirEntry>> list(Node dir) = 0;
+    // The same with each entry looked up (readdirplus): its node, holding one reference as a
+    // lookup() does, and its attributes. An entry removed while the directory is read is left
+    // out. The default lists and looks each name up; a backend that holds its tree in memory
+    // answers from one pass over the directory.
+    virtual Result<std::vector<NamedEntry>> list_entries(Node dir);
     // A symlink's target; EINVAL for anything else.
     virtual Result<std::string> readlink(Node node) = 0;
     // The node whose st_ino is `ino`, as an NFS file handle finds one (a volume's compaction

@@ -195,6 +195,22 @@ Result<Entry> lookup_path(Backend& fs, std::string_view path, Follow follow) {
 // --- the node calls a read-only backend need not write ---------------------------------------
 
 Result<StatFs> Backend::statfs(Node) { return StatFs{}; }
+Result<std::vector<NamedEntry>> Backend::list_entries(Node dir) {
+    auto names = list(dir);
+    if (!names) return std::unexpected(names.error());
+    std::vector<NamedEntry> out;
+    out.reserve(names->size());
+    for (DirEntry& name : *names) {
+        auto entry = lookup(dir, name.name);
+        if (!entry) {
+            if (entry.error().code() == ENOENT) continue;  // removed since the listing
+            for (const NamedEntry& e : out) forget(e.entry.node, 1);
+            return std::unexpected(entry.error().with_path(name.name));
+        }
+        out.push_back(NamedEntry{std::move(name.name), *entry});
+    }
+    return out;
+}
 Result<Entry> Backend::lookup_ino(uint64_t) { return fail(ENOTSUP, "lookup by inode number"); }
 
 Result<Created> Backend::create(Node, std::string_view name, int, uint32_t, std::optional<Owner>) {

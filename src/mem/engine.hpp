@@ -127,7 +127,14 @@ public:
     // The node with number `ino`: ESTALE when there is none at `gen`.
     Result<Ref> by_ino(uint64_t ino, uint64_t gen) const;
     Result<Stat> stat(const Ref& node, uint64_t gen) const;
+    // The same, and whether the node may have xattrs (false only when it is known to have
+    // none: a cell without an xattr set), read together.
+    Result<Stat> stat(const Ref& node, uint64_t gen, bool& may_have_xattrs) const;
     Result<std::vector<DirEntry>> list(const Ref& dir, uint64_t gen) const;
+    // The entries of `dir` with their nodes, in one pass over its trie, when it merges no lower
+    // directory (every name is its own); nullopt when it does (the caller asks name by name).
+    Result<std::optional<std::vector<std::pair<std::string, Ref>>>> own_entries(const Ref& dir,
+                                                                                uint64_t gen) const;
     Result<std::string> target(const Ref& link, uint64_t gen) const;
     Result<std::string> getxattr(const Ref& node, std::string_view name, uint64_t gen) const;
     Result<std::vector<std::string>> listxattr(const Ref& node, uint64_t gen) const;

@@ -142,6 +142,16 @@ Result<Stat> Engine::stat(const Ref& node, uint64_t gen) const {
     return st;
 }
 
+Result<Stat> Engine::stat(const Ref& node, uint64_t gen, bool& may_have_xattrs) const {
+    may_have_xattrs = true;
+    if (!node.cell) return stat(node, gen);
+    auto s = state_at<offsetof(CellState, type), offsetof(CellState, xattrs) + sizeof(void*)>(
+        *node.cell, gen);
+    if (!s || s->kind != CellKind::live) return fail(ESTALE, "stat");
+    may_have_xattrs = s->xattrs != nullptr;
+    return stat_of(node.ino, *s);
+}
+
 Result<std::string> Engine::target(const Ref& link, uint64_t gen) const {
     if (link.cell) {
         auto s = visible(*link.cell, gen);
@@ -203,6 +213,26 @@ Result<std::vector<DirEntry>> Engine::list(const Ref& dir, uint64_t gen) const {
     });
     for (DirEntry& e : *lower)
         if (!own.contains(e.name)) out.push_back(std::move(e));
+    return out;
+}
+
+Result<std::optional<std::vector<std::pair<std::string, Ref>>>> Engine::own_entries(
+    const Ref& dir, uint64_t gen) const {
+    if (!dir.cell) return std::nullopt;  // the lower's directory, untouched
+    auto s = visible(*dir.cell, gen);
+    if (!s || s->kind != CellKind::live) return fail(ESTALE, "readdir");
+    if (s->lower) return std::nullopt;
+    std::vector<std::pair<std::string, Ref>> out;
+    out.reserve(s->entries);
+    trie_each(static_cast<const TrieNode*>(s->data), [&](const EntryRec& e) {
+        if (e.ino == 0) return true;
+        Cell* cell = e.cell ? e.cell : table_.find(e.ino);
+        if (!cell) return true;  // freed after the name was read: gone
+        auto k = kind_and_lower(*cell, gen);
+        if (k && k->first == CellKind::live)
+            out.emplace_back(std::string(e.name()), Ref{e.ino, cell, k->second, e.type});
+        return true;
+    });
     return out;
 }
 

@@ -346,6 +346,28 @@ public:
             return engine_.list(r, gen_);
         });
     }
+    Result<std::vector<NamedEntry>> list_entries(Node dir) override {
+        std::vector<NamedEntry> out;
+        {
+            rcu::ReadSection section;
+            auto d = engine_.by_ino(dir.id, gen_);
+            if (!d) return std::unexpected(d.error());
+            if (!d->is_dir()) return fail(ENOTDIR, "readdir");
+            auto own = engine_.own_entries(*d, gen_);
+            if (!own) return std::unexpected(own.error());
+            if (*own) {
+                out.reserve((*own)->size());
+                for (auto& [name, ref] : **own) {
+                    bool xattrs = true;
+                    auto st = engine_.stat(ref, gen_, xattrs);
+                    if (!st) return std::unexpected(st.error().with_path(name));
+                    out.push_back(NamedEntry{std::move(name), Entry{Node{ref.ino}, *st}, !xattrs});
+                }
+                return out;
+            }
+        }
+        return Backend::list_entries(dir);  // it merges a lower directory
+    }
     Result<std::string> readlink(Node node) override {
         return on_node(node, [&](const Ref& r) -> Result<std::string> {
             if (r.type != FileType::symlink) return fail(EINVAL, "readlink");
@@ -529,6 +551,48 @@ public:
             if (!r.is_dir()) return fail(ENOTDIR, "readdir");
             return engine_->list(r, kLiveGen);
         });
+    }
+    Result<std::vector<NamedEntry>> list_entries(Node dir) override {
+        bool merged = false;
+        std::vector<NamedEntry> out;
+        std::vector<std::pair<std::string, uint64_t>> unheld;  // lower inodes: no cell yet
+        {
+            rcu::ReadSection section;  // the cells read below stay allocated until it ends
+            auto d = engine_->by_ino(dir.id, kLiveGen);
+            if (!d) return std::unexpected(d.error());
+            if (!d->is_dir()) return fail(ENOTDIR, "readdir");
+            auto found = engine_->own_entries(*d, kLiveGen);
+            if (!found) return std::unexpected(found.error());
+            merged = !*found;
+            auto own = merged ? std::vector<std::pair<std::string, Ref>>() : std::move(**found);
+            out.reserve(own.size());
+            for (auto& [name, ref] : own) {
+                if (!ref.cell) {
+                    unheld.emplace_back(std::move(name), ref.ino);
+                    continue;
+                }
+                // As lookup(): a cell dying or dead now was unlinked meanwhile.
+                if (!ref.cell->try_hold()) continue;
+                bool xattrs = true;
+                auto st = engine_->stat(ref, kLiveGen, xattrs);
+                if (!st) {
+                    engine_->release(ref.cell);
+                    continue;
+                }
+                out.push_back(NamedEntry{std::move(name), Entry{Node{ref.ino}, *st}, !xattrs});
+            }
+        }
+        if (merged) return Backend::list_entries(dir);  // name by name, through the lower
+        for (auto& [name, ino] : unheld) {
+            auto entry = held_entry(ino);
+            if (!entry) {
+                if (entry.error().code() == ESTALE) continue;
+                for (const NamedEntry& e : out) forget(e.entry.node, 1);
+                return std::unexpected(entry.error().with_path(name));
+            }
+            out.push_back(NamedEntry{std::move(name), *entry});
+        }
+        return out;
     }
     Result<std::string> readlink(Node node) override {
         return on_node(node, [&](const Ref& r) -> Result<std::string> {

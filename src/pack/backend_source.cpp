@@ -1,5 +1,6 @@
 // A TreeSource over any Backend (mem, a snapshot, the Vfs, a pack...), walked by node: one
-// lookup per entry, never a path. Every node it hands the writer stays held until the source
+// list_entries per directory (a mem tree answers it from one pass over the directory), never a
+// path. Every node it hands the writer stays held until the source
 // goes, so a live tree cannot reuse it meanwhile.
 #include <fcntl.h>
 
@@ -38,15 +39,17 @@ public:
     }
 
     Result<std::vector<SourceNode>> list(SourceRef ref) override {
-        auto entries = backend_.list(Node{ref.handle});
+        auto entries = backend_.list_entries(Node{ref.handle});
         if (!entries) return std::unexpected(entries.error().with_path(ref.path));
         std::vector<SourceNode> nodes;
         nodes.reserve(entries->size());
-        for (auto& entry : *entries) {
-            auto e = backend_.lookup(Node{ref.handle}, entry.name);
-            if (!e) return std::unexpected(e.error().with_path(path_join(ref.path, entry.name)));
-            held_.push_back(e->node);
-            nodes.push_back(source_node(std::move(entry.name), e->stat, {0, e->stat.ino}, e->node.id));
+        held_.reserve(held_.size() + entries->size());
+        for (NamedEntry& e : *entries) {
+            held_.push_back(e.entry.node);
+            const Stat& st = e.entry.stat;
+            nodes.push_back(source_node(std::move(e.name), st, {0, st.ino}, e.entry.node.id));
+            // Known to have no xattrs (and no target to read): nothing more to ask for it.
+            nodes.back().has_extras = e.no_xattrs && st.type != FileType::symlink;
         }
         return nodes;
     }

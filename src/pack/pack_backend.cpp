@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/checks.hpp"
+#include "core/handle_pool.hpp"
 #include "core/path_api.hpp"
 #include "pack/path_cache.hpp"
 #include "pack/reader.hpp"
@@ -32,6 +33,8 @@ Result<T> unless_damaged(const PackReader& reader, Result<T>&& result, std::stri
 // A read-only handle: the inode it opened and where its bytes are, resolved once.
 class PackFile final : public File {
 public:
+    PACKFS_POOLED(PackFile)  // an open + close is short: the block comes from a per-thread pool
+
     PackFile(std::shared_ptr<const PackReader> reader, const InodeView& node, ContentRef content)
         : reader_(std::move(reader)), node_(node), content_(content) {}
 

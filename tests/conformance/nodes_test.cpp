@@ -2,7 +2,8 @@
 // node answer what the path calls answer; every mutation by (directory node, name) does what
 // its path call does, with the same errno; a node held stays valid across a rename of its
 // directory and (where the backend keeps held objects) across the removal of its last name;
-// and a snapshot's nodes are the live tree's numbers, frozen.
+// and a snapshot's nodes are the live tree's numbers, frozen; list_entries is list plus a lookup
+// of each name.
 #include <algorithm>
 #include <map>
 
@@ -356,6 +357,48 @@ TEST_P(NodesOfTree, EveryEntryWalkedByNodeMatchesThePathCalls) {
     }
     EXPECT_EQ(by_node, by_path);
     EXPECT_GT(files, 300u);  // /wide alone holds 300
+}
+
+// list_entries (readdirplus) answers what list and a lookup of each name answer, each entry
+// held once (given back here with forget), and an entry that is not xattr-free is never said
+// to be.
+TEST_P(NodesOfTree, ListEntriesIsListAndALookupOfEachName) {
+    std::vector<std::pair<std::string, Held>> pending;
+    pending.emplace_back("/", Held(fs(), Entry{kRootNode, *fs().getattr(kRootNode)}));
+    std::size_t entries = 0;
+    while (!pending.empty()) {
+        auto [dir_path, dir] = std::move(pending.back());
+        pending.pop_back();
+        auto plus = fs().list_entries(dir.node());
+        ASSERT_TRUE(IsOk(plus)) << dir_path;
+        auto listed = fs().list(dir.node());
+        ASSERT_TRUE(IsOk(listed)) << dir_path;
+        std::map<std::string, std::string> want, got;
+        for (const DirEntry& d : *listed) {
+            auto e = fs().lookup(dir.node(), d.name);
+            ASSERT_TRUE(IsOk(e)) << path_join(dir_path, d.name);
+            want[d.name] = attrs(e->stat);
+            fs().forget(e->node, 1);
+        }
+        for (NamedEntry& e : *plus) {
+            const std::string path = path_join(dir_path, e.name);
+            Held held(fs(), e.entry);
+            got[e.name] = attrs(e.entry.stat);
+            auto again = fs().lookup(dir.node(), e.name);
+            ASSERT_TRUE(IsOk(again)) << path;
+            EXPECT_EQ(e.entry.node.id, again->node.id) << path;
+            fs().forget(again->node, 1);
+            if (e.no_xattrs) {
+                auto names = fs().listxattr(path);
+                EXPECT_TRUE(!names || names->empty()) << path << ": said to have no xattrs";
+            }
+            if (e.entry.stat.type == FileType::directory)
+                pending.emplace_back(path, std::move(held));
+            ++entries;
+        }
+        EXPECT_EQ(got, want) << dir_path;
+    }
+    EXPECT_GT(entries, 300u);
 }
 
 TEST_P(NodesOfTree, MutationsByNodeOfAReadOnlyTreeAreErofs) {
