@@ -49,16 +49,26 @@ struct Hashed {
     Sha256Digest sha256{};
     std::string bytes;
     bool held = false;
-    bool ready = false;
 };
 
 // Workers hash the files in inode order, ahead of the writer, which takes each result in that
 // order: reading, hashing and writing overlap, and what is held stays within kHoldBudget.
+//
+// Small files go in batches (up to kBatchFiles consecutive files of at most kBatchBytes), so a
+// tree of many tiny files costs one lock round per batch, not per file: a worker claims a
+// batch, hashes it unlocked, and publishes it at once; the writer finds a result ready through
+// its atomic flag without the lock, and gives back what it is done with in batches too (at
+// once when a worker waits for room, or before the writer itself waits).
 class HashAhead {
 public:
     HashAhead(TreeSource& source, const ScannedTree& tree, const std::vector<uint32_t>& files,
               const PackWriteOptions& options, unsigned jobs)
-        : source_(source), tree_(tree), files_(files), options_(options), hashed_(files.size()) {
+        : source_(source),
+          tree_(tree),
+          files_(files),
+          options_(options),
+          hashed_(files.size()),
+          ready_(std::make_unique<std::atomic<bool>[]>(files.size())) {
         const std::size_t workers = std::min<std::size_t>(std::max(1u, jobs), files.size());
         for (std::size_t t = 0; t < workers; ++t) workers_.emplace_back([this] { work(); });
     }
@@ -73,64 +83,114 @@ public:
 
     // File i's result (i in order, each once), or the first worker's error.
     Result<Hashed*> take(std::size_t i) {
+        if (ready_[i].load(std::memory_order_acquire)) [[likely]]
+            return &hashed_[i];
         std::unique_lock lock(mutex_);
+        give_back(lock);
         wanted_ = i;  // a worker waiting for room may go on with this one
         changed_.notify_all();
-        changed_.wait(lock, [&] { return hashed_[i].ready || error_; });
-        if (!hashed_[i].ready) return std::unexpected(*error_);
+        changed_.wait(lock, [&] { return ready_[i].load(std::memory_order_acquire) || error_; });
+        if (!ready_[i].load(std::memory_order_acquire)) return std::unexpected(*error_);
         return &hashed_[i];
     }
     // The writer is done with file i: its room in the budget is free again, and its buffer
     // is kept for another file (fresh memory costs a page fault per 4 KiB).
     void release(std::size_t i) {
-        std::string bytes;
-        {
-            std::lock_guard lock(mutex_);
-            if (hashed_[i].held) held_bytes_ -= tree_.inodes[files_[i] - 1].stat.size;
-            bytes.swap(hashed_[i].bytes);
-            if (spare_bytes_ + bytes.capacity() <= kHoldBudget) {
-                spare_bytes_ += bytes.capacity();
-                spare_.push_back(std::move(bytes));
-            }
-        }
-        changed_.notify_all();
+        if (hashed_[i].held) pending_bytes_ += tree_.inodes[files_[i] - 1].stat.size;
+        if (hashed_[i].bytes.capacity() != 0) pending_spare_.push_back(std::move(hashed_[i].bytes));
+        if (++pending_count_ < kBatchFiles && !room_wanted_.load(std::memory_order_acquire)) return;
+        std::unique_lock lock(mutex_);
+        give_back(lock);
     }
 
 private:
+    static constexpr std::size_t kBatchFiles = 64;
+    static constexpr uint64_t kBatchBytes = 64 * 1024;
+
+    // Hands what release() gathered back to the workers (the writer thread, with the lock).
+    void give_back(std::unique_lock<std::mutex>&) {
+        if (pending_count_ == 0) return;
+        held_bytes_ -= pending_bytes_;
+        for (std::string& bytes : pending_spare_) {
+            if (spare_bytes_ + bytes.capacity() > kHoldBudget) break;
+            spare_bytes_ += bytes.capacity();
+            spare_.push_back(std::move(bytes));
+        }
+        pending_spare_.clear();
+        pending_bytes_ = 0;
+        pending_count_ = 0;
+        changed_.notify_all();
+    }
+
+    // Whether file i may be read and held now: within the budget, or the one the writer needs.
+    bool room_for(std::size_t i, uint64_t size) const {
+        return wanted_ == i || held_bytes_ + size <= kHoldBudget;
+    }
+
     void work() {
+        std::vector<Hashed> batch;
         std::unique_lock lock(mutex_);
         for (;;) {
             if (stopping_ || error_ || next_ >= files_.size()) return;
-            const std::size_t i = next_++;
-            const ScannedInode& inode = tree_.inodes[files_[i] - 1];
-            const uint64_t size = inode.stat.size;
-            const bool hold = size <= kHoldMax || options_.dedup_hash_for_tests;
-            if (hold) {
-                changed_.wait(lock, [&] {
-                    return stopping_ || error_ || wanted_ == i || held_bytes_ + size <= kHoldBudget;
-                });
+            // Claim the next file, waiting for room if it is to be held, then as many small
+            // files after it as fit a batch and the budget (without waiting for those).
+            const std::size_t first = next_;
+            const uint64_t first_size = tree_.inodes[files_[first] - 1].stat.size;
+            const bool hold_first = holds(first_size);
+            if (hold_first) {
+                if (!room_for(first, first_size)) {
+                    room_wanted_.store(true, std::memory_order_release);
+                    changed_.wait(
+                        lock, [&] { return stopping_ || error_ || room_for(first, first_size); });
+                    room_wanted_.store(false, std::memory_order_release);
+                }
                 if (stopping_ || error_) return;
-                held_bytes_ += size;
+                held_bytes_ += first_size;
             }
-            Hashed h;
-            if (hold && !spare_.empty()) {
-                h.bytes = std::move(spare_.back());
-                spare_.pop_back();
-                spare_bytes_ -= h.bytes.capacity();
+            std::size_t last = first + 1;
+            uint64_t batch_bytes = first_size;
+            if (first_size <= kBatchBytes) {
+                while (last < files_.size() && last - first < kBatchFiles) {
+                    const uint64_t size = tree_.inodes[files_[last] - 1].stat.size;
+                    if (size > kBatchBytes || batch_bytes + size > kBatchBytes || !holds(size) ||
+                        held_bytes_ + size > kHoldBudget)
+                        break;
+                    held_bytes_ += size;
+                    batch_bytes += size;
+                    ++last;
+                }
+            }
+            next_ = last;
+            batch.resize(last - first);
+            for (Hashed& h : batch) {
+                h = Hashed{};
+                if (!spare_.empty()) {
+                    h.bytes = std::move(spare_.back());
+                    spare_.pop_back();
+                    spare_bytes_ -= h.bytes.capacity();
+                }
             }
             lock.unlock();
-            auto r = hash_one(inode, hold, h);
+            Result<void> r;
+            std::size_t done = 0;
+            for (; done < batch.size() && r; ++done) {
+                const ScannedInode& inode = tree_.inodes[files_[first + done] - 1];
+                r = hash_one(inode, holds(inode.stat.size), batch[done]);
+            }
             lock.lock();
             if (!r) {
                 if (!error_) error_ = r.error();
-                if (hold) held_bytes_ -= size;
             } else {
-                hashed_[i] = std::move(h);
-                hashed_[i].ready = true;
+                for (std::size_t k = 0; k < batch.size(); ++k) {
+                    hashed_[first + k] = std::move(batch[k]);
+                    ready_[first + k].store(true, std::memory_order_release);
+                }
             }
             changed_.notify_all();
         }
     }
+
+    bool holds(uint64_t size) const { return size <= kHoldMax || options_.dedup_hash_for_tests; }
 
     Result<void> hash_one(const ScannedInode& inode, bool hold, Hashed& h) {
         const uint64_t size = inode.stat.size;
@@ -163,12 +223,20 @@ private:
     const PackWriteOptions& options_;
     std::mutex mutex_;
     std::condition_variable changed_;  // a result, room in the budget, the writer's need, a stop
+    // Element i is written by the worker that claimed file i before ready_[i] is set, and
+    // after that only by the writer.
     std::vector<Hashed> hashed_;
+    std::unique_ptr<std::atomic<bool>[]> ready_;
     std::size_t next_ = 0;    // the next file to claim
     std::size_t wanted_ = 0;  // the file the writer waits for
     uint64_t held_bytes_ = 0;
     std::vector<std::string> spare_;  // buffers of released files, for reuse
     uint64_t spare_bytes_ = 0;        // their capacity
+    std::atomic<bool> room_wanted_{false};  // a worker waits for room in the budget
+    // What the writer released since it last gave back (its own, no lock).
+    uint64_t pending_bytes_ = 0;
+    std::size_t pending_count_ = 0;
+    std::vector<std::string> pending_spare_;
     bool stopping_ = false;
     std::optional<Error> error_;
     std::vector<std::jthread> workers_;

@@ -492,5 +492,51 @@ TEST(PackWriter, AFailureWhileBlocksCompressLeavesNothingBehind) {
     }
 }
 
+// Many small files, hashed in batches (up to 64 files of at most 64 KiB together), with files
+// too large for a batch and duplicates among them: 1, 2 and 4 jobs give the same bytes, every
+// file reads back, and a file that fails to open in the middle of a batch fails the build with
+// its own path.
+TEST(PackWriter, SmallFilesHashedInBatchesKeepOrderAndBytes) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    auto content_of = [](int i) {
+        if (i % 97 == 5) return conformance::pattern_bytes(70'000, static_cast<uint8_t>(i));
+        const int seed = i % 10 == 9 ? i - 3 : i;  // every tenth a copy of an earlier file
+        return conformance::pattern_bytes(static_cast<std::size_t>(seed % 300),
+                                          static_cast<uint8_t>(seed));
+    };
+    for (int i = 0; i < 1000; ++i)
+        ASSERT_TRUE(write_file(*mem, fmt::format("/s{:04}", i), content_of(i)));
+    std::string first;
+    for (unsigned jobs : {1u, 2u, 4u}) {
+        PackWriteOptions options;
+        options.jobs = jobs;
+        const std::string path = (dir.path / fmt::format("j{}.pack", jobs)).string();
+        auto stats = write_pack(*mem, path, options);
+        ASSERT_TRUE(stats) << stats.error().message();
+        if (first.empty()) first = slurp(path);
+        EXPECT_EQ(slurp(path), first) << jobs << " jobs";
+        auto pack = open_pack(path);
+        ASSERT_TRUE(pack);
+        for (int i = 0; i < 1000; ++i)
+            ASSERT_EQ(read_file(**pack, fmt::format("/s{:04}", i)).value_or("?"), content_of(i))
+                << i;
+    }
+    fs::create_directories(dir.path / "out");
+    for (unsigned jobs : {1u, 3u}) {
+        auto source = make_backend_source(*mem, "/");
+        ASSERT_TRUE(source);
+        OpenFails failing(std::move(*source), "/s0533");
+        PackWriteOptions options;
+        options.jobs = jobs;
+        auto failed =
+            write_pack_from_source(failing, (dir.path / "out" / "b.pack").string(), options);
+        ASSERT_FALSE(failed);
+        EXPECT_EQ(failed.error().code(), EIO);
+        EXPECT_EQ(failed.error().path(), "/s0533");
+        EXPECT_TRUE(fs::is_empty(dir.path / "out"));
+    }
+}
+
 }  // namespace
 }  // namespace packfs::pack
