@@ -315,6 +315,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         plan.file_bytes += st.size;
         if (st.size > 0) files.push_back(static_cast<uint32_t>(i + 1));
     }
+    plan.contents.reserve(files.size());  // at most one content per file
     HashAhead hashing(source, tree, files, options, jobs);
 
     // Dedup, in inode order, so the result does not depend on thread timing. Contents with

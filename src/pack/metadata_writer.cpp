@@ -367,6 +367,9 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     if (numbering != nullptr) h.incompat_features |= kIncompatInodeNumbers;
 
     std::vector<std::byte>& region = image.region;
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < kSectionCount; ++i) total += sections.data[i].size() + 7;
+    region.reserve(total);  // one allocation, no copy on growth
     auto add_section = [&](Section which, std::span<const std::byte> data) {
         pad_to_8(region);
         SectionEntry& entry = section(h, static_cast<std::size_t>(which));

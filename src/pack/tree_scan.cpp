@@ -1,6 +1,7 @@
 #include "pack/tree_scan.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <utility>
@@ -81,11 +82,25 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
         std::string dir_path = tree.inodes[dir_ino - 1].path;
         auto listed = source.list({dir_path, tree.inodes[dir_ino - 1].handle});
         if (!listed) return std::unexpected(listed.error());
-        // Sorted through pointers: nodes are big, names are what is compared.
-        std::vector<SourceNode*> order(listed->size());
-        for (std::size_t i = 0; i < order.size(); ++i) order[i] = &(*listed)[i];
-        std::sort(order.begin(), order.end(),
-                  [](const SourceNode* a, const SourceNode* b) { return a->name < b->name; });
+        // Sorted by name through small keys: a name's first 8 bytes (big-endian, so integer
+        // order is byte order) decide most comparisons without touching the big nodes.
+        struct Key {
+            uint64_t prefix;
+            SourceNode* node;
+        };
+        std::vector<Key> keys(listed->size());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            SourceNode& n = (*listed)[i];
+            uint64_t prefix = 0;
+            std::memcpy(&prefix, n.name.data(), std::min<std::size_t>(8, n.name.size()));
+            keys[i] = Key{__builtin_bswap64(prefix), &n};
+        }
+        std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+            if (a.prefix != b.prefix) return a.prefix < b.prefix;
+            return a.node->name < b.node->name;
+        });
+        std::vector<SourceNode*> order(keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].node;
         tree.inodes[dir_ino - 1].first_dirent = tree.dirents.size();
         tree.inodes[dir_ino - 1].entry_count = listed->size();
         for (std::size_t i = 0; i < order.size(); ++i) {
