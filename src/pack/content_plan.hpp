@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "pack/digest.hpp"
 #include "pack/tree_scan.hpp"
 #include "pack/tree_source.hpp"
@@ -33,7 +34,8 @@ struct PlannedContent {
 };
 
 struct ContentPlan {
-    std::vector<PlannedContent> contents;  // content i; inodes refer to i + 1
+    std::vector<PlannedContent, HugePageAllocator<PlannedContent>> contents;  // content i; inodes
+                                                                              // refer to i + 1
     uint64_t file_bytes = 0;               // every regular inode once
     uint64_t unique_bytes = 0;
     uint64_t stream_size = 0;              // stream contents, alignment included

@@ -81,7 +81,8 @@ void put_records(std::vector<std::byte>& out, const std::vector<T>& records) {
     out.insert(out.end(), bytes.begin(), bytes.end());
 }
 
-void pad_to_8(std::vector<std::byte>& out) {
+template <class Bytes>
+void pad_to_8(Bytes& out) {
     while (out.size() % 8 != 0) out.push_back(std::byte{0});
 }
 
@@ -366,7 +367,7 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
         h.compat_features |= kCompatAllTimes;
     if (numbering != nullptr) h.incompat_features |= kIncompatInodeNumbers;
 
-    std::vector<std::byte>& region = image.region;
+    auto& region = image.region;
     std::size_t total = 0;
     for (std::size_t i = 0; i < kSectionCount; ++i) total += sections.data[i].size() + 7;
     region.reserve(total);  // one allocation, no copy on growth

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "pack/content_plan.hpp"
 #include "pack/format.hpp"
 #include "pack/tree_scan.hpp"
@@ -15,7 +16,7 @@
 namespace packfs::pack {
 
 struct MetadataImage {
-    std::vector<std::byte> region;  // [meta_offset, + meta_length)
+    std::vector<std::byte, HugePageAllocator<std::byte>> region;  // [meta_offset, + meta_length)
     std::vector<std::byte> sums;    // the block sums that follow it
     Header header{};                // complete: checksums and digest set
     uint64_t inline_bytes = 0;

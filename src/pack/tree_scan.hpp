@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "pack/tree_source.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
@@ -37,8 +38,9 @@ struct ScannedDirent {
 };
 
 struct ScannedTree {
-    std::vector<ScannedInode> inodes;  // inode number i + 1
-    std::vector<ScannedDirent> dirents;
+    // Large for a large tree, and faulted in fresh by every build: see huge_pages.hpp.
+    std::vector<ScannedInode, HugePageAllocator<ScannedInode>> inodes;  // inode number i + 1
+    std::vector<ScannedDirent, HugePageAllocator<ScannedDirent>> dirents;
     uint64_t hard_links = 0;
     uint64_t xattr_count = 0;
 };
