@@ -69,6 +69,13 @@ struct PackWriteOptions {
     uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;
 };
 
+// Whether a build with `options` stores its metadata compressed: asked for, format 2, and a
+// codec to compress it with.
+inline bool compresses_metadata(const PackWriteOptions& options) noexcept {
+    return options.compress_metadata && options.format >= 2 &&
+           options.compression != Compression::none;
+}
+
 // What a build wrote, for `packfs build` and `packfs info`.
 struct PackStats {
     uint64_t inodes = 0, directories = 0, regular_files = 0, symlinks = 0, specials = 0;

@@ -1,4 +1,5 @@
-// An allocator for a build's large tables (the scanned inodes and dirents): an allocation of
+// An allocator for a build's large tables (the scanned inodes and dirents, the planned
+// contents, the metadata region): an allocation of
 // 4 MiB or more is mapped on its own and advised MADV_HUGEPAGE, so the kernel can back it with
 // 2 MiB pages: one fault per 2 MiB instead of 512. Fresh anonymous memory is what a build of
 // many small files spends much of its time faulting in (12 us per 4 KiB fault on the machine

@@ -205,7 +205,7 @@ Result<std::vector<NamedEntry>> Backend::list_entries(Node dir) {
         if (!entry) {
             if (entry.error().code() == ENOENT) continue;  // removed since the listing
             for (const NamedEntry& e : out) forget(e.entry.node, 1);
-            return std::unexpected(entry.error().with_path(name.name));
+            return std::unexpected(entry.error());
         }
         out.push_back(NamedEntry{std::move(name.name), *entry});
     }

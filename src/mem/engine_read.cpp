@@ -131,25 +131,24 @@ Result<Ref> Engine::by_ino(uint64_t ino, uint64_t gen) const {
 // --- attributes ----------------------------------------------------------------------------------
 
 Result<Stat> Engine::stat(const Ref& node, uint64_t gen) const {
+    bool may_have_xattrs = true;
+    return stat(node, gen, may_have_xattrs);
+}
+
+Result<Stat> Engine::stat(const Ref& node, uint64_t gen, bool& may_have_xattrs) const {
+    may_have_xattrs = true;
     if (node.cell) {
-        auto s = state_at<offsetof(CellState, type), offsetof(CellState, lower)>(*node.cell, gen);
+        // The attributes and the xattr set's pointer: two words past what stat_of needs.
+        auto s = state_at<offsetof(CellState, type), offsetof(CellState, xattrs) + sizeof(void*)>(
+            *node.cell, gen);
         if (!s || s->kind != CellKind::live) return fail(ESTALE, "stat");
+        may_have_xattrs = s->xattrs != nullptr;
         return stat_of(node.ino, *s);
     }
     auto st = lower_->getattr(Node{node.lower});
     if (!st) return std::unexpected(st.error());
     st->ino = node.ino;
     return st;
-}
-
-Result<Stat> Engine::stat(const Ref& node, uint64_t gen, bool& may_have_xattrs) const {
-    may_have_xattrs = true;
-    if (!node.cell) return stat(node, gen);
-    auto s = state_at<offsetof(CellState, type), offsetof(CellState, xattrs) + sizeof(void*)>(
-        *node.cell, gen);
-    if (!s || s->kind != CellKind::live) return fail(ESTALE, "stat");
-    may_have_xattrs = s->xattrs != nullptr;
-    return stat_of(node.ino, *s);
 }
 
 Result<std::string> Engine::target(const Ref& link, uint64_t gen) const {

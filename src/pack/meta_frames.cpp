@@ -20,7 +20,6 @@ Result<std::unique_ptr<MetaFrames>> MetaFrames::create(const Header& header,
     m->meta_length_ = header.meta_length;
     m->frames_length_ = header.meta_frames_length;
     m->index_offset_ = frame_index_offset(header);
-    m->blocks_ = meta_block_count(header.meta_length);
     m->frames_ = frames;
     m->index_ = index;
     if (m->meta_length_ != 0) {
@@ -29,14 +28,13 @@ Result<std::unique_ptr<MetaFrames>> MetaFrames::create(const Header& header,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (at == MAP_FAILED) return fail(errno, "open_pack", path);
         m->region_ = static_cast<std::byte*>(at);
-        m->mapped_ = m->meta_length_;
     }
-    m->state_ = std::make_unique<std::atomic<uint8_t>[]>(m->blocks_);
+    m->state_ = std::make_unique<std::atomic<uint8_t>[]>(meta_block_count(header.meta_length));
     return m;
 }
 
 MetaFrames::~MetaFrames() {
-    if (region_ != nullptr) ::munmap(region_, mapped_);
+    if (region_ != nullptr) ::munmap(region_, meta_length_);
 }
 
 std::optional<Corruption> MetaFrames::inflate(uint64_t block) const {
@@ -53,6 +51,8 @@ Corruption MetaFrames::frame_fault(uint64_t block, uint64_t offset, uint64_t exp
 }
 
 std::optional<Corruption> MetaFrames::inflate_locked(uint64_t block) const {
+    const uint8_t state = state_[block].load(std::memory_order_acquire);
+    if (state == inflated) return std::nullopt;  // by another thread while this one waited
     const uint64_t begin = load<uint64_t>(index_ + 8 * block);
     const uint64_t end = load<uint64_t>(index_ + 8 * (block + 1));
     const uint64_t start = block * kMetaBlockSize;
@@ -67,8 +67,6 @@ std::optional<Corruption> MetaFrames::inflate_locked(uint64_t block) const {
     else if (end - begin > length)
         fault = frame_fault(block, index_offset_ + 8 * block, length, end - begin,
                             "length (longer than the block)");
-    const uint8_t state = state_[block].load(std::memory_order_acquire);
-    if (state == inflated) return std::nullopt;
     if (state == broken) {
         if (fault) return fault;
         return frame_fault(block, meta_offset_ + begin, length, end - begin,

@@ -53,11 +53,9 @@ private:
 
     Codec codec_ = Codec::none;
     uint64_t meta_offset_ = 0, meta_length_ = 0, frames_length_ = 0, index_offset_ = 0;
-    uint64_t blocks_ = 0;
     const std::byte* frames_ = nullptr;
     const std::byte* index_ = nullptr;
-    std::byte* region_ = nullptr;
-    std::size_t mapped_ = 0;
+    std::byte* region_ = nullptr;  // meta_length_ bytes, mapped
     std::unique_ptr<std::atomic<uint8_t>[]> state_;
     mutable std::array<std::mutex, 16> locks_;
 };

@@ -151,7 +151,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     uint64_t data_end = kDataOffset + facts.data_length;
     if (auto r = out->append_zeros(meta->header.meta_offset - data_end); !r)
         return std::unexpected(r.error());
-    if (options.compress_metadata && options.format >= 2 && codec != Codec::none) {
+    if (compresses_metadata(options)) {
         // The region as one frame per metadata block, compressed by the pool like the data.
         StreamWriter frames(*out, codec, options.level, kMetaBlockSize, jobs);
         if (auto r = frames.put(meta->region); !r) return std::unexpected(r.error());

@@ -55,16 +55,7 @@ protected:
         const uint64_t blocks = meta_block_count(h.meta_length);
         h.meta_index_checksum = xxh3_64(
             std::as_bytes(std::span(file.data() + frame_index_offset(h), 8 * (blocks + 1))));
-        Header zeroed = h;
-        zeroed.header_checksum = 0;
-        std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
-        Sha256 sha;
-        sha.update(std::as_bytes(std::span(&zeroed, 1)));
-        sha.update(std::as_bytes(std::span(clean_region.data(), clean_region.size())));
-        const Sha256Digest digest = sha.finish();
-        std::memcpy(h.image_digest, digest.data(), digest.size());
-        h.header_checksum = 0;
-        h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
+        seal_header(h, clean_region);
         std::memcpy(file.data(), &h, sizeof h);
         return file;
     }

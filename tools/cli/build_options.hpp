@@ -37,11 +37,6 @@ extern const CLI::Validator kEpochValidator;        // --clamp-mtime
 inline constexpr const char* kMetadataHelp =
     "With --compress and format 2: store the metadata compressed (default; a smaller pack, each "
     "16 KiB metadata block inflated on first use) or raw";
-// Whether a build with `options` stores its metadata compressed.
-inline bool compressed_metadata(const PackWriteOptions& options) {
-    return options.compress_metadata && options.format >= 2 &&
-           options.compression != Compression::none;
-}
 
 // "scanning: N entries", "hashing: i/n files", "writing: x / y (p%)", "finishing".
 std::string build_progress_text(const BuildProgress& progress);

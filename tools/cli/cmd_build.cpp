@@ -126,7 +126,7 @@ int run_build(const BuildArgs& args) {
                           {"dedup", options.dedup},
                           {"format_version", options.format},
                           {"times", args.keep_times},
-                          {"compressed_metadata", compressed_metadata(options)},
+                          {"compressed_metadata", compresses_metadata(options)},
                           {"clamp_mtime", clamp->seconds ? Json(*clamp->seconds) : Json(nullptr)},
                           {"elapsed_s", seconds},
                           {"mb_per_s", mb_per_s},

@@ -115,7 +115,7 @@ int run_convert(const ConvertArgs& args) {
                           {"dedup", options.dedup},
                           {"keeps_inode_numbers", options.keep_inode_numbers},
                           {"times", times},
-                          {"compressed_metadata", compressed_metadata(options)},
+                          {"compressed_metadata", compresses_metadata(options)},
                           {"elapsed_s", seconds},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
