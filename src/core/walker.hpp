@@ -22,13 +22,15 @@
 //     Result<std::string> readlink(const NodeT& link);   (or anything a string_view binds to)
 //     void release(const NodeT&);   a node the walk no longer needs (forget one reference)
 // and, optionally, for the common case that needs none of the rules above:
-//     std::optional<Step<NodeT>> fast_lookup(const NodeT& dir, std::string_view name);
-//   an entry that exists, answered cheaply, or nullopt for anything else (missing, an error,
-//   a case the tree would rather answer slowly). A walk first tries the path with it, and only
-//   when a component is not simply there (or is a symlink to follow, or not a directory before
-//   the last) walks it again by the rules: the fast try never decides an error or a symlink.
+//     bool fast_lookup(const NodeT& dir, std::string_view name, Step<NodeT>& out);
+//   true with an entry that exists (in `out`, answered cheaply), false for anything else
+//   (missing, an error, a case the tree would rather answer slowly). `name` is always a plain
+//   name (1 to 255 bytes, no '/' or NUL, not "." or ".."): the tree need not check it. A walk first
+//   tries the path with it, and only when a component is not simply there (or is a symlink to
+//   follow, or not a directory before the last) walks it again by the rules: the fast try never
+//   decides an error or a symlink.
 // and, for a tree that never changes, a cache of the directories plain prefixes name:
-//     std::optional<NodeT> cached_dir(std::string_view prefix);   (a reference for the walk)
+//     bool cached_dir(std::string_view prefix, NodeT& out);   (a reference for the walk)
 //     void remember_dir(std::string_view prefix, const NodeT& dir);
 //   The fast try starts a path "/a/b/name" at cached_dir("/a/b") when it has it, and offers
 //   each prefix it walked to remember_dir: only prefixes of plain directories (no symlink, "."
@@ -37,6 +39,7 @@
 // component); the Backend defaults over the node calls (path_api.cpp).
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -155,7 +158,7 @@ public:
     // A caller's raw path walked by the fast try alone (see fast() below): nullopt when the
     // path needs normalising or the rules; then NormalPath and resolve() answer it.
     std::optional<Step<N>> try_fast(std::string_view raw_path, bool follow_last) {
-        if constexpr (requires(N n) { ops_.fast_lookup(n, std::string_view{}); }) {
+        if constexpr (kHasFast) {
             return fast(raw_path, follow_last);
         } else {
             return std::nullopt;
@@ -164,7 +167,7 @@ public:
 
     // The same for an API path: a trailing '/' follows the last link and demands a directory.
     Result<Step<N>> resolve(const NormalPath& path, bool follow_last) {
-        if constexpr (requires(N n) { ops_.fast_lookup(n, std::string_view{}); }) {
+        if constexpr (kHasFast) {
             if (auto r = fast(path.view(), follow_last || path.wants_dir())) {
                 if (!path.wants_dir() || r->type == FileType::directory) return *r;
                 ops_.release(r->node);  // the rules decide the error
@@ -221,71 +224,80 @@ public:
     void release(Parent<N>& p) { release_all(p.stack); }
 
 private:
+    static constexpr bool kHasFast = requires(Ops & o, N n, Step<N>& out) {
+        { o.fast_lookup(n, std::string_view{}, out) } -> std::same_as<bool>;
+    };
     static constexpr bool kCachesDirs = requires(Ops & o, N n, std::string_view v) {
-        o.cached_dir(v);
+        { o.cached_dir(v, n) } -> std::same_as<bool>;
         o.remember_dir(v, n);
     };
 
     // The walk of a path whose every component simply exists: nullopt as soon as one does
     // not, or is a symlink to follow, or is not a directory before the last; and for any path
     // that is not plainly normal (relative, "." or "..", an empty or over-long component, a
-    // trailing '/', too long), which the rules answer. So it takes the caller's raw path: the
-    // common case pays no normalisation. One pass over the bytes: each component is scanned,
-    // checked and looked up as it is met. (A NUL in a name finds no entry: the rules say EINVAL.)
+    // trailing '/', too long, a NUL), which the rules answer. So it takes the caller's raw
+    // path: the common case pays no normalisation. One pass over the bytes: each component is
+    // scanned, checked and looked up as it is met.
     std::optional<Step<N>> fast(std::string_view path, bool follow_last) {
         if (path.empty() || path.front() != '/' || path.size() > kMaxPathLength)
             return std::nullopt;
         const char* p = path.data() + 1;
         const char* const end = path.data() + path.size();
-        std::optional<Step<N>> start;
+        // Two steps, written in turn: each lookup fills the other one (a node is a few cache
+        // lines for some trees; the hot path copies none).
+        Step<N> steps[2];
+        unsigned at = 0;
+        bool started = false;
         std::size_t parent_length = 0;  // the prefix to offer remember_dir; 0: none
         if constexpr (kCachesDirs) {
             // "/a/b/name": start in "/a/b" when cached. A trailing '/' or the root's own
             // children ("/name") go the plain way.
             const std::size_t slash = path.rfind('/');
             if (slash != 0 && slash + 1 != path.size()) {
-                if (auto dir = ops_.cached_dir(path.substr(0, slash))) {
-                    start = Step<N>{*dir, FileType::directory};
+                if (ops_.cached_dir(path.substr(0, slash), steps[0].node)) {
+                    steps[0].type = FileType::directory;
                     p = path.data() + slash + 1;
+                    started = true;
                 } else {
                     parent_length = slash;
                 }
             }
         }
-        if (!start) {
+        if (!started) {
             auto root = ops_.root();
             if (!root) return std::nullopt;
-            start = Step<N>{*root, FileType::directory};
+            steps[0] = Step<N>{*root, FileType::directory};
         }
-        Step<N> at = *start;
         while (p != end) {
             const char* name_end = p;
-            while (name_end != end && *name_end != '/') ++name_end;
+            while (name_end != end && *name_end != '/' && *name_end != '\0') ++name_end;
             const std::size_t length = static_cast<std::size_t>(name_end - p);
             const bool last = name_end == end;
-            if (length == 0 || length > kMaxNameLength ||
+            if ((!last && *name_end == '\0') || length == 0 || length > kMaxNameLength ||
                 (p[0] == '.' && (length == 1 || (length == 2 && p[1] == '.'))) ||
                 (!last && name_end + 1 == end)) {
-                ops_.release(at.node);
+                ops_.release(steps[at].node);
                 return std::nullopt;
             }
             if constexpr (kCachesDirs) {
-                // `at` is the last component's directory, reached through plain directories.
+                // steps[at] is the last component's directory, reached through plain ones.
                 if (last && parent_length != 0)
-                    ops_.remember_dir(path.substr(0, parent_length), at.node);
+                    ops_.remember_dir(path.substr(0, parent_length), steps[at].node);
             }
-            auto next = ops_.fast_lookup(at.node, std::string_view(p, length));
-            ops_.release(at.node);
-            if (!next) return std::nullopt;
-            at = *next;
-            if ((at.type == FileType::symlink && (!last || follow_last)) ||
-                (!last && at.type != FileType::directory)) {
-                ops_.release(at.node);
+            const bool found =
+                ops_.fast_lookup(steps[at].node, std::string_view(p, length), steps[at ^ 1]);
+            ops_.release(steps[at].node);
+            if (!found) return std::nullopt;
+            at ^= 1;
+            const Step<N>& step = steps[at];
+            if ((step.type == FileType::symlink && (!last || follow_last)) ||
+                (!last && step.type != FileType::directory)) {
+                ops_.release(step.node);
                 return std::nullopt;
             }
             p = last ? end : name_end + 1;
         }
-        return at;
+        return steps[at];
     }
 
     // Walks `path` from the top of `stack`. With `parent`, stops before the final component

@@ -272,10 +272,11 @@ struct WriteOps : ReadOps {
 struct LiveReadOps : ReadOps {
     const std::shared_ptr<Engine>& shared;
 
-    std::optional<walk::Step<Ref>> fast_lookup(const Ref& dir, std::string_view name) const {
+    bool fast_lookup(const Ref& dir, std::string_view name, walk::Step<Ref>& out) const {
         auto c = engine.child_fast(dir, name);
-        if (!c) return std::nullopt;
-        return walk::Step<Ref>{*c, c->type};
+        if (!c) return false;
+        out = walk::Step<Ref>{*c, c->type};
+        return true;
     }
     bool read_only() const noexcept { return false; }
     Result<FileHandle> open(const Ref& node, int flags) const {

@@ -76,17 +76,17 @@ struct PackOps {
         if (!*found) return std::nullopt;
         return walk::Step<InodeView>{**found, (*found)->type};
     }
-    // The walker's fast try: an entry that is there, or nullopt (a miss or an error, which the
-    // rules then answer).
-    std::optional<walk::Step<InodeView>> fast_lookup(const InodeView& dir,
-                                                     std::string_view name) const {
-        auto found = reader->lookup(dir, name, ctx);
-        if (!found || !*found) return std::nullopt;
-        return walk::Step<InodeView>{**found, (*found)->type};
+    // The walker's fast try: an entry that is there, from checked bytes (a miss or anything
+    // unsure goes to the rules).
+    bool fast_lookup(const InodeView& dir, std::string_view name,
+                     walk::Step<InodeView>& out) const noexcept {
+        if (reader->probe(dir, name, out.node) != PackReader::Probe::found) return false;
+        out.type = out.node.type;
+        return true;
     }
     // A pack never changes: the directories plain prefixes name are remembered (path_cache.hpp).
-    std::optional<InodeView> cached_dir(std::string_view prefix) const noexcept {
-        return path_cache::find(cache_owner, prefix);
+    bool cached_dir(std::string_view prefix, InodeView& out) const noexcept {
+        return path_cache::find(cache_owner, prefix, out);
     }
     void remember_dir(std::string_view prefix, const InodeView& dir) const {
         path_cache::remember(cache_owner, prefix, dir);

@@ -40,11 +40,12 @@ uint64_t new_owner() noexcept {
     return next_owner.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::optional<InodeView> find(uint64_t owner, std::string_view prefix) noexcept {
+bool find(uint64_t owner, std::string_view prefix, InodeView& out) noexcept {
     const uint64_t hash = xxh3_name(prefix);
     const Slot& s = table().slots[hash % kSlots];
-    if (s.owner != owner || s.hash != hash || s.prefix != prefix) return std::nullopt;
-    return s.dir;
+    if (s.owner != owner || s.hash != hash || s.prefix != prefix) return false;
+    out = s.dir;
+    return true;
 }
 
 void remember(uint64_t owner, std::string_view prefix, const InodeView& dir) {

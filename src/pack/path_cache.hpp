@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
 
 #include "reader.hpp"
@@ -19,8 +18,8 @@ namespace packfs::pack::path_cache {
 uint64_t new_owner() noexcept;
 
 // The directory `prefix` (a path without a trailing '/', not "/") named when the same thread
-// last resolved it in the pack `owner`, if this thread still remembers it.
-std::optional<InodeView> find(uint64_t owner, std::string_view prefix) noexcept;
+// last resolved it in the pack `owner`, into `out`; false when this thread does not remember.
+bool find(uint64_t owner, std::string_view prefix, InodeView& out) noexcept;
 
 // Remembers that `prefix` names `dir` in the pack `owner`, replacing what its slot held.
 void remember(uint64_t owner, std::string_view prefix, const InodeView& dir);

@@ -365,58 +365,54 @@ inline const char* PackReader::try_name(const std::byte* at, uint16_t& length) c
     return reinterpret_cast<const char*>(checked(bytes_rel_ + offset, length));
 }
 
-Result<std::pair<uint64_t, uint64_t>> PackReader::bucket_range(const InodeView& dir, uint32_t hash,
-                                                               const Ctx& ctx) const {
-    const unsigned bits = bucket_bits(dir.rec.size);
-    if (bits == 0) return std::pair<uint64_t, uint64_t>{0, dir.rec.size};
-    const uint64_t rel = buckets_rel_ + (uint64_t{dir.aux} + (hash >> (32 - bits))) * 4;
-    const std::byte* at = checked(rel, 8);
-    if (at == nullptr) [[unlikely]] {
-        auto slow = meta(rel, 8, ctx);
-        if (!slow) return std::unexpected(slow.error());
-        at = *slow;
-    }
-    const uint64_t lo = load<uint32_t>(at), hi = load<uint32_t>(at + 4);
-    if (lo > hi || hi > dir.rec.size) [[unlikely]]
-        return corrupt(ctx, rel, dir.rec.size, hi > dir.rec.size ? hi : lo,
-                       "directory bucket (past its entries, or decreasing)");
-    return std::pair{lo, hi};
-}
-
 // v1: a binary search of the run by (name prefix, name). v2: the same by (name hash, name)
-// within the one bucket the hash picks (2 to 4 entries on average).
-Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view name,
-                                          const Ctx& ctx) const {
+// within the one bucket the hash picks (2 to 4 entries on average). Reads only checked bytes:
+// the first range it would need that is not (a block not checked yet, a bucket or name field
+// out of range) goes to `unsure` and the search stops; find() decides it.
+const std::byte* PackReader::try_find(const InodeView& dir, std::string_view name,
+                                      Unsure& unsure) const noexcept {
     const bool v2 = version_ >= 2;
     const uint32_t key = v2 ? hash_of(name) : name_prefix(name.data(), name.size());
     const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
     uint64_t lo = 0, hi = dir.rec.size;
-    if (v2) {
-        auto range = bucket_range(dir, key, ctx);
-        if (!range) return std::unexpected(range.error());
-        std::tie(lo, hi) = *range;
+    if (const unsigned bits = v2 ? bucket_bits(dir.rec.size) : 0; bits != 0) {
+        const uint64_t rel = buckets_rel_ + (uint64_t{dir.aux} + (key >> (32 - bits))) * 4;
+        const std::byte* at = checked(rel, 8);
+        if (at == nullptr) [[unlikely]] {
+            unsure = {Unsure::What::block, rel, 8};
+            return nullptr;
+        }
+        lo = load<uint32_t>(at);
+        hi = load<uint32_t>(at + 4);
+        if (lo > hi || hi > dir.rec.size) [[unlikely]] {
+            unsure = {Unsure::What::bucket, rel, 8};
+            return nullptr;
+        }
     }
     while (lo < hi) {
         const uint64_t mid = lo + (hi - lo) / 2;
         const uint64_t rel = first_rel + mid * sizeof(Dirent);
         const std::byte* at = checked(rel, sizeof(Dirent));
         if (at == nullptr) [[unlikely]] {
-            auto slow = meta(rel, sizeof(Dirent), ctx);
-            if (!slow) return std::unexpected(slow.error());
-            at = *slow;
+            unsure = {Unsure::What::block, rel, sizeof(Dirent)};
+            return nullptr;
         }
         const auto prefix = load<uint32_t>(at + kDirentHashOffset);  // v1: the name's prefix
         int order;
         if (prefix != key) {
             order = prefix < key ? -1 : 1;
         } else {
-            // Same first four bytes: the names decide (memcmp, then length).
+            // Same key: almost surely the entry, so its inode's line is fetched while the name
+            // is compared (two cache misses in parallel instead of one after the other).
+            if (const uint64_t ino = load<uint32_t>(at + offsetof(Dirent, ino));
+                ino - 1 < inode_count_)
+                __builtin_prefetch(meta_ + inode_rel(ino - 1));
+            // The names decide (memcmp, then length).
             uint16_t length = 0;
             const char* entry = try_name(at, length);
             if (entry == nullptr) [[unlikely]] {
-                auto slow = name_at(at, rel, ctx);  // checks the block, or says what is wrong
-                if (!slow) return std::unexpected(slow.error());
-                entry = slow->data();
+                unsure = {Unsure::What::name, rel, sizeof(Dirent)};
+                return nullptr;
             }
             order = compare_names(entry, length, name.data(), name.size());
         }
@@ -428,6 +424,34 @@ Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view
         }
     }
     return nullptr;
+}
+
+// try_find until it is sure: each round checks the block it stopped at (so it ends after at
+// most one round per block), or reports what is wrong there.
+Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view name,
+                                          const Ctx& ctx) const {
+    for (;;) {
+        Unsure unsure;
+        const std::byte* at = try_find(dir, name, unsure);
+        switch (unsure.what) {
+            case Unsure::What::nothing:
+                return at;
+            case Unsure::What::block:
+                if (auto ok = meta(unsure.rel, unsure.len, ctx); !ok)
+                    return std::unexpected(ok.error());
+                break;
+            case Unsure::What::bucket: {
+                const uint64_t lo = load<uint32_t>(meta_ + unsure.rel);
+                const uint64_t hi = load<uint32_t>(meta_ + unsure.rel + 4);
+                return corrupt(ctx, unsure.rel, dir.rec.size, hi > dir.rec.size ? hi : lo,
+                               "directory bucket (past its entries, or decreasing)");
+            }
+            case Unsure::What::name:
+                if (auto ok = name_at(meta_ + unsure.rel, unsure.rel, ctx); !ok)
+                    return std::unexpected(ok.error());
+                break;
+        }
+    }
 }
 
 // --- inode numbers -----------------------------------------------------------------------
@@ -503,17 +527,43 @@ Result<InodeView> PackReader::root(const Ctx& ctx) const {
     return root;
 }
 
+PackReader::Probe PackReader::probe(const InodeView& dir, std::string_view name,
+                                    InodeView& out) const noexcept {
+    if (dir.type != FileType::directory) [[unlikely]]
+        return Probe::unsure;
+    Unsure unsure;
+    const std::byte* at = try_find(dir, name, unsure);
+    if (unsure.what != Unsure::What::nothing) [[unlikely]]
+        return Probe::unsure;
+    if (at == nullptr) return Probe::absent;
+    const auto d = load<Dirent>(at);
+    FileType type;
+    if (d.ino < 2 || !type_of_nibble(d.type, type) || !try_inode(d.ino, out) || out.type != type)
+        [[unlikely]]
+        return Probe::unsure;
+    return Probe::found;
+}
+
 Result<std::optional<InodeView>> PackReader::lookup(const InodeView& dir, std::string_view name,
                                                     const Ctx& ctx) const {
     if (dir.type != FileType::directory) return fail(ENOTDIR, ctx.op, ctx.path);
     if (name.size() > kMaxNameLength) return fail(ENAMETOOLONG, ctx.op, ctx.path);
     if (name.empty() || !is_file_name(name)) return std::nullopt;  // no dirent holds one
+    InodeView node;
+    switch (probe(dir, name, node)) {
+        case Probe::found:
+            return node;
+        case Probe::absent:
+            return std::nullopt;
+        case Probe::unsure:
+            break;
+    }
     auto at = find(dir, name, ctx);
     if (!at) return std::unexpected(at.error());
     if (*at == nullptr) return std::nullopt;
-    auto node = child(load<Dirent>(*at), static_cast<uint64_t>(*at - meta_), ctx);
-    if (!node) return std::unexpected(node.error());
-    return *node;
+    auto found = child(load<Dirent>(*at), static_cast<uint64_t>(*at - meta_), ctx);
+    if (!found) return std::unexpected(found.error());
+    return *found;
 }
 
 Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& ctx) const {

@@ -149,6 +149,12 @@ public:
     // ENAMETOOLONG past 255 bytes.
     Result<std::optional<InodeView>> lookup(const InodeView& dir, std::string_view name,
                                             const Ctx& ctx) const;
+    // The same for a plain name (1 to 255 bytes, no '/' or NUL, not "." or "..": what the
+    // walker's fast try hands over), from bytes already checked and without building a Result:
+    // `found` (into `out`), `absent`, or `unsure` for anything else (an error to report, a block
+    // not checked yet), which lookup() answers. The hot path of every walk.
+    enum class Probe : uint8_t { found, absent, unsure };
+    Probe probe(const InodeView& dir, std::string_view name, InodeView& out) const noexcept;
     // The entries of a directory, in pack order (v1: by name; v2: by name hash, then name),
     // each one checked; DirEntry ino is the inode number (inode_number()), not the record number.
     Result<std::vector<DirEntry>> list(const InodeView& dir, const Ctx& ctx) const;
@@ -228,9 +234,6 @@ private:
         return name_hash(name);
     }
     Result<std::vector<DirEntry>> list_entries(const InodeView& dir, const Ctx& ctx) const;
-    // v2 lookups: the range of `dir`'s run its bucket for `hash` covers.
-    Result<std::pair<uint64_t, uint64_t>> bucket_range(const InodeView& dir, uint32_t hash,
-                                                       const Ctx& ctx) const;
     // The hot path of inode(): true when the record's block was checked and its fields are fine.
     bool try_inode(uint64_t ino, InodeView& out) const noexcept;
     Result<InodeView> inode_slow(uint64_t ino, const Ctx& ctx) const;
@@ -254,6 +257,15 @@ private:
     };
     Result<DirentView> dirent(const std::byte* at, uint64_t rel, const Ctx& ctx) const;
     Result<std::string_view> name_at(const std::byte* at, uint64_t rel, const Ctx& ctx) const;
+    // What try_find() could not read from checked bytes: a range whose blocks are not checked
+    // yet, or a bucket or dirent name field out of range (at `rel`).
+    struct Unsure {
+        enum class What : uint8_t { nothing, block, bucket, name };
+        What what = What::nothing;
+        uint64_t rel = 0, len = 0;
+    };
+    const std::byte* try_find(const InodeView& dir, std::string_view name,
+                              Unsure& unsure) const noexcept;
     // The entry `name` of directory `dir`: its address in the metadata, or nullptr if absent.
     Result<const std::byte*> find(const InodeView& dir, std::string_view name,
                                   const Ctx& ctx) const;

@@ -15,6 +15,7 @@
 
 #include "conformance/conformance_suite.hpp"
 #include "pack/format.hpp"
+#include "pack/reader.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -143,6 +144,45 @@ TEST(PackV2, LookupsInDirectoriesOfEverySizeFindEveryEntry) {
         const VerifyReport report = pack->verify();
         EXPECT_TRUE(report.ok()) << report.problems.front().where << ": "
                                  << report.problems.front().what;
+    }
+}
+
+// The lookup hot path (PackReader::probe) never guesses: before a directory's blocks were
+// checked it is `unsure` (the slow lookup checks them); after, it answers exactly what lookup()
+// does, `found` with the same record for every entry and `absent` for every missing name, in
+// directories of every size around the bucket thresholds.
+TEST(PackV2, TheLookupHotPathAnswersAsTheCheckedLookupOrLeavesItToIt) {
+    TempDir dir;
+    auto tree = big_tree();
+    const fs::path path = dir.path / "p.pack";
+    ASSERT_TRUE(write_pack(*tree, path.string(), v2_options()));
+    auto reader = PackReader::open(path.string(), {});
+    ASSERT_TRUE(reader) << reader.error().message();
+    const Ctx ctx{"lookup", {}};
+    auto root = (*reader)->root(ctx);
+    ASSERT_TRUE(root);
+    using Probe = PackReader::Probe;
+    InodeView out;
+    // The largest directory's run lies in blocks nothing has checked yet.
+    auto big = (*reader)->lookup(*root, "d4097", ctx);
+    ASSERT_TRUE(big && *big);
+    EXPECT_EQ((*reader)->probe(**big, name_of(4097, 4000), out), Probe::unsure);
+    for (uint64_t n : kDirSizes) {
+        auto d = (*reader)->lookup(*root, fmt::format("d{}", n), ctx);
+        ASSERT_TRUE(d && *d) << n;
+        std::vector<uint64_t> records;
+        for (uint64_t i = 0; i < n; ++i) {  // checks the directory's blocks on the way
+            auto slow = (*reader)->lookup(**d, name_of(n, i), ctx);
+            ASSERT_TRUE(slow && *slow) << name_of(n, i);
+            records.push_back((*slow)->ino);
+        }
+        for (uint64_t i = 0; i < n; ++i) {
+            const std::string name = name_of(n, i);
+            ASSERT_EQ((*reader)->probe(**d, name, out), Probe::found) << name;
+            EXPECT_EQ(out.ino, records[i]) << name;
+            EXPECT_EQ((*reader)->probe(**d, name + "x", out), Probe::absent) << name;
+        }
+        EXPECT_EQ((*reader)->probe(**d, "absent", out), Probe::absent) << n;
     }
 }
 
