@@ -39,6 +39,8 @@
 // component); the Backend defaults over the node calls (path_api.cpp).
 #pragma once
 
+#include <string.h>  // memrchr
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -252,7 +254,10 @@ private:
         if constexpr (kCachesDirs) {
             // "/a/b/name": start in "/a/b" when cached. A trailing '/' or the root's own
             // children ("/name") go the plain way.
-            const std::size_t slash = path.rfind('/');
+            // (memrchr: SIMD; rfind walks back a byte at a time over a long prefix)
+            const auto* last_slash =
+                static_cast<const char*>(::memrchr(path.data(), '/', path.size()));
+            const std::size_t slash = static_cast<std::size_t>(last_slash - path.data());
             if (slash != 0 && slash + 1 != path.size()) {
                 if (ops_.cached_dir(path.substr(0, slash), steps[0].node)) {
                     steps[0].type = FileType::directory;

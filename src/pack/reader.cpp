@@ -590,7 +590,12 @@ Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, con
     for (uint64_t i = 0; i < count; ++i) {
         const std::byte* at = *base + i * sizeof(Dirent);
         const uint64_t rel = first_rel + i * sizeof(Dirent);
-        auto name = name_at(at, rel, ctx);
+        uint16_t length = 0;
+        Result<std::string_view> name = [&]() -> Result<std::string_view> {
+            if (const char* checked_name = try_name(at, length)) [[likely]]
+                return std::string_view(checked_name, length);
+            return name_at(at, rel, ctx);  // checks its block, or says what is wrong
+        }();
         if (!name) return std::unexpected(name.error());
         if (!is_file_name(*name)) [[unlikely]]
             return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
@@ -625,7 +630,12 @@ Result<std::vector<std::pair<std::string, InodeView>>> PackReader::list_nodes(
     for (uint64_t i = 0; i < count; ++i) {
         const std::byte* at = *base + i * sizeof(Dirent);
         const uint64_t rel = first_rel + i * sizeof(Dirent);
-        auto name = name_at(at, rel, ctx);
+        uint16_t length = 0;
+        Result<std::string_view> name = [&]() -> Result<std::string_view> {
+            if (const char* checked_name = try_name(at, length)) [[likely]]
+                return std::string_view(checked_name, length);
+            return name_at(at, rel, ctx);  // checks its block, or says what is wrong
+        }();
         if (!name) return std::unexpected(name.error());
         if (!is_file_name(*name)) [[unlikely]]
             return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
