@@ -10,8 +10,17 @@ std::string Error::message() const {
     std::string out = path_.empty() ? fmt::format("{}: {}", op_, std::strerror(code_))
                                     : fmt::format("{} {}: {}", op_, path_, std::strerror(code_));
     if (corruption_) {
-        out += fmt::format(" ({} at offset {}: expected {:#x}, found {:#x})", corruption_->what,
-                           corruption_->offset, corruption_->expected, corruption_->actual);
+        const Corruption& c = *corruption_;
+        // A mismatch names both values; a fault with none to name (a text file's, a rule
+        // broken) says where, or only what.
+        if (c.expected != c.actual) {
+            out += fmt::format(" ({} at offset {}: expected {:#x}, found {:#x})", c.what, c.offset,
+                               c.expected, c.actual);
+        } else if (c.offset != 0) {
+            out += fmt::format(" ({} at offset {})", c.what, c.offset);
+        } else {
+            out += fmt::format(" ({})", c.what);
+        }
     }
     return out;
 }

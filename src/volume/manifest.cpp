@@ -42,8 +42,9 @@ bool plain_name(const std::string& name) {
            name != "." && name != "..";
 }
 
-std::unexpected<Error> bad_manifest(const std::string& what) {
-    return std::unexpected(Error::corrupt("open volume", kManifestName, Corruption{0, 0, 0, what}));
+std::unexpected<Error> bad_manifest(const std::string& what, uint64_t offset = 0) {
+    return std::unexpected(
+        Error::corrupt("open volume", kManifestName, Corruption{offset, 0, 0, what}));
 }
 
 }  // namespace
@@ -76,8 +77,16 @@ Result<Manifest> read_manifest(const std::string& dir) {
         text.append(buf, static_cast<std::size_t>(n));
         if (text.size() > (1 << 20)) return bad_manifest("larger than 1 MiB");
     }
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return bad_manifest("not a JSON object");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        // The parser's own words ("syntax error while parsing value - invalid literal; last
+        // read: ...") and the byte it stopped at.
+        return bad_manifest(fmt::format("not valid JSON: {}", e.what()), e.byte);
+    }
+    if (!j.is_object())
+        return bad_manifest(fmt::format("not a JSON object (the document is a {})", j.type_name()));
     try {
         if (j.value("format", "") != "packfs-volume") return bad_manifest("format is not packfs-volume");
         const uint64_t version = j.at("version").get<uint64_t>();

@@ -24,6 +24,18 @@ TEST(Error, CorruptionCarriesOffsetExpectedAndFound) {
         << e.message();
 }
 
+// A fault with no two values to compare (a rule broken, a text file's syntax) never claims
+// "expected 0x0, found 0x0": it says where when it knows, else only what.
+TEST(Error, CorruptionWithoutValuesSaysOnlyWhereAndWhat) {
+    const std::string placed =
+        Error::corrupt("open volume", "MANIFEST", {17, 0, 0, "not valid JSON: x"}).message();
+    EXPECT_TRUE(placed.ends_with("(not valid JSON: x at offset 17)")) << placed;
+    const std::string bare =
+        Error::corrupt("open volume", "MANIFEST", {0, 0, 0, "durability"}).message();
+    EXPECT_TRUE(bare.ends_with("(durability)")) << bare;
+    EXPECT_EQ(bare.find("0x0"), std::string::npos) << bare;
+}
+
 TEST(Error, ResultCarriesErrorsAsValues) {
     auto f = [](bool ok) -> Result<int> {
         if (!ok) return fail(EEXIST, "mkdir", "/d");

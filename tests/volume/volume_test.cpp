@@ -198,6 +198,23 @@ TEST(Volume, DamagedManifestIsCorruptionNotACrash) {
         ASSERT_FALSE(volume.has_value()) << text;
         EXPECT_EQ(volume.error().code(), EUCLEAN) << text << ": " << volume.error().message();
     }
+    // The message says what was wrong and where: the JSON parser's own words and position for
+    // trailing garbage, the kind of document for one that is not an object.
+    const std::string good = R"({"format":"packfs-volume","version":1})";
+    std::ofstream(dir + "/MANIFEST", std::ios::trunc) << good << "\ngarbage";
+    auto trailing = Volume::open(dir);
+    ASSERT_FALSE(trailing.has_value());
+    const std::string said = trailing.error().message();
+    EXPECT_NE(said.find("not valid JSON"), std::string::npos) << said;
+    EXPECT_NE(said.find("parse error"), std::string::npos) << said;
+    EXPECT_NE(said.find(fmt::format("at offset {}", good.size() + 2)), std::string::npos) << said;
+    EXPECT_EQ(said.find("0x0"), std::string::npos) << said;
+    std::ofstream(dir + "/MANIFEST", std::ios::trunc) << "[1, 2]";
+    auto array = Volume::open(dir);
+    ASSERT_FALSE(array.has_value());
+    EXPECT_NE(array.error().message().find("not a JSON object (the document is a array)"),
+              std::string::npos)
+        << array.error().message();
     // A manifest naming a file outside the volume is refused too.
     std::ofstream(dir + "/MANIFEST", std::ios::trunc)
         << R"({"format":"packfs-volume","version":1,"volume_id":"00000000000000000000000000000000",)"
