@@ -88,6 +88,11 @@ struct VolumeOptions {
     // Compact on its own (in a background thread) once the journal passes this many bytes;
     // 0: only when asked.
     uint64_t auto_compact_journal_bytes = 0;
+    // ... and, when non-zero, once it is also at least this many times the pack's current
+    // size: at 1, a compaction writes no more bytes than were journaled since the last one (the
+    // write amplification stays under 2x however large the pack grows). The threshold bounds
+    // what a reopen replays and what the daemon holds in memory.
+    double auto_compact_pack_ratio = 0;
     // How compactions write their packs (keep_inode_numbers is always on).
     PackWriteOptions pack;
 };

@@ -164,6 +164,15 @@ Result<CompactionStats> VolumeImpl::compact() {
     return stats;
 }
 
+bool VolumeImpl::auto_compaction_due_locked() const {
+    if (options_.auto_compact_journal_bytes == 0 ||
+        journal_bytes_ < options_.auto_compact_journal_bytes)
+        return false;
+    return options_.auto_compact_pack_ratio <= 0 ||
+           static_cast<double>(journal_bytes_) >=
+               options_.auto_compact_pack_ratio * static_cast<double>(pack_.bytes);
+}
+
 void VolumeImpl::start_auto_compaction() {
     if (options_.auto_compact_journal_bytes == 0) return;
     auto_thread_ = std::thread([this] {
@@ -173,6 +182,16 @@ void VolumeImpl::start_auto_compaction() {
             if (auto_stop_) return;
             auto_wanted_ = false;
             lock.unlock();
+            // Writes made while the last compaction ran asked again; the journal they went to
+            // may be short now.
+            const bool due = [&] {
+                std::lock_guard state(mu_);
+                return auto_compaction_due_locked();
+            }();
+            if (!due) {
+                lock.lock();
+                continue;
+            }
             auto done = compact();
             lock.lock();
             // A failed compaction is retried only after more has been written, and not at once.

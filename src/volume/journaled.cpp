@@ -136,8 +136,7 @@ void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
     ++journal_records_;
     // Counted as appended, not as written: explicit mode holds up to a MiB before writing.
     journal_bytes_ += journal_frame_size(payload_bytes);
-    if (options_.auto_compact_journal_bytes != 0 &&
-        journal_bytes_ >= options_.auto_compact_journal_bytes) {
+    if (auto_compaction_due_locked()) {
         std::lock_guard auto_lock(auto_mu_);
         auto_wanted_ = true;
         auto_cv_.notify_one();

@@ -203,6 +203,8 @@ private:
     // Compaction's steps (compaction.cpp).
     void start_auto_compaction();
     void stop_auto_compaction();
+    // Whether the journal passed the auto-compaction threshold (VolumeOptions); under mu_.
+    bool auto_compaction_due_locked() const;
 
     std::string dir_;
     VolumeOptions options_;

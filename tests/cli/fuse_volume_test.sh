@@ -183,6 +183,27 @@ expect_code "remount after the compactions" 0 do_mount "$work/vol" "$mnt"
 same_tree "after compactions and a remount" "$ref" "$mnt"
 expect_code "packfs umount" 0 do_umount "$mnt"
 
+# ---- auto-compaction is on by default: a journal never grows far past 256 MiB ----
+# 320 MiB of overwrites of one 1 MiB file on a fresh volume (a tiny pack, so the 256 MiB floor
+# decides): the daemon compacts by itself once, and the journal left is what came after.
+json_field() { "$packfs" volume status --json "$1" | sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p"; }
+expect_code "volume init (auto-compaction)" 0 "$packfs" volume init "$work/autovol"
+expect_code "  mount with the default --compact-at (auto)" 0 do_mount "$work/autovol" "$work/amnt"
+head -c 1048576 /dev/urandom >"$work/mib"
+for i in $(seq 1 320); do
+    dd if="$work/mib" of="$work/amnt/f" bs=1M conv=notrunc status=none
+done
+check "  the file is whole" cmp "$work/mib" "$work/amnt/f"
+expect_code "  packfs umount" 0 do_umount "$work/amnt"
+auto_gen=$(json_field "$work/autovol" generation)
+auto_journal=$(json_field "$work/autovol" journal_bytes)
+echo "  generation $auto_gen, journal $auto_journal bytes"
+check "  it compacted by itself (generation 2 or more)" test "$auto_gen" -ge 2
+check "  the journal is under the 256 MiB threshold" test "$auto_journal" -lt $((256 << 20))
+expect_code "  remount" 0 do_mount "$work/autovol" "$work/amnt"
+check "  the file is whole after the remount" cmp "$work/mib" "$work/amnt/f"
+expect_code "  packfs umount" 0 do_umount "$work/amnt"
+
 # ---- crash survival: SIGKILL the writer and the daemon, then remount ----
 head -c 300000 /dev/urandom >"$work/payload.1"
 head -c 200000 /dev/urandom >"$work/payload.2"

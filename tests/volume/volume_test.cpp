@@ -1,15 +1,16 @@
 // The volume's own behaviour beyond the contract and the crash tests: automatic compaction,
 // the lock, read-only opens, inode numbers across compaction and reopen, refusing what it
 // cannot read.
+#include "packfs/volume.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
-#include <fmt/format.h>
-
-#include "packfs/volume.hpp"
 #include "support/files.hpp"
 
 namespace packfs {
@@ -50,6 +51,47 @@ TEST(Volume, CompactsByItselfPastTheJournalThreshold) {
     auto again = open_ok(dir);
     ASSERT_NE(again, nullptr);
     for (int i = 0; i < 200; ++i) EXPECT_EQ(read_file(*again, fmt::format("/f{}", i)).value_or(""), data);
+}
+
+// With a pack ratio, the journal must also outgrow the pack before a compaction starts: a
+// compaction then never writes more than was journaled since the last one. The check runs at
+// each append, so "not yet" is known at once (no waiting); past both thresholds it compacts,
+// and the next threshold is measured against the new pack.
+TEST(Volume, AutoCompactionWaitsForTheJournalToOutgrowThePack) {
+    TempDir scratch;
+    const auto source = scratch.path / "source";
+    std::filesystem::create_directories(source);
+    std::ofstream(source / "big", std::ios::binary) << std::string(1 << 20, 'b');
+    const std::string dir = (scratch.path / "vol").string();
+    VolumeInit init;
+    init.durability = Durability::explicit_sync;
+    init.from_dir = source.string();
+    ASSERT_TRUE(Volume::create(dir, init).has_value());
+    VolumeOptions options;
+    options.auto_compact_journal_bytes = 64 * 1024;
+    options.auto_compact_pack_ratio = 1.0;
+    auto volume = open_ok(dir, options);
+    ASSERT_NE(volume, nullptr);
+    const uint64_t pack_bytes = volume->status().pack_bytes;
+    ASSERT_GT(pack_bytes, uint64_t{1} << 20);
+    const std::string data(16 * 1024, 'x');
+    int written = 0;
+    // Past the byte threshold, still under the pack's size: no compaction.
+    while (volume->status().journal_bytes < pack_bytes / 2)
+        ASSERT_TRUE(write_file(*volume, fmt::format("/f{}", written++), data).has_value());
+    EXPECT_GT(volume->status().journal_bytes, options.auto_compact_journal_bytes);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(volume->status().generation, 1u);
+    // Past the pack's size too: it compacts by itself.
+    while (volume->status().journal_bytes < pack_bytes + data.size())
+        ASSERT_TRUE(write_file(*volume, fmt::format("/f{}", written++), data).has_value());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(volume->status().generation, 2u);
+    EXPECT_LT(volume->status().journal_bytes, pack_bytes);
+    for (int i = 0; i < written; ++i)
+        EXPECT_EQ(read_file(*volume, fmt::format("/f{}", i)).value_or(""), data) << i;
 }
 
 // A file whose last name went is changed through its node and its handle (fchmod, fsetxattr,

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "command.hpp"
+#include "format.hpp"
 #include "fuse/control.hpp"
 #include "fuse/mount.hpp"
 #include "fuse/mountinfo.hpp"
@@ -43,7 +44,7 @@ struct MountArgs {
     bool foreground = false;
     bool debug = false;
     unsigned threads = 0;
-    std::string compact_at;  // volume: compact by itself past this journal size
+    std::string compact_at;  // volume: compact by itself past this journal size (auto, off)
     bool lazy = false;       // umount: detach now, finish when no longer busy
 };
 
@@ -53,6 +54,22 @@ std::optional<std::string> absolute(const std::string& path) {
     return std::string(buf);
 }
 
+// --compact-at: "auto" (the default), "off", or a journal size. Auto compacts once the journal
+// is past 256 MiB and past the pack's own size, whichever is more (docs/VOLUME.md).
+struct CompactAt {
+    uint64_t journal_bytes = 0;  // 0: never by itself
+    double pack_ratio = 0;
+};
+inline constexpr uint64_t kAutoCompactFloor = uint64_t{256} << 20;
+
+std::optional<CompactAt> parse_compact_at(const std::string& text) {
+    if (text.empty() || text == "auto") return CompactAt{kAutoCompactFloor, 1.0};
+    if (text == "off") return CompactAt{};
+    auto bytes = parse_size(text);
+    if (!bytes) return std::nullopt;
+    return CompactAt{*bytes, 0};
+}
+
 // What serves a mount, and whatever keeps it alive (the backend, the volume).
 struct Served {
     std::shared_ptr<Volume> volume;
@@ -60,7 +77,7 @@ struct Served {
     std::string description;  // "pack, read-only"
 };
 
-Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compact_at) {
+Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt compact_at) {
     auto kind = source_kind(args.source);
     if (!kind) return std::unexpected(kind.error());
     Served out;
@@ -77,7 +94,8 @@ Result<Served> open_served(const MountArgs& args, bool read_only, uint64_t compa
         case SourceKind::volume: {
             VolumeOptions options;
             options.read_only = read_only;
-            options.auto_compact_journal_bytes = compact_at;
+            options.auto_compact_journal_bytes = compact_at.journal_bytes;
+            options.auto_compact_pack_ratio = compact_at.pack_ratio;
             auto volume = Volume::open(args.source, options);
             if (!volume) return std::unexpected(volume.error());
             out.volume = *volume;
@@ -154,22 +172,6 @@ bool take_mode(std::vector<std::string>& options, bool& read_only) {
     return ok;
 }
 
-std::optional<uint64_t> parse_size(const std::string& text) {
-    if (text.empty()) return 0;
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-    if (errno || end == text.c_str()) return std::nullopt;
-    const std::string unit(end);
-    const uint64_t scale = unit.empty() ? 1
-                           : unit == "K" || unit == "KiB" ? 1ull << 10
-                           : unit == "M" || unit == "MiB" ? 1ull << 20
-                           : unit == "G" || unit == "GiB" ? 1ull << 30
-                                                          : 0;
-    if (scale == 0) return std::nullopt;
-    return n * scale;
-}
-
 void write_all(int fd, std::string_view text) {
     while (!text.empty()) {
         const ssize_t n = ::write(fd, text.data(), text.size());
@@ -191,8 +193,8 @@ int serve_mount(MountArgs args, int ready_fd) {
     const Output out(false);
     if (!take_mode(args.options, read_only))
         return out.usage("-o default_permissions, fsname= and subtype= are set by packfs mount");
-    auto compact_at = parse_size(args.compact_at);
-    if (!compact_at) return out.usage("--compact-at wants a size such as 64M");
+    auto compact_at = parse_compact_at(args.compact_at);
+    if (!compact_at) return out.usage("--compact-at wants auto, off or a size such as 64M");
     raise_fd_limit();  // before the backend sizes its directory fd cache from it
     auto served = open_served(args, read_only, *compact_at);
     if (!served) return out.fail(mount_failure(served.error(), args));
@@ -357,7 +359,9 @@ Command add_mount_command(CLI::App& parent) {
                   "Log every request on stderr (libfuse's log; implies -f)");
     sub->add_option("--threads", args->threads, "At most this many worker threads");
     sub->add_option("--compact-at", args->compact_at,
-                    "Volume: compact by itself once the journal passes this size (e.g. 256M)");
+                    "Volume: compact by itself once the journal passes this size (e.g. 1G); "
+                    "auto (the default): past 256M and past the pack's size; off: never")
+        ->default_str("auto");
     return {sub, [args](const std::string&) { return run_mount(*args); }};
 }
 
