@@ -20,6 +20,7 @@
 // One process at a time opens a volume read-write (an advisory lock on DIR/LOCK).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -93,6 +94,11 @@ struct VolumeOptions {
     // write amplification stays under 2x however large the pack grows). The threshold bounds
     // what a reopen replays and what the daemon holds in memory.
     double auto_compact_pack_ratio = 0;
+    // Explicit mode: everything appended is made durable at least this often, by a background
+    // thread (as ext4's commit=): a crash loses at most the last interval's changes, not all
+    // since the last fsync. 0: only fsync and sync() do (the library's default; `packfs mount`
+    // uses 5 s). Other modes are durable at each call already.
+    std::chrono::milliseconds commit_interval{0};
     // How compactions write their packs (keep_inode_numbers is always on).
     PackWriteOptions pack;
 };

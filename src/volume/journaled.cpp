@@ -19,6 +19,7 @@ VolumeImpl::VolumeImpl(std::string dir, VolumeOptions options)
     : dir_(std::move(dir)), options_(std::move(options)) {}
 
 VolumeImpl::~VolumeImpl() {
+    stop_commit_timer();
     stop_auto_compaction();
     if (writer_) (void)writer_->sync();  // a clean close leaves nothing only in memory
     old_trees_.flush();

@@ -191,6 +191,7 @@ Result<void> VolumeImpl::open() {
     if (!writer) return std::unexpected(writer.error());
     writer_ = std::move(*writer);
     start_auto_compaction();
+    start_commit_timer();
     return {};
 }
 

@@ -205,6 +205,9 @@ private:
     void stop_auto_compaction();
     // Whether the journal passed the auto-compaction threshold (VolumeOptions); under mu_.
     bool auto_compaction_due_locked() const;
+    // The commit interval's thread (commit_timer.cpp): explicit mode only.
+    void start_commit_timer();
+    void stop_commit_timer();
 
     std::string dir_;
     VolumeOptions options_;
@@ -255,6 +258,10 @@ private:
     bool auto_stop_ = false;
     bool auto_wanted_ = false;
     std::thread auto_thread_;
+    std::mutex commit_mu_;
+    std::condition_variable commit_cv_;
+    bool commit_stop_ = false;
+    std::thread commit_thread_;
 };
 
 // An open file of the volume: the tree's handle, moved to each new tree by inode number when

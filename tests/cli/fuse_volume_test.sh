@@ -259,6 +259,39 @@ crash_case always
 crash_case batch
 crash_case explicit
 
+# ---- explicit mode's loss window: the commit interval, and packfs sync ----
+# A mkdir + mv never fsync'd survives a SIGKILL of the daemon made after the default commit
+# interval (5 s); with the interval off, `packfs sync MNT` is what makes them survive.
+kill_daemon() {  # SIGKILL the daemon serving MNT and clean the dead mount
+    local daemon
+    daemon=$(daemon_pid "$1")
+    check "  the daemon found by its mount point ($daemon)" test -n "$daemon"
+    kill -9 "$daemon" 2>/dev/null || true
+    check "  the daemon is dead" wait_for gone "$daemon"
+    fusermount3 -uz "$1" 2>/dev/null || umount -l "$1"
+}
+window_case() {  # window_case NAME MOUNT-OPTIONS... ; then the body syncs or waits
+    local vol="$work/window-$1" wm="$work/wmnt-$1"
+    expect_code "volume init --durability explicit ($1)" 0 "$packfs" volume init "$vol" --durability explicit
+    shift
+    expect_code "  mount $*" 0 do_mount "$vol" "$wm" "$@"
+    mkdir "$wm/made" && touch "$wm/made/x" && mv "$wm/made" "$wm/moved"
+}
+window_case interval
+sleep 6
+kill_daemon "$work/wmnt-interval"
+expect_code "  remount" 0 do_mount "$work/window-interval" "$work/wmnt-interval"
+check "  the un-fsynced mkdir + mv survived (commit interval 5 s)" test -e "$work/wmnt-interval/moved/x"
+expect_code "  packfs umount" 0 do_umount "$work/wmnt-interval"
+window_case sync --commit-interval 0
+expect_code "  packfs sync MNT" 0 "$packfs" sync "$work/wmnt-sync"
+kill_daemon "$work/wmnt-sync"
+expect_code "  remount" 0 do_mount "$work/window-sync" "$work/wmnt-sync"
+check "  the mkdir + mv made before packfs sync survived" test -e "$work/wmnt-sync/moved/x"
+expect_code "  packfs umount" 0 do_umount "$work/wmnt-sync"
+expect_code "packfs sync of a path on another filesystem (syncfs)" 0 "$packfs" sync "$work"
+expect_code "packfs sync of a missing path" 1 "$packfs" sync "$work/missing"
+
 if [ "$failures" -ne 0 ]; then
     echo "fuse volume: $failures failure(s)"
     exit 1

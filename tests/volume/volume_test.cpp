@@ -94,6 +94,43 @@ TEST(Volume, AutoCompactionWaitsForTheJournalToOutgrowThePack) {
         EXPECT_EQ(read_file(*volume, fmt::format("/f{}", i)).value_or(""), data) << i;
 }
 
+// What a copy of the volume's files holds now: what a crash at this instant would leave.
+std::shared_ptr<Volume> crash_copy(const TempDir& scratch, const std::string& dir,
+                                   const std::string& name) {
+    const auto copy = scratch.path / name;
+    std::filesystem::copy(dir, copy, std::filesystem::copy_options::recursive);
+    std::filesystem::remove(copy / "LOCK");
+    VolumeOptions read_only;
+    read_only.read_only = true;
+    return open_ok(copy.string(), read_only);
+}
+
+// Explicit mode with a commit interval: an un-fsynced change is on disk within the interval
+// (a copy of the files then has it); without one it stays in memory until an fsync.
+TEST(Volume, ExplicitModeCommitsEachIntervalWithoutAnFsync) {
+    TempDir scratch;
+    for (const int interval_ms : {100, 0}) {
+        const std::string dir = make_volume(scratch, Durability::explicit_sync);
+        VolumeOptions options;
+        options.commit_interval = std::chrono::milliseconds(interval_ms);
+        auto volume = open_ok(dir, options);
+        ASSERT_NE(volume, nullptr);
+        ASSERT_TRUE(volume->mkdir("/made without fsync").has_value());
+        ASSERT_TRUE(write_file(*volume, "/f", "unsynced bytes").has_value());
+        std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms > 0 ? 600 : 300));
+        auto copy = crash_copy(scratch, dir, fmt::format("copy-{}", interval_ms));
+        ASSERT_NE(copy, nullptr);
+        if (interval_ms > 0) {
+            EXPECT_TRUE(copy->stat("/made without fsync").has_value());
+            EXPECT_EQ(read_file(*copy, "/f").value_or(""), "unsynced bytes");
+        } else {
+            EXPECT_FALSE(copy->stat("/made without fsync").has_value());
+        }
+        volume.reset();
+        std::filesystem::remove_all(dir);
+    }
+}
+
 // A file whose last name went is changed through its node and its handle (fchmod, fsetxattr,
 // writes), before and after a compaction: none of it is journaled (a replay would name an inode
 // it never makes), the volume reopens, and the file is gone. A removed directory held by node

@@ -45,6 +45,7 @@ struct MountArgs {
     bool debug = false;
     unsigned threads = 0;
     std::string compact_at;  // volume: compact by itself past this journal size (auto, off)
+    double commit_interval = 5;  // volume, explicit mode: seconds between syncs; 0: never
     bool lazy = false;       // umount: detach now, finish when no longer busy
 };
 
@@ -96,6 +97,8 @@ Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt comp
             options.read_only = read_only;
             options.auto_compact_journal_bytes = compact_at.journal_bytes;
             options.auto_compact_pack_ratio = compact_at.pack_ratio;
+            options.commit_interval =
+                std::chrono::milliseconds(static_cast<int64_t>(args.commit_interval * 1000));
             auto volume = Volume::open(args.source, options);
             if (!volume) return std::unexpected(volume.error());
             out.volume = *volume;
@@ -362,6 +365,11 @@ Command add_mount_command(CLI::App& parent) {
                     "Volume: compact by itself once the journal passes this size (e.g. 1G); "
                     "auto (the default): past 256M and past the pack's size; off: never")
         ->default_str("auto");
+    sub->add_option("--commit-interval", args->commit_interval,
+                    "Volume in explicit mode: seconds between syncs of its journal, so a crash "
+                    "loses at most that much (0: only fsync and packfs sync)")
+        ->check(CLI::Range(0.0, 86400.0))
+        ->capture_default_str();
     return {sub, [args](const std::string&) { return run_mount(*args); }};
 }
 

@@ -29,5 +29,6 @@ Command add_diff_command(CLI::App& parent);
 Command add_volume_command(CLI::App& parent);
 Command add_mount_command(CLI::App& parent);
 Command add_umount_command(CLI::App& parent);
+Command add_sync_command(CLI::App& parent);
 
 }  // namespace packfs::cli

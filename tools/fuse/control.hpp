@@ -1,6 +1,8 @@
-// The one request a mount answers beyond POSIX: compact the volume it serves, now. Sent as an
-// ioctl on any directory of the mount (`packfs volume compact DIR` does it when DIR is
-// mounted and so locked by the daemon). Only root and the daemon's own user may ask.
+// The requests a mount answers beyond POSIX, sent as ioctls on any file or directory of it:
+// compact the volume it serves, now (`packfs volume compact DIR` does it when DIR is mounted
+// and so locked by the daemon; only root and the daemon's own user may ask), and make
+// everything written so far durable (`packfs sync PATH`: anyone who can open a file there,
+// as fsync; the kernel never sends syncfs to this kind of FUSE filesystem).
 #pragma once
 
 #include <sys/ioctl.h>
@@ -17,5 +19,6 @@ struct CompactReply {
 };
 
 inline constexpr unsigned kIoctlCompact = _IOR('P', 1, CompactReply);
+inline constexpr unsigned kIoctlSync = _IO('P', 2);
 
 }  // namespace packfs::fuse

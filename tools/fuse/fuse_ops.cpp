@@ -465,7 +465,14 @@ void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
 
 void op_ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info*,
               unsigned flags, const void*, size_t, size_t out_size) {
-    if (cmd != kIoctlCompact || (flags & FUSE_IOCTL_COMPAT) || out_size < sizeof(CompactReply))
+    if (flags & FUSE_IOCTL_COMPAT) return (void)fuse_reply_err(req, ENOTTY);
+    if (cmd == kIoctlSync) {
+        const Mount& m = *mount_of(req).mount;
+        auto synced = m.sync ? m.sync() : Result<void>{};
+        if (!synced) return reply_error(req, synced.error());
+        return (void)fuse_reply_ioctl(req, 0, nullptr, 0);
+    }
+    if (cmd != kIoctlCompact || out_size < sizeof(CompactReply))
         return (void)fuse_reply_err(req, ENOTTY);
     const fuse_ctx* ctx = fuse_req_ctx(req);
     if (ctx->uid != 0 && ctx->uid != ::geteuid()) return (void)fuse_reply_err(req, EPERM);
