@@ -69,6 +69,12 @@ public:
     virtual Result<void> fsync(bool data_only = false) = 0;
     virtual Result<Stat> fstat() = 0;
 
+    // lseek(2)'s SEEK_DATA (`data`) or SEEK_HOLE from `offset`: where the next data, or the
+    // next hole, starts at or after it (the end of file counts as a hole). ENXIO when `offset`
+    // is at or past the end of file. A backend that keeps no holes answers as Linux does for
+    // such filesystems: data everywhere, the one hole at the end (this default).
+    virtual Result<uint64_t> seek_data(uint64_t offset, bool data);
+
     // Where bytes [offset, offset + length) of the file lie, unchanged, in a host file (a
     // pack's uncompressed data), so a server can splice them from there without copying them
     // through memory. nullopt when they do not (read them with pread).

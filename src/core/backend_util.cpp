@@ -4,6 +4,14 @@
 
 namespace packfs {
 
+// A file without holes: data from anywhere before the end, the end the only hole.
+Result<uint64_t> File::seek_data(uint64_t offset, bool data) {
+    auto st = fstat();
+    if (!st) return std::unexpected(st.error());
+    if (offset >= st->size) return fail(ENXIO, "lseek");
+    return data ? offset : st->size;
+}
+
 Result<std::string> read_file(Backend& fs, std::string_view path) {
     auto file = fs.open(path, O_RDONLY);
     if (!file) return std::unexpected(file.error());

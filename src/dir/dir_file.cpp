@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
 
 #include "core/host_stat.hpp"
 #include "dir/dir_backend.hpp"
@@ -47,6 +48,15 @@ public:
     Result<void> fsync(bool data_only) override {
         if ((data_only ? ::fdatasync(fd_.get()) : ::fsync(fd_.get())) != 0) return fail(errno, "fsync");
         return {};
+    }
+
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override {
+        if (offset > static_cast<uint64_t>(std::numeric_limits<off_t>::max()))
+            return fail(ENXIO, "lseek");
+        const off_t at =
+            ::lseek(fd_.get(), static_cast<off_t>(offset), data ? SEEK_DATA : SEEK_HOLE);
+        if (at < 0) return fail(errno, "lseek");
+        return static_cast<uint64_t>(at);
     }
 
     Result<Stat> fstat() override {

@@ -127,6 +127,52 @@ const Chunk* Content::chunk(uint64_t index) const noexcept {
     }
 }
 
+uint64_t Content::next_chunk(uint64_t index) const noexcept {
+    constexpr uint64_t kNone = UINT64_MAX;
+    if (!raw_) return kNone;
+    if (!is_map()) return index == 0 ? 0 : kNone;
+    const ChunkMap* root = as_map();
+    const uint64_t limit = root->capacity();
+    while (index < limit) {
+        // Down towards `index`; a missing node skips everything below it.
+        const ChunkMap* m = root;
+        uint64_t skip = 0;
+        while (true) {
+            const uint64_t span = uint64_t{1} << (ChunkMap::kBits * m->height);
+            void* p =
+                m->slots[(index / span) & (ChunkMap::kSlots - 1)].load(std::memory_order_acquire);
+            if (!p) {
+                skip = span;
+                break;
+            }
+            if (m->height == 0) return index;
+            m = static_cast<const ChunkMap*>(p);
+        }
+        index = (index / skip + 1) * skip;
+    }
+    return kNone;
+}
+
+std::optional<uint64_t> Content::seek(uint64_t size, uint64_t offset, bool data,
+                                      uint64_t backing_size) const noexcept {
+    if (offset >= size) return std::nullopt;
+    const uint64_t last = (size - 1) / kChunkSize;
+    const uint64_t backed_chunks = (backing_size + kChunkSize - 1) / kChunkSize;
+    uint64_t index = offset / kChunkSize;
+    if (data) {
+        if (index < backed_chunks) return offset;  // the lower's bytes are data
+        const uint64_t next = next_chunk(index);
+        if (next > last) return std::nullopt;
+        return std::max(offset, next * kChunkSize);
+    }
+    // The first chunk neither held nor backed; the end of file when every one is.
+    for (; index <= last; ++index) {
+        if (index >= backed_chunks && chunk(index) == nullptr)
+            return std::max(offset, index * kChunkSize);
+    }
+    return size;
+}
+
 Result<std::size_t> Content::read(uint64_t size, uint64_t offset, std::span<std::byte> out,
                                   const Backing* backing, uint64_t backing_size) const {
     if (offset >= size || out.empty()) return 0;

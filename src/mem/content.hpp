@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -90,12 +91,21 @@ public:
 
     // The chunk holding bytes [index * 64 KiB, ...), or nullptr (a hole, or still backed).
     const Chunk* chunk(uint64_t index) const noexcept;
+    // The first index >= `index` that holds a chunk (skipping missing subtrees whole), or
+    // UINT64_MAX when none does.
+    uint64_t next_chunk(uint64_t index) const noexcept;
 
     // --- readers ---------------------------------------------------------------------------
     // Copies the bytes [offset, ...) of a file of `size` bytes into `out`; returns the count.
     // Chunks it lacks read from `backing` below `backing_size`, and as zeros beyond.
     Result<std::size_t> read(uint64_t size, uint64_t offset, std::span<std::byte> out,
                              const Backing* backing, uint64_t backing_size) const;
+    // lseek's SEEK_DATA (`data`) or SEEK_HOLE from `offset` in a file of `size` bytes: chunks
+    // held, and below `backing_size` the lower's, are data; missing ones are holes (a chunk is
+    // the unit: zeros inside a held chunk are data). nullopt: ENXIO (at or past the end, or no
+    // data after `offset`).
+    std::optional<uint64_t> seek(uint64_t size, uint64_t offset, bool data,
+                                 uint64_t backing_size) const noexcept;
 
     // --- the writer (the content must be the live state's, see ContentWriter) -------------
     static void retain(Content c) noexcept;

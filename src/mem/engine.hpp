@@ -144,6 +144,10 @@ public:
     // A held live cell's bytes as they are now (an open file's read): one read of its state.
     Result<std::size_t> read_held(const Cell& cell, std::span<std::byte> out, uint64_t offset,
                                   LowerFiles& lower_files) const;
+    // lseek's SEEK_DATA/SEEK_HOLE in a file at `gen` (Content::seek; a file still wholly in
+    // the lower has no holes), and the same for a held live cell as it is now.
+    Result<uint64_t> seek(const Ref& file, uint64_t offset, bool data, uint64_t gen) const;
+    Result<uint64_t> seek_held(const Cell& cell, uint64_t offset, bool data) const;
     StatFs statfs(uint64_t gen) const;
 
     // The state a cell shows at `gen` (nullopt: none; it is then the lower's, or nothing).

@@ -297,6 +297,46 @@ Result<std::size_t> Engine::read_state(const CellState& s, std::span<std::byte> 
     return Content(s.data).read(s.size, offset, out, backing, s.aux);
 }
 
+namespace {
+
+Result<uint64_t> seek_in_state(const CellState& s, uint64_t offset, bool data) {
+    if (s.type == FileType::directory) return fail(EISDIR, "lseek");
+    const uint64_t backing = s.lower ? s.aux : 0;
+    auto at = Content(s.data).seek(s.size, offset, data, backing);
+    if (!at) return fail(ENXIO, "lseek");
+    return *at;
+}
+
+}  // namespace
+
+Result<uint64_t> Engine::seek(const Ref& file, uint64_t offset, bool data, uint64_t gen) const {
+    if (file.type == FileType::directory) return fail(EISDIR, "lseek");
+    if (!file.cell) {  // wholly the lower's: data up to its end
+        auto st = lower_->getattr(Node{file.lower});
+        if (!st) return std::unexpected(st.error());
+        if (offset >= st->size) return fail(ENXIO, "lseek");
+        return data ? offset : st->size;
+    }
+    auto s =
+        state_at<offsetof(CellState, type), offsetof(CellState, modified_gen)>(*file.cell, gen);
+    if (!s || s->kind != CellKind::live) return fail(ESTALE, "lseek");
+    return seek_in_state(*s, offset, data);
+}
+
+Result<uint64_t> Engine::seek_held(const Cell& cell, uint64_t offset, bool data) const {
+    const CellState s =
+        cell.read_part<offsetof(CellState, type), offsetof(CellState, modified_gen)>();
+    switch (s.kind) {
+        case CellKind::live:
+            return seek_in_state(s, offset, data);
+        case CellKind::stub:
+            return seek(Ref{cell.ino, nullptr, s.lower, s.type}, offset, data, kLiveGen);
+        case CellKind::dead:
+            break;
+    }
+    return fail(ESTALE, "lseek");
+}
+
 StatFs Engine::statfs(uint64_t gen) const {
     (void)gen;
     uint64_t capacity = options_.capacity_bytes;

@@ -46,6 +46,10 @@ public:
         return engine_->truncate(cell_, size);
     }
     Result<void> fsync(bool) override { return {}; }  // memory is as durable as it gets
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override {
+        rcu::ReadSection section;
+        return engine_->seek_held(*cell_, offset, data);
+    }
     Result<Stat> fstat() override {
         rcu::ReadSection section;
         auto ref = current();
@@ -106,6 +110,10 @@ public:
     Result<Stat> fstat() override {
         rcu::ReadSection section;
         return snapshot_->engine().stat(ref_, snapshot_->info().gen);
+    }
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override {
+        rcu::ReadSection section;
+        return snapshot_->engine().seek(ref_, offset, data, snapshot_->info().gen);
     }
 
 private:

@@ -73,6 +73,9 @@ public:
     }
     Result<void> fsync(bool data_only) override { return inner_->fsync(data_only); }
     Result<Stat> fstat() override { return inner_->fstat(); }
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override {
+        return inner_->seek_data(offset, data);
+    }
 
 private:
     FileHandle inner_;

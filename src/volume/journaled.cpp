@@ -384,6 +384,9 @@ Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset)
 Result<Stat> VolumeFile::fstat() {
     return with_inner([&](File& f) { return f.fstat(); });
 }
+Result<uint64_t> VolumeFile::seek_data(uint64_t offset, bool data) {
+    return with_inner([&](File& f) { return f.seek_data(offset, data); });
+}
 Result<std::size_t> VolumeFile::pwrite(std::span<const std::byte> data, uint64_t offset) {
     if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "write");
     return volume_->write_by_handle(*this, data, offset);

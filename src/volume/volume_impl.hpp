@@ -278,6 +278,7 @@ public:
     Result<void> truncate(uint64_t size) override;
     Result<void> fsync(bool data_only) override;
     Result<Stat> fstat() override;
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override;
 
     uint64_t ino() const noexcept { return ino_; }
     bool append() const noexcept { return (flags_ & O_APPEND) != 0; }

@@ -85,6 +85,49 @@ TEST_P(FileIo, WritePastEndZeroFillsTheHole) {
     PACKFS_EXPECT_BYTES_EQ(*back, expected);
 }
 
+// SEEK_DATA and SEEK_HOLE (File::seek_data) over a file with a 1 MiB gap: whatever a backend
+// keeps (real holes, or data everywhere as Linux answers for filesystems without them), the
+// answers are lseek's: never before the offset, never past the end; every byte skipped reads
+// as zero; the written bytes are always found as data; at or past the end both are ENXIO.
+TEST_P(FileIo, SeekDataAndSeekHoleAnswerAsLseekDoes) {
+    auto f = create(fs(), "/sparse");
+    PACKFS_ASSERT_OK(f);
+    const uint64_t far = 1u << 20;
+    PACKFS_ASSERT_OK(pwrite_string(**f, "head", 0));
+    PACKFS_ASSERT_OK(pwrite_string(**f, "tail", far));
+    const uint64_t size = far + 4;
+    auto bytes = read_all(**f);
+    PACKFS_ASSERT_OK(bytes);
+    ASSERT_EQ(bytes->size(), size);
+    auto zeros = [&](uint64_t from, uint64_t to) {
+        return bytes->find_first_not_of('\0', from) >= to;
+    };
+    for (uint64_t o : {uint64_t{0}, uint64_t{3}, uint64_t{4}, uint64_t{4096}, uint64_t{kChunk - 1},
+                       uint64_t{kChunk}, uint64_t{kChunk + 1}, far - 1, far, far + 3}) {
+        SCOPED_TRACE(fmt::format("offset {}", o));
+        auto data = (*f)->seek_data(o, true);
+        PACKFS_ASSERT_OK(data);
+        EXPECT_GE(*data, o);
+        EXPECT_LT(*data, size);
+        EXPECT_TRUE(zeros(o, *data)) << "SEEK_DATA skipped bytes that are not zero";
+        auto hole = (*f)->seek_data(o, false);
+        PACKFS_ASSERT_OK(hole);
+        EXPECT_GE(*hole, o);
+        EXPECT_LE(*hole, size);
+        if (*hole < size) {
+            auto next = (*f)->seek_data(*hole, true);
+            PACKFS_ASSERT_OK(next);  // "tail" is data after any hole
+            EXPECT_GT(*next, *hole);
+            EXPECT_TRUE(zeros(*hole, *next)) << "a hole holds bytes that are not zero";
+        }
+    }
+    EXPECT_LE(*(*f)->seek_data(4, true), far);  // "tail" is found from anywhere before it
+    for (uint64_t o : {size, size + 1, uint64_t{1} << 40}) {
+        PACKFS_EXPECT_ERRNO((*f)->seek_data(o, true), ENXIO);
+        PACKFS_EXPECT_ERRNO((*f)->seek_data(o, false), ENXIO);
+    }
+}
+
 TEST_P(FileIo, ReadAtOrPastEndReturnsZero) {
     auto f = create(fs(), "/f");
     PACKFS_ASSERT_OK(f);

@@ -408,6 +408,29 @@ TEST_P(FusePosix, AnUnlinkedOpenFileLivesOnThroughItsDescriptor) {
         "old_fd=hell\nclose=0\n");
 }
 
+// SEEK_HOLE and SEEK_DATA reach the backend (without the lseek op the kernel answers "no
+// holes": the only hole at the end). A file with 1 MiB between two writes: a hole before the
+// second, data found again exactly at 1 MiB (a volume's holes are 64 KiB chunks, a host
+// directory's its filesystem's blocks), ENXIO at the end.
+TEST_P(FusePosix, SeekHoleAndSeekDataFindTheBackendsHoles) {
+    const std::string f = at("sparse");
+    const int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    const off_t far = 1 << 20;
+    ASSERT_EQ(::pwrite(fd, "head", 4, 0), 4);
+    ASSERT_EQ(::pwrite(fd, "tail", 4, far), 4);
+    ASSERT_EQ(::fsync(fd), 0);
+    const off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+    EXPECT_GT(hole, 0);
+    EXPECT_LT(hole, far) << "no hole found: SEEK_HOLE did not reach the backend";
+    EXPECT_EQ(::lseek(fd, hole, SEEK_DATA), far);
+    EXPECT_EQ(::lseek(fd, far, SEEK_HOLE), far + 4);
+    errno = 0;
+    EXPECT_EQ(::lseek(fd, far + 4, SEEK_DATA), -1);
+    EXPECT_EQ(errno, ENXIO);
+    ::close(fd);
+}
+
 // --- links -----------------------------------------------------------------------------
 
 TEST_P(FusePosix, HardLinksCountAndShareOneInode) {

@@ -3,6 +3,7 @@
 // sees; truncating then growing reads zeros; copy-up of a lower
 // file is by chunk; an unlinked open file is freed at its last close; a dropped snapshot lets
 // the writer change in place again.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -218,6 +219,36 @@ TEST(MemEngine, AFileNodeGivenAsADirectoryIsNotADirectory) {
     EXPECT_EQ(fs->mkdir(f->node, "x", 0755, {}).error().code(), ENOTDIR);
     EXPECT_EQ(fs->unlink(f->node, "x").error().code(), ENOTDIR);
     EXPECT_EQ(read_file(*fs, "/f").value_or(""), "data");
+}
+
+// Holes are chunks never written: SEEK_HOLE and SEEK_DATA find them to the 64 KiB chunk, on
+// the live file, in a snapshot taken before the gap was filled (which keeps its hole), and over
+// a map tall enough that whole missing subtrees are skipped (a byte at 64 GiB).
+TEST(MemHoles, SeekFindsTheChunksNeverWrittenLiveAndInASnapshot) {
+    constexpr uint64_t kChunk = 64 * 1024;
+    auto fs = make_mem_backend();
+    auto f = fs->open("/s", O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_TRUE(f);
+    const std::string_view byte = "x";
+    ASSERT_TRUE((*f)->pwrite(std::as_bytes(std::span(byte)), 0));
+    ASSERT_TRUE((*f)->pwrite(std::as_bytes(std::span(byte)), 16 * kChunk + 7));
+    EXPECT_EQ((*f)->seek_data(0, false).value_or(0), kChunk);
+    EXPECT_EQ((*f)->seek_data(kChunk, true).value_or(0), 16 * kChunk);
+    EXPECT_EQ((*f)->seek_data(3, true).value_or(0), 3u);
+    EXPECT_EQ((*f)->seek_data(16 * kChunk + 1, false).value_or(0), 16 * kChunk + 8);  // the end
+    auto snap = fs->snapshot();
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE((*f)->pwrite(std::as_bytes(std::span(byte)), 5 * kChunk));  // fills one chunk
+    EXPECT_EQ((*f)->seek_data(kChunk, true).value_or(0), 5 * kChunk);
+    auto old = (*snap)->open("/s", O_RDONLY);
+    ASSERT_TRUE(old);
+    EXPECT_EQ((*old)->seek_data(kChunk, true).value_or(0), 16 * kChunk);  // its hole is whole
+    const uint64_t far = uint64_t{64} << 30;
+    ASSERT_TRUE((*f)->pwrite(std::as_bytes(std::span(byte)), far));
+    EXPECT_EQ((*f)->seek_data(17 * kChunk, true).value_or(0), far / kChunk * kChunk);
+    auto past = (*f)->seek_data(far + 1, true);
+    ASSERT_FALSE(past);
+    EXPECT_EQ(past.error().code(), ENXIO);
 }
 
 }  // namespace

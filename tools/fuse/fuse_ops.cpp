@@ -302,6 +302,19 @@ void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
     reply_void(req, file->fsync(datasync != 0));
 }
 
+// SEEK_DATA / SEEK_HOLE (the kernel answers the other whences itself): the backend's holes.
+void op_lseek(fuse_req_t req, fuse_ino_t, off_t off, int whence, fuse_file_info* fi) {
+    if (whence != SEEK_DATA && whence != SEEK_HOLE) return (void)fuse_reply_err(req, EINVAL);
+    // No handle: a stateless open of a pack, which keeps no holes; ENOSYS makes the kernel
+    // answer every later one itself (data everywhere, the hole at the end).
+    File* file = file_of(fi);
+    if (!file) return (void)fuse_reply_err(req, ENOSYS);
+    if (off < 0) return (void)fuse_reply_err(req, ENXIO);
+    auto at = file->seek_data(static_cast<uint64_t>(off), whence == SEEK_DATA);
+    if (!at) return reply_error(req, at.error());
+    fuse_reply_lseek(req, static_cast<off_t>(*at));
+}
+
 void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
@@ -516,6 +529,7 @@ fuse_lowlevel_ops make_operations() {
     ops.flush = op_flush;
     ops.release = op_release;
     ops.fsync = op_fsync;
+    ops.lseek = op_lseek;
     ops.opendir = op_opendir;
     ops.readdir = op_readdir;
     ops.readdirplus = op_readdirplus;
