@@ -241,7 +241,10 @@ void write_node_records(const fs::path& dir) {
     r = record(RecordType::removexattr_at);
     r.ino = f, r.name = "user.k";
     put("removexattr_at", r);
-    std::printf("%s: 11 node records\n", dir.c_str());
+    r = record(RecordType::fallocate);
+    r.ino = f, r.flags = 3, r.offset = 1, r.length = 2;  // PUNCH_HOLE | KEEP_SIZE
+    put("fallocate", r);
+    std::printf("%s: 12 node records\n", dir.c_str());
 }
 
 void write_path(const fs::path& dir, const std::string& name, const std::string& bytes) {

@@ -75,6 +75,14 @@ public:
     // such filesystems: data everywhere, the one hole at the end (this default).
     virtual Result<uint64_t> seek_data(uint64_t offset, bool data);
 
+    // fallocate(2) on [offset, offset + length): `mode` 0 (the size grows to cover the range),
+    // FALLOC_FL_KEEP_SIZE (nothing visible changes), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+    // (the range reads as zeros and keeps no storage) and FALLOC_FL_ZERO_RANGE, with or without
+    // KEEP_SIZE (reads as zeros; grows the file without it). EINVAL for a zero length,
+    // EOPNOTSUPP for other modes and where the backend stores no files (this default), EBADF on
+    // a handle opened read-only.
+    virtual Result<void> allocate(int mode, uint64_t offset, uint64_t length);
+
     // Where bytes [offset, offset + length) of the file lie, unchanged, in a host file (a
     // pack's uncompressed data), so a server can splice them from there without copying them
     // through memory. nullopt when they do not (read them with pread).

@@ -4,6 +4,10 @@
 
 namespace packfs {
 
+Result<void> File::allocate(int, uint64_t, uint64_t) {
+    return fail(EOPNOTSUPP, "fallocate");
+}
+
 // A file without holes: data from anywhere before the end, the end the only hole.
 Result<uint64_t> File::seek_data(uint64_t offset, bool data) {
     auto st = fstat();

@@ -1,4 +1,5 @@
 // An open file of the dir backend: the host fd, with the contract's explicit offsets.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +58,17 @@ public:
             ::lseek(fd_.get(), static_cast<off_t>(offset), data ? SEEK_DATA : SEEK_HOLE);
         if (at < 0) return fail(errno, "lseek");
         return static_cast<uint64_t>(at);
+    }
+
+    Result<void> allocate(int mode, uint64_t offset, uint64_t length) override {
+        constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+        if (offset > kMax || length > kMax) return fail(EFBIG, "fallocate");
+        for (;;) {
+            if (::fallocate(fd_.get(), mode, static_cast<off_t>(offset),
+                            static_cast<off_t>(length)) == 0)
+                return {};
+            if (errno != EINTR) return fail(errno, "fallocate");
+        }
     }
 
     Result<Stat> fstat() override {

@@ -1,6 +1,7 @@
 #include "mem/content.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <mutex>
@@ -509,6 +510,31 @@ void ContentWriter::drop_from(uint64_t first_index) {
         }
     }
     for (uint64_t index : dropped) set_chunk(index, nullptr);
+}
+
+Result<void> ContentWriter::punch(uint64_t offset, uint64_t length) {
+    static const std::array<std::byte, kChunkSize> kZeros{};
+    const uint64_t end =
+        std::min(state_.size, offset + length);  // (the caller checked: no overflow)
+    for (uint64_t index = offset / kChunkSize; index * kChunkSize < end; ++index) {
+        const uint64_t base = index * kChunkSize;
+        const uint64_t from = std::max(offset, base);
+        const uint64_t to = std::min(end, base + kChunkSize);
+        const bool backed = backing_ != nullptr && base < state_.aux;
+        const Chunk* held = content().chunk(index);
+        if (!held && !backed) continue;  // a hole already
+        const bool whole = from == base && (to == base + kChunkSize || to == state_.size);
+        if (whole && !backed) {
+            state_.allocated -= held->capacity;
+            set_chunk(index, nullptr);
+            continue;
+        }
+        // Bytes past a held buffer read as zeros already.
+        const uint64_t stop = backed ? to : std::min<uint64_t>(to, base + held->capacity);
+        if (from >= stop) continue;
+        if (auto ok = write(from, std::span(kZeros).first(stop - from)); !ok) return ok;
+    }
+    return {};
 }
 
 Result<void> ContentWriter::resize(uint64_t new_size) {

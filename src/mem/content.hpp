@@ -141,6 +141,10 @@ public:
     Result<void> write(uint64_t offset, std::span<const std::byte> data);
     // Sets the size: drops whole chunks past a new, smaller end; a larger size reads as zeros.
     Result<void> resize(uint64_t new_size);
+    // Makes [offset, offset + length) (clipped to the size) read as zeros: the chunks wholly
+    // inside become holes, the ones it cuts are zeroed there (a hole stays a hole). Below the
+    // backing size a missing chunk would read the lower again, so there zeros are written.
+    Result<void> punch(uint64_t offset, uint64_t length);
 
 private:
     Result<void> modify_chunk(uint64_t index, uint32_t visible_before, uint32_t visible_after,

@@ -17,7 +17,7 @@ Stat stat_of(uint64_t ino, const CellState& s) noexcept {
     st.size = s.size;
     st.rdev = (s.type == FileType::char_device || s.type == FileType::block_device) ? s.aux : 0;
     const uint64_t backed = s.type == FileType::regular ? s.aux : 0;
-    st.blocks = (s.allocated + backed) / 512;
+    st.blocks = (s.allocated + backed + 511) / 512;  // (a byte stored takes a block, as du counts)
     st.atime = s.atime;
     st.mtime = s.mtime;
     st.ctime = s.ctime;

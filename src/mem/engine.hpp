@@ -216,6 +216,9 @@ public:
     Result<std::size_t> write(Cell* cell, std::span<const std::byte> data, uint64_t offset,
                               bool append);
     Result<void> truncate(Cell* cell, uint64_t size);
+    // fallocate(2) on a held file (File::allocate's modes): a punch or zeroing drops the
+    // whole chunks in the range and zeroes the partial ones at its edges.
+    Result<void> allocate(Cell* cell, int mode, uint64_t offset, uint64_t length);
     // The live node's cell, copying a lower inode up first (a handle opened for writing holds
     // the copy, so its writes need no copy-up).
     Result<Cell*> own(const Ref& node);

@@ -2,6 +2,8 @@
 // that can fail before it changes anything, then makes its changes in the order a lock-free
 // reader may see them: a new inode is in the table before a name points to it, a name goes
 // before its inode, a name is added where it goes before it leaves where it was.
+#include <fcntl.h>
+
 #include <algorithm>
 #include <deque>
 #include <unordered_set>
@@ -598,6 +600,35 @@ Result<void> Engine::truncate(Cell* cell, uint64_t size) {
     if (current.kind != CellKind::live) return fail(ESTALE, "truncate");
     auto st = setattr(Ref{cell->ino, cell, current.lower, current.type}, SetAttr::resize(size));
     if (!st) return std::unexpected(st.error());
+    return {};
+}
+
+Result<void> Engine::allocate(Cell* cell, int mode, uint64_t offset, uint64_t length) {
+    const CellState& current = cell->state;
+    if (current.kind != CellKind::live) return fail(ESTALE, "fallocate");
+    if (current.type == FileType::directory) return fail(EISDIR, "fallocate");
+    if (current.type != FileType::regular) return fail(ENODEV, "fallocate");
+    if (length == 0) return fail(EINVAL, "fallocate");
+    constexpr int kKeep = FALLOC_FL_KEEP_SIZE;
+    const bool punch = mode == (FALLOC_FL_PUNCH_HOLE | kKeep);
+    const bool zero = (mode & ~kKeep) == FALLOC_FL_ZERO_RANGE;
+    if (mode != 0 && mode != kKeep && !punch && !zero) return fail(EOPNOTSUPP, "fallocate");
+    if (auto ok = check_fits(offset, length, "fallocate"); !ok) return ok;
+    const bool grows = !(mode & kKeep) && offset + length > current.size;
+    // Memory reserves nothing ahead: an allocation inside the file changes nothing.
+    if (!punch && !zero && !grows) return {};
+    CellState s = begin_edit(cell);
+    const uint64_t before = s.allocated;
+    ContentWriter w(s, reclaimer_, *arena_, writer_backing(s));
+    if (punch || zero) {
+        if (auto ok = w.punch(offset, length); !ok) return ok;
+    }
+    if (grows) {
+        if (auto ok = w.resize(offset + length); !ok) return ok;
+    }
+    bytes_used_.fetch_add(s.allocated - before, std::memory_order_relaxed);  // (mod 2^64)
+    s.mtime = s.ctime = op_now();
+    commit(cell, s);
     return {};
 }
 

@@ -46,6 +46,11 @@ public:
         return engine_->truncate(cell_, size);
     }
     Result<void> fsync(bool) override { return {}; }  // memory is as durable as it gets
+    Result<void> allocate(int mode, uint64_t offset, uint64_t length) override {
+        if (!writable_) return fail(EBADF, "fallocate");
+        auto lock = engine_->lock();
+        return engine_->allocate(cell_, mode, offset, length);
+    }
     Result<uint64_t> seek_data(uint64_t offset, bool data) override {
         rcu::ReadSection section;
         return engine_->seek_held(*cell_, offset, data);
@@ -115,6 +120,7 @@ public:
         rcu::ReadSection section;
         return snapshot_->engine().seek(ref_, offset, data, snapshot_->info().gen);
     }
+    Result<void> allocate(int, uint64_t, uint64_t) override { return fail(EBADF, "fallocate"); }
 
 private:
     std::shared_ptr<const SnapshotHold> snapshot_;

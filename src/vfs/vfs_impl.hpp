@@ -76,6 +76,10 @@ public:
     Result<uint64_t> seek_data(uint64_t offset, bool data) override {
         return inner_->seek_data(offset, data);
     }
+    Result<void> allocate(int mode, uint64_t offset, uint64_t length) override {
+        Gate::Pass change(*changes_);
+        return inner_->allocate(mode, offset, length);
+    }
 
 private:
     FileHandle inner_;

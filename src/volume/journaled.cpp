@@ -387,6 +387,10 @@ Result<Stat> VolumeFile::fstat() {
 Result<uint64_t> VolumeFile::seek_data(uint64_t offset, bool data) {
     return with_inner([&](File& f) { return f.seek_data(offset, data); });
 }
+Result<void> VolumeFile::allocate(int mode, uint64_t offset, uint64_t length) {
+    if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "fallocate");
+    return volume_->allocate_by_handle(*this, mode, offset, length);
+}
 Result<std::size_t> VolumeFile::pwrite(std::span<const std::byte> data, uint64_t offset) {
     if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "write");
     return volume_->write_by_handle(*this, data, offset);
@@ -445,6 +449,33 @@ Result<void> VolumeImpl::truncate_by_handle(VolumeFile& file, uint64_t size) {
             if (!named(*inner)) return false;
             r.ino = file.ino();
             r.offset = size;
+            return true;
+        });
+    if (!done) return std::unexpected(done.error());
+    return {};
+}
+
+// Journaled as asked (mode and range), so a replay punches the same holes: the record is what
+// the tree did, not the zeros it reads.
+Result<void> VolumeImpl::allocate_by_handle(VolumeFile& file, int mode, uint64_t offset,
+                                            uint64_t length) {
+    File* inner = nullptr;
+    auto done = journaled<bool>(
+        RecordType::fallocate, {},
+        [&](Backend&) -> Result<bool> {
+            auto usable = file.inner_locked();
+            if (!usable) return std::unexpected(usable.error());
+            inner = *usable;
+            if (auto ok = inner->allocate(mode, offset, length); !ok)
+                return std::unexpected(ok.error());
+            return true;
+        },
+        [&](OpRecord& r, bool) {
+            if (!named(*inner)) return false;
+            r.ino = file.ino();
+            r.flags = static_cast<uint32_t>(mode);
+            r.offset = offset;
+            r.length = length;
             return true;
         });
     if (!done) return std::unexpected(done.error());

@@ -101,7 +101,7 @@ private:
 };
 
 bool known(uint16_t type) {
-    return type >= 1 && type <= static_cast<uint16_t>(RecordType::removexattr_at);
+    return type >= 1 && type <= static_cast<uint16_t>(RecordType::fallocate);
 }
 
 // The owner of an entry a *_at record made.
@@ -163,6 +163,8 @@ bool fields(Codec& c, R& r) {
         case RecordType::setxattr_at:
             return c.u64(r.ino) && c.str(r.name) && c.str(r.value) && c.u32(r.flags);
         case RecordType::removexattr_at: return c.u64(r.ino) && c.str(r.name);
+        case RecordType::fallocate:
+            return c.u64(r.ino) && c.u32(r.flags) && c.u64(r.offset) && c.u64(r.length);
     }
     return false;
 }
@@ -198,6 +200,8 @@ const char* record_type_name(RecordType type) noexcept {
         case RecordType::setattr: return "setattr";
         case RecordType::setxattr_at: return "setxattr";
         case RecordType::removexattr_at: return "removexattr";
+        case RecordType::fallocate:
+            return "fallocate";
     }
     return "unknown";
 }
@@ -350,6 +354,11 @@ Result<void> apply_record(Backend& overlay, const OpRecord& r) {
             return overlay.setxattr(Node{r.ino}, r.name, r.value, *mode);
         }
         case RecordType::removexattr_at: return overlay.removexattr(Node{r.ino}, r.name);
+        case RecordType::fallocate: {
+            auto file = overlay.open(Node{r.ino}, O_WRONLY);
+            if (!file) return std::unexpected(file.error());
+            return (*file)->allocate(static_cast<int>(r.flags), r.offset, r.length);
+        }
         default: return apply_path_record(overlay, r);
     }
 }
@@ -362,6 +371,9 @@ std::string describe_record(const OpRecord& r) {
         case RecordType::write:
             return fmt::format("write inode {} at {} ({} bytes)", r.ino, r.offset, r.data.size());
         case RecordType::ftruncate: return fmt::format("ftruncate inode {} to {}", r.ino, r.offset);
+        case RecordType::fallocate:
+            return fmt::format("fallocate inode {} mode {:#x} at {} ({} bytes)", r.ino, r.flags,
+                               r.offset, r.length);
         case RecordType::create_at:
         case RecordType::mkdir_at:
         case RecordType::mknod_at:

@@ -46,17 +46,18 @@ enum class RecordType : uint16_t {
     write = 15,      // a handle's pwrite, by inode
     ftruncate = 16,  // a handle's truncate, by inode
     // By node (what every mutation records now):
-    create_at = 17,       // a regular file made in directory `ino`
+    create_at = 17,  // a regular file made in directory `ino`
     mkdir_at = 18,
     mknod_at = 19,
-    symlink_at = 20,      // target in `value`
-    link_at = 21,         // inode `ino` named `name` in directory `ino2`
+    symlink_at = 20,  // target in `value`
+    link_at = 21,     // inode `ino` named `name` in directory `ino2`
     unlink_at = 22,
     rmdir_at = 23,
-    rename_at = 24,       // `ino`/`name` -> `ino2`/`name2`
-    setattr = 25,         // chmod, chown, utimens, truncate of inode `ino`
+    rename_at = 24,  // `ino`/`name` -> `ino2`/`name2`
+    setattr = 25,    // chmod, chown, utimens, truncate of inode `ino`
     setxattr_at = 26,
     removexattr_at = 27,
+    fallocate = 28,  // a handle's fallocate of inode `ino`: mode in `flags`, [offset, +length)
 };
 
 const char* record_type_name(RecordType type) noexcept;
@@ -74,11 +75,13 @@ struct OpRecord {
     uint64_t ino = 0;       // write, ftruncate, setattr, *xattr_at: the inode; other *_at: the
                             // directory (link_at: the inode named)
     uint64_t ino2 = 0;      // rename_at: the new directory; link_at: the directory
-    uint64_t offset = 0;    // write: offset; truncate, ftruncate, setattr: size; mknod: rdev
+    uint64_t offset = 0;    // write, fallocate: offset; truncate, ftruncate, setattr: size;
+                            // mknod: rdev
+    uint64_t length = 0;    // fallocate
     uint32_t mode = 0;      // mkdir, mknod, chmod, open, *_at; chown: uid; setattr: mode
     uint32_t flags = 0;     // rename: RenameFlags; open, create_at: O_* flags; setxattr:
                             // XattrMode; chown, utimens: Follow; mknod: FileType; write: 1 =
-                            // append; setattr: 1 = truncate to `offset`
+                            // append; setattr: 1 = truncate to `offset`; fallocate: its mode
     uint32_t uid = 0;       // setattr; the owner of a made entry
     uint32_t gid = 0;       // chown, setattr; the owner of a made entry
     bool has_owner = false; // a made entry: `uid`/`gid` own it (else the volume's default)

@@ -155,6 +155,7 @@ public:
     Result<std::size_t> write_by_handle(VolumeFile& file, std::span<const std::byte> data,
                                         uint64_t offset);
     Result<void> truncate_by_handle(VolumeFile& file, uint64_t size);
+    Result<void> allocate_by_handle(VolumeFile& file, int mode, uint64_t offset, uint64_t length);
     // An open file joins (leaves) the set replace_tree_locked moves to each new tree. Joining
     // happens with mu_ or nodes_mu_ held, so no replacement falls between opening the tree's
     // handle and joining.
@@ -279,6 +280,7 @@ public:
     Result<void> fsync(bool data_only) override;
     Result<Stat> fstat() override;
     Result<uint64_t> seek_data(uint64_t offset, bool data) override;
+    Result<void> allocate(int mode, uint64_t offset, uint64_t length) override;
 
     uint64_t ino() const noexcept { return ino_; }
     bool append() const noexcept { return (flags_ & O_APPEND) != 0; }

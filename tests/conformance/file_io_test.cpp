@@ -1,7 +1,9 @@
 // File I/O through handles (DESIGN §4, §6): sizes around chunk boundaries (mem: 64 KiB),
 // holes, reads past the end, overwrites, truncation, open flags.
+#include <fcntl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -126,6 +128,54 @@ TEST_P(FileIo, SeekDataAndSeekHoleAnswerAsLseekDoes) {
         PACKFS_EXPECT_ERRNO((*f)->seek_data(o, true), ENXIO);
         PACKFS_EXPECT_ERRNO((*f)->seek_data(o, false), ENXIO);
     }
+}
+
+// fallocate (File::allocate) in each mode a backend must support, read back: mode 0 grows the
+// file over the range (zeros) and keeps what was there; KEEP_SIZE changes nothing visible;
+// PUNCH_HOLE | KEEP_SIZE and ZERO_RANGE make the range read as zeros (the first keeps the size,
+// the second grows the file without KEEP_SIZE), across chunk boundaries and at odd offsets.
+// The errors are fallocate(2)'s.
+TEST_P(FileIo, FallocateModesReadBackAsFallocateSays) {
+    auto f = create(fs(), "/alloc");
+    PACKFS_ASSERT_OK(f);
+    std::string model = pattern_bytes(3 * kChunk + 100, 7);
+    PACKFS_ASSERT_OK(pwrite_string(**f, model, 0));
+    auto expect_model = [&](const char* step) {
+        SCOPED_TRACE(step);
+        auto st = (*f)->fstat();
+        PACKFS_ASSERT_OK(st);
+        EXPECT_EQ(st->size, model.size());
+        auto back = read_all(**f);
+        PACKFS_ASSERT_OK(back);
+        PACKFS_EXPECT_BYTES_EQ(*back, model);
+    };
+    PACKFS_ASSERT_OK((*f)->allocate(0, 10, 20));  // inside: nothing visible changes
+    expect_model("mode 0 inside the file");
+    PACKFS_ASSERT_OK((*f)->allocate(FALLOC_FL_KEEP_SIZE, model.size(), kChunk));
+    expect_model("KEEP_SIZE past the end");
+    PACKFS_ASSERT_OK((*f)->allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 5, 2 * kChunk));
+    std::fill(model.begin() + 5, model.begin() + 5 + 2 * kChunk, '\0');
+    expect_model("PUNCH_HOLE across two chunk boundaries");
+    PACKFS_ASSERT_OK(
+        (*f)->allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 3 * kChunk + 50, kChunk));
+    std::fill(model.begin() + 3 * kChunk + 50, model.end(), '\0');
+    expect_model("PUNCH_HOLE past the end keeps the size");
+    PACKFS_ASSERT_OK(pwrite_string(**f, "again", 2 * kChunk + 3));
+    model.replace(2 * kChunk + 3, 5, "again");
+    expect_model("a write into a punched range");
+    PACKFS_ASSERT_OK((*f)->allocate(FALLOC_FL_ZERO_RANGE, 2 * kChunk, 2 * kChunk));
+    model.resize(4 * kChunk, '\0');
+    std::fill(model.begin() + 2 * kChunk, model.end(), '\0');
+    expect_model("ZERO_RANGE grows the file");
+    PACKFS_ASSERT_OK((*f)->allocate(0, model.size() + 1000, 24));
+    model.resize(model.size() + 1024, '\0');
+    expect_model("mode 0 past the end grows it");
+    PACKFS_EXPECT_ERRNO((*f)->allocate(0, 0, 0), EINVAL);
+    PACKFS_EXPECT_ERRNO((*f)->allocate(FALLOC_FL_PUNCH_HOLE, 0, 10), EOPNOTSUPP);
+    auto reader = fs().open("/alloc", O_RDONLY);
+    PACKFS_ASSERT_OK(reader);
+    PACKFS_EXPECT_ERRNO((*reader)->allocate(0, 0, 10), EBADF);
+    expect_model("after the refusals");
 }
 
 TEST_P(FileIo, ReadAtOrPastEndReturnsZero) {

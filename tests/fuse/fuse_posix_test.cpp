@@ -431,6 +431,48 @@ TEST_P(FusePosix, SeekHoleAndSeekDataFindTheBackendsHoles) {
     ::close(fd);
 }
 
+// fallocate through the mount, compared with a plain directory: mode 0 grows the file, a
+// punched range reads as zeros and keeps the size, ZERO_RANGE grows it, PUNCH_HOLE without
+// KEEP_SIZE is EOPNOTSUPP; and the punched range is a hole (SEEK_HOLE lands inside it).
+TEST_P(FusePosix, FallocateModesBehaveAsOnTheHost) {
+    expect_trace(
+        [](const std::string& r, Trace& t) {
+            const std::string f = r + "/falloc";
+            const int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            ASSERT_GE(fd, 0);
+            const std::string data(3 << 20, 'z');
+            ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 0), ssize_t(data.size()));
+            struct stat st {};
+            t.rc("grow", ::fallocate(fd, 0, 0, 4 << 20));
+            t.rc("fstat", ::fstat(fd, &st));
+            t.val("size", std::to_string(st.st_size));
+            t.rc("punch",
+                 ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 1 << 20, 1 << 20));
+            t.rc("fstat2", ::fstat(fd, &st));
+            t.val("size2", std::to_string(st.st_size));
+            std::string back(4 << 20, 'x');
+            ASSERT_EQ(::pread(fd, back.data(), back.size(), 0), ssize_t(back.size()));
+            const bool zeros = back.find_first_not_of('\0', 1 << 20) == (2u << 20);
+            t.val("punched_reads_zeros", zeros ? "yes" : "no");
+            t.val("rest_kept",
+                  back.substr(0, 1 << 20) == data.substr(0, 1 << 20) &&
+                          back.substr(2 << 20, 1 << 20) == data.substr(2 << 20, 1 << 20)
+                      ? "yes"
+                      : "no");
+            const off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+            t.val("hole_in_punched_range",
+                  hole >= (1 << 20) && hole < (2 << 20) ? "yes" : std::to_string(hole));
+            t.rc("zero_range", ::fallocate(fd, FALLOC_FL_ZERO_RANGE, (4 << 20) - 10, 110));
+            t.rc("fstat3", ::fstat(fd, &st));
+            t.val("size3", std::to_string(st.st_size));
+            t.rc("punch_without_keep_size", ::fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 10));
+            ::close(fd);
+        },
+        "grow=0\nfstat=0\nsize=4194304\npunch=0\nfstat2=0\nsize2=4194304\n"
+        "punched_reads_zeros=yes\nrest_kept=yes\nhole_in_punched_range=yes\nzero_range=0\n"
+        "fstat3=0\nsize3=4194404\npunch_without_keep_size=ENOTSUP\n");
+}
+
 // --- links -----------------------------------------------------------------------------
 
 TEST_P(FusePosix, HardLinksCountAndShareOneInode) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "packfs/forwarding.hpp"
@@ -249,6 +250,37 @@ TEST(MemHoles, SeekFindsTheChunksNeverWrittenLiveAndInASnapshot) {
     auto past = (*f)->seek_data(far + 1, true);
     ASSERT_FALSE(past);
     EXPECT_EQ(past.error().code(), ENXIO);
+}
+
+// A punched hole frees its whole chunks (the hole is found by SEEK_HOLE and the bytes kept
+// fall), and on a file copied up from a lower it reads as zeros, never as the lower's bytes
+// again (there, a missing chunk would mean "still the lower's": zeros are stored instead).
+TEST(MemHoles, APunchFreesWholeChunksAndNeverUncoversTheLower) {
+    constexpr uint64_t kChunk = 64 * 1024;
+    auto base = make_mem_backend();
+    const std::string lower_bytes(4 * kChunk, 'L');
+    ASSERT_TRUE(write_file(*base, "/copied", lower_bytes));
+    auto fs = make_overlay(base);
+    ASSERT_TRUE(fs);
+    for (const char* path : {"/own", "/copied"}) {
+        SCOPED_TRACE(path);
+        auto f = (*fs)->open(path, O_RDWR | O_CREAT, 0644);
+        ASSERT_TRUE(f);
+        if (std::string_view(path) == "/own") {
+            ASSERT_TRUE((*f)->pwrite(std::as_bytes(std::span(lower_bytes)), 0));
+        }
+        const uint64_t used = (*fs)->statfs("/")->blocks_free;
+        ASSERT_TRUE(
+            (*f)->allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, kChunk - 1, 2 * kChunk + 2));
+        std::string expected = lower_bytes;
+        std::fill(expected.begin() + kChunk - 1, expected.begin() + 3 * kChunk + 1, '\0');
+        EXPECT_EQ(read_file(**fs, path).value_or(""), expected);
+        if (std::string_view(path) == "/own") {
+            EXPECT_EQ((*f)->seek_data(0, false).value_or(0), kChunk);  // chunks 1 and 2 freed
+            EXPECT_EQ((*f)->seek_data(kChunk, true).value_or(0), 3 * kChunk);
+            EXPECT_GT((*fs)->statfs("/")->blocks_free, used);
+        }
+    }
 }
 
 }  // namespace

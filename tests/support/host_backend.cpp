@@ -101,6 +101,20 @@ public:
         return stat_from_host(st);
     }
 
+    Result<void> allocate(int mode, uint64_t offset, uint64_t length) override {
+        if (::fallocate(fd_.get(), mode, static_cast<off_t>(offset), static_cast<off_t>(length)) !=
+            0)
+            return errno_error("fallocate", {});
+        return {};
+    }
+
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override {
+        const off_t at =
+            ::lseek(fd_.get(), static_cast<off_t>(offset), data ? SEEK_DATA : SEEK_HOLE);
+        if (at < 0) return errno_error("lseek", {});
+        return static_cast<uint64_t>(at);
+    }
+
 private:
     Fd fd_;
 };

@@ -33,10 +33,10 @@ OpRecord sample(RecordType type) {
 }
 
 const RecordType kNodeTypes[] = {
-    RecordType::create_at,  RecordType::mkdir_at,  RecordType::mknod_at,
-    RecordType::symlink_at, RecordType::link_at,   RecordType::unlink_at,
-    RecordType::rmdir_at,   RecordType::rename_at, RecordType::setattr,
-    RecordType::setxattr_at, RecordType::removexattr_at,
+    RecordType::create_at,   RecordType::mkdir_at,       RecordType::mknod_at,
+    RecordType::symlink_at,  RecordType::link_at,        RecordType::unlink_at,
+    RecordType::rmdir_at,    RecordType::rename_at,      RecordType::setattr,
+    RecordType::setxattr_at, RecordType::removexattr_at, RecordType::fallocate,
 };
 
 TEST(Records, EveryNodeTypeDecodesToWhatWasEncoded) {

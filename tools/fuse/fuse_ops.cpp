@@ -315,6 +315,15 @@ void op_lseek(fuse_req_t req, fuse_ino_t, off_t off, int whence, fuse_file_info*
     fuse_reply_lseek(req, static_cast<off_t>(*at));
 }
 
+void op_fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
+                  fuse_file_info* fi) {
+    File* file = file_of(fi);
+    if (!file) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
+    if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
+    reply_void(req,
+               file->allocate(mode, static_cast<uint64_t>(offset), static_cast<uint64_t>(length)));
+}
+
 void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
@@ -530,6 +539,7 @@ fuse_lowlevel_ops make_operations() {
     ops.release = op_release;
     ops.fsync = op_fsync;
     ops.lseek = op_lseek;
+    ops.fallocate = op_fallocate;
     ops.opendir = op_opendir;
     ops.readdir = op_readdir;
     ops.readdirplus = op_readdirplus;
