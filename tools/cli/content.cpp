@@ -24,6 +24,83 @@ Result<std::span<const std::byte>> ContentReader::read(uint64_t offset, std::siz
     return std::span<const std::byte>(buffer_.data(), *n);
 }
 
+namespace {
+
+constexpr std::size_t kSparseBlock = 4096;
+
+bool all_zero(std::span<const std::byte> bytes) noexcept {
+    static const std::byte kZeros[kSparseBlock] = {};
+    return std::memcmp(bytes.data(), kZeros, bytes.size()) == 0;
+}
+
+// pwrite of all of `bytes` at `offset`; 0 or the errno.
+int pwrite_all(int fd, std::span<const std::byte> bytes, uint64_t offset) noexcept {
+    for (std::size_t done = 0; done < bytes.size();) {
+        const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                                   static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+// Writes `slice` (file bytes at `offset`) except its aligned 4 KiB blocks of zeros, each run of
+// other blocks in one pwrite.
+int write_non_zero(int fd, std::span<const std::byte> slice, uint64_t offset) noexcept {
+    std::size_t run = 0;  // start of the pending run of blocks to write
+    std::size_t at = 0;
+    while (at < slice.size()) {
+        // The block that holds file offset `offset + at`, cut at the slice's ends.
+        const std::size_t end =
+            std::min<std::size_t>(slice.size(), at + kSparseBlock - (offset + at) % kSparseBlock);
+        const bool whole = end - at == kSparseBlock;
+        if (whole && all_zero(slice.subspan(at, end - at))) {
+            if (at > run) {
+                if (int err = pwrite_all(fd, slice.subspan(run, at - run), offset + run))
+                    return err;
+            }
+            run = end;
+        }
+        at = end;
+    }
+    if (slice.size() > run) return pwrite_all(fd, slice.subspan(run), offset + run);
+    return 0;
+}
+
+}  // namespace
+
+Result<void> ContentReader::write_sparse_to(int fd,
+                                            const std::function<void(std::size_t)>& on_bytes) {
+    auto st = file_->fstat();
+    if (!st) return std::unexpected(st.error());
+    const uint64_t size = st->size;
+    uint64_t at = 0;
+    while (at < size) {
+        auto data = file_->seek_data(at, true);
+        if (!data && data.error().code() == ENXIO) break;  // only a hole is left
+        if (!data) return std::unexpected(data.error().relabeled("read", path_));
+        if (*data > at) on_bytes(static_cast<std::size_t>(*data - at));  // a hole passed
+        auto hole = file_->seek_data(*data, false);
+        if (!hole) return std::unexpected(hole.error().relabeled("read", path_));
+        for (uint64_t pos = *data; pos < *hole;) {
+            auto slice =
+                read(pos, static_cast<std::size_t>(std::min<uint64_t>(kSliceBytes, *hole - pos)));
+            if (!slice) return std::unexpected(slice.error());
+            if (slice->empty()) break;  // the file ended early (it changed meanwhile)
+            if (int err = write_non_zero(fd, *slice, pos)) return fail(err, "write", path_);
+            on_bytes(slice->size());
+            pos += slice->size();
+        }
+        at = std::max(*hole, at + 1);
+    }
+    if (size > at) on_bytes(static_cast<std::size_t>(size - at));
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) return fail(errno, "truncate", path_);
+    return {};
+}
+
 Result<void> ContentReader::copy_to(int fd) {
     uint64_t offset = 0;
     for (;;) {

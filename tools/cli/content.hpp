@@ -35,6 +35,13 @@ public:
     // the errno of a failed write comes back as the error's code.
     Result<void> copy_to(int fd);
 
+    // Writes the whole file into `fd`, a new empty host file, keeping its holes: only the data
+    // the backend reports is read (File::seek_data), aligned 4 KiB blocks of zeros within it
+    // are not written either (as cp --sparse=always: a pack stores holes as zeros), and the
+    // size is set at the end. `on_bytes` hears the file's bytes as they are passed, a hole's
+    // with the rest (progress and totals count the file's size, not what was read).
+    Result<void> write_sparse_to(int fd, const std::function<void(std::size_t)>& on_bytes);
+
 private:
     ContentReader(std::string path, FileHandle file) : path_(std::move(path)), file_(std::move(file)) {}
 

@@ -151,16 +151,12 @@ private:
         }
         ++report_.files;
         auto reader = ContentReader::open(fs_, path);
-        auto copied =
-            !reader ? Result<void>(std::unexpected(reader.error()))
-                    : reader->for_each_slice([&](std::span<const std::byte> slice) -> Result<void> {
-                          if (int err = write_all(fd.get(), slice)) {
-                              return fail(err, "write", path);
-                          }
-                          report_.bytes += slice.size();
-                          if (progress_) progress_(report_);
-                          return {};
-                      });
+        // With its holes: those the source keeps, and aligned 4 KiB blocks of zeros.
+        auto copied = !reader ? Result<void>(std::unexpected(reader.error()))
+                              : reader->write_sparse_to(fd.get(), [&](std::size_t bytes) {
+                                    report_.bytes += bytes;
+                                    if (progress_) progress_(report_);
+                                });
         if (!copied) error(Failure::from(copied.error()));
         apply_metadata(path, {fd.get(), -1, nullptr}, st);
         return true;
