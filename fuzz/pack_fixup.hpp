@@ -104,17 +104,11 @@ inline void fix_checksums(std::string& file, bool fix_file_size) {
     if (fits(h.sums_offset, h.sums_length))
         h.sums_checksum = xxh3_64(bytes(h.sums_offset, h.sums_length));
     if (have_region) {
-        Header zeroed = h;
-        zeroed.header_checksum = 0;
-        std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
-        Sha256 sha;
-        sha.update(std::as_bytes(std::span(&zeroed, 1)));
-        sha.update(std::as_bytes(std::span(region.data(), region.size())));
-        const Sha256Digest digest = sha.finish();
-        std::memcpy(h.image_digest, digest.data(), digest.size());
+        seal_header(h, std::as_bytes(std::span(region.data(), region.size())));
+    } else {
+        h.header_checksum = 0;
+        h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
     }
-    h.header_checksum = 0;
-    h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
     std::memcpy(file.data(), &h, sizeof h);
 }
 

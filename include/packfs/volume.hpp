@@ -90,9 +90,9 @@ struct VolumeOptions {
     // 0: only when asked.
     uint64_t auto_compact_journal_bytes = 0;
     // ... and, when non-zero, once it is also at least this many times the pack's current
-    // size: at 1, a compaction writes no more bytes than were journaled since the last one (the
-    // write amplification stays under 2x however large the pack grows). The threshold bounds
-    // what a reopen replays and what the daemon holds in memory.
+    // size: at 1, the old pack a compaction rewrites is never larger than what was journaled
+    // since the last one, so it writes at most about twice that, however large the pack grows.
+    // The threshold bounds what a reopen replays and what the daemon holds in memory.
     double auto_compact_pack_ratio = 0;
     // Explicit mode: everything appended is made durable at least this often, by a background
     // thread (as ext4's commit=): a crash loses at most the last interval's changes, not all

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include <cstring>
 #include <new>
 
 namespace packfs::pack {
@@ -56,6 +57,17 @@ Sha256Digest sha256(std::span<const std::byte> bytes) noexcept {
     thread_local Sha256 context;  // reused: creating one per call costs more than small data
     context.update(bytes);
     return context.finish();
+}
+
+void seal_header(Header& header, std::span<const std::byte> region) noexcept {
+    header.header_checksum = 0;
+    std::memset(header.image_digest, 0, sizeof header.image_digest);
+    Sha256 digest;
+    digest.update(std::as_bytes(std::span(&header, 1)));
+    digest.update(region);
+    const Sha256Digest d = digest.finish();
+    std::memcpy(header.image_digest, d.data(), d.size());
+    header.header_checksum = xxh3_64(std::as_bytes(std::span(&header, 1)));
 }
 
 struct Xxh3_128::State {

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "pack/format.hpp"
+
 namespace packfs::pack {
 
 uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept;
@@ -33,6 +35,11 @@ private:
 };
 
 Sha256Digest sha256(std::span<const std::byte> bytes) noexcept;
+
+// A pack header sealed over its metadata region (format.hpp): the image digest, SHA-256 of the
+// header (digest and checksum zero) then the inflated region, and then the header checksum,
+// both from the header's other fields as they are now.
+void seal_header(Header& header, std::span<const std::byte> region) noexcept;
 
 // Incremental XXH3-128, for contents read in slices.
 class Xxh3_128 {

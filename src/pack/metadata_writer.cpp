@@ -395,22 +395,8 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     h.sums_length = image.sums.size();
     h.sums_checksum = xxh3_64(image.sums);
     h.file_size = h.sums_offset + h.sums_length;
-    seal_header(image);
+    seal_header(image.header, image.region);  // (the digest covers every content's SHA-256)
     return image;
-}
-
-void seal_header(MetadataImage& image) {
-    // The image digest covers the header (digest and checksum zero) and the whole metadata
-    // region (inflated), which holds every content's SHA-256.
-    Header& h = image.header;
-    h.header_checksum = 0;
-    std::memset(h.image_digest, 0, sizeof h.image_digest);
-    Sha256 digest;
-    digest.update(std::as_bytes(std::span(&h, 1)));
-    digest.update(image.region);
-    Sha256Digest d = digest.finish();
-    std::memcpy(h.image_digest, d.data(), d.size());
-    h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
 }
 
 std::vector<std::byte> frame_metadata(MetadataImage& image,
@@ -424,7 +410,7 @@ std::vector<std::byte> frame_metadata(MetadataImage& image,
     h.meta_index_checksum = xxh3_64(index);
     h.sums_offset = frame_index_offset(h) + index.size();
     h.file_size = h.sums_offset + h.sums_length;
-    seal_header(image);
+    seal_header(image.header, image.region);
     return index;
 }
 

@@ -50,7 +50,4 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
 std::vector<std::byte> frame_metadata(MetadataImage& image,
                                       std::span<const uint64_t> frame_offsets);
 
-// The image digest and the header checksum, from the header's other fields and the region.
-void seal_header(MetadataImage& image);
-
 }  // namespace packfs::pack

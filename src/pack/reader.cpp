@@ -333,6 +333,9 @@ Result<std::string_view> PackReader::symlink_target(const InodeView& link, const
 
 Result<std::string_view> PackReader::name_at(const std::byte* at, uint64_t rel,
                                              const Ctx& ctx) const {
+    uint16_t checked_length = 0;
+    if (const char* name = try_name(at, checked_length)) [[likely]]  // its block checked already
+        return std::string_view(name, checked_length);
     const auto offset = load<uint32_t>(at + offsetof(Dirent, name_offset));
     const auto length = load<uint16_t>(at + offsetof(Dirent, name_length));
     if (length == 0 || length > kMaxNameLength) [[unlikely]]
@@ -590,12 +593,7 @@ Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, con
     for (uint64_t i = 0; i < count; ++i) {
         const std::byte* at = *base + i * sizeof(Dirent);
         const uint64_t rel = first_rel + i * sizeof(Dirent);
-        uint16_t length = 0;
-        Result<std::string_view> name = [&]() -> Result<std::string_view> {
-            if (const char* checked_name = try_name(at, length)) [[likely]]
-                return std::string_view(checked_name, length);
-            return name_at(at, rel, ctx);  // checks its block, or says what is wrong
-        }();
+        auto name = name_at(at, rel, ctx);
         if (!name) return std::unexpected(name.error());
         if (!is_file_name(*name)) [[unlikely]]
             return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
@@ -630,12 +628,7 @@ Result<std::vector<std::pair<std::string, InodeView>>> PackReader::list_nodes(
     for (uint64_t i = 0; i < count; ++i) {
         const std::byte* at = *base + i * sizeof(Dirent);
         const uint64_t rel = first_rel + i * sizeof(Dirent);
-        uint16_t length = 0;
-        Result<std::string_view> name = [&]() -> Result<std::string_view> {
-            if (const char* checked_name = try_name(at, length)) [[likely]]
-                return std::string_view(checked_name, length);
-            return name_at(at, rel, ctx);  // checks its block, or says what is wrong
-        }();
+        auto name = name_at(at, rel, ctx);
         if (!name) return std::unexpected(name.error());
         if (!is_file_name(*name)) [[unlikely]]
             return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,

@@ -256,6 +256,7 @@ private:
         std::string_view name;
     };
     Result<DirentView> dirent(const std::byte* at, uint64_t rel, const Ctx& ctx) const;
+    // The dirent's name: read in place when its block was checked (try_name), else checked now.
     Result<std::string_view> name_at(const std::byte* at, uint64_t rel, const Ctx& ctx) const;
     // What try_find() could not read from checked bytes: a range whose blocks are not checked
     // yet, or a bucket or dirent name field out of range (at `rel`).

@@ -8,26 +8,15 @@ namespace packfs::volume {
 
 void VolumeImpl::start_commit_timer() {
     if (durability_ != Durability::explicit_sync || options_.commit_interval.count() <= 0) return;
-    commit_thread_ = std::thread([this] {
-        std::unique_lock lock(commit_mu_);
-        for (;;) {
-            if (commit_cv_.wait_for(lock, options_.commit_interval, [&] { return commit_stop_; }))
-                return;
+    Background& b = committer_;
+    b.thread = std::thread([this, &b] {
+        std::unique_lock lock(b.mu);
+        while (!b.cv.wait_for(lock, options_.commit_interval, [&] { return b.stopping; })) {
             lock.unlock();
             (void)sync();
             lock.lock();
         }
     });
-}
-
-void VolumeImpl::stop_commit_timer() {
-    if (!commit_thread_.joinable()) return;
-    {
-        std::lock_guard lock(commit_mu_);
-        commit_stop_ = true;
-    }
-    commit_cv_.notify_all();
-    commit_thread_.join();
 }
 
 }  // namespace packfs::volume

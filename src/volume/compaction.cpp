@@ -175,11 +175,12 @@ bool VolumeImpl::auto_compaction_due_locked() const {
 
 void VolumeImpl::start_auto_compaction() {
     if (options_.auto_compact_journal_bytes == 0) return;
-    auto_thread_ = std::thread([this] {
-        std::unique_lock lock(auto_mu_);
+    Background& b = auto_compactor_;
+    b.thread = std::thread([this, &b] {
+        std::unique_lock lock(b.mu);
         for (;;) {
-            auto_cv_.wait(lock, [&] { return auto_stop_ || auto_wanted_; });
-            if (auto_stop_) return;
+            b.cv.wait(lock, [&] { return b.stopping || auto_wanted_; });
+            if (b.stopping) return;
             auto_wanted_ = false;
             lock.unlock();
             // Writes made while the last compaction ran asked again; the journal they went to
@@ -195,19 +196,19 @@ void VolumeImpl::start_auto_compaction() {
             auto done = compact();
             lock.lock();
             // A failed compaction is retried only after more has been written, and not at once.
-            if (!done) auto_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return auto_stop_; });
+            if (!done) b.cv.wait_for(lock, std::chrono::seconds(1), [&] { return b.stopping; });
         }
     });
 }
 
-void VolumeImpl::stop_auto_compaction() {
-    if (!auto_thread_.joinable()) return;
+void VolumeImpl::Background::stop() {
+    if (!thread.joinable()) return;
     {
-        std::lock_guard lock(auto_mu_);
-        auto_stop_ = true;
+        std::lock_guard lock(mu);
+        stopping = true;
     }
-    auto_cv_.notify_all();
-    auto_thread_.join();
+    cv.notify_all();
+    thread.join();
 }
 
 }  // namespace packfs::volume

@@ -2,9 +2,10 @@
 // tree and recorded by node, reads straight from the tree, and the tree made again from the
 // pack and the journal when the journal could not take a record.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <fmt/format.h>
+#include <type_traits>
 
 #include "core/op_clock.hpp"
 #include "core/path_api.hpp"
@@ -19,8 +20,8 @@ VolumeImpl::VolumeImpl(std::string dir, VolumeOptions options)
     : dir_(std::move(dir)), options_(std::move(options)) {}
 
 VolumeImpl::~VolumeImpl() {
-    stop_commit_timer();
-    stop_auto_compaction();
+    committer_.stop();
+    auto_compactor_.stop();
     if (writer_) (void)writer_->sync();  // a clean close leaves nothing only in memory
     old_trees_.flush();
 }
@@ -138,9 +139,9 @@ void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
     // Counted as appended, not as written: explicit mode holds up to a MiB before writing.
     journal_bytes_ += journal_frame_size(payload_bytes);
     if (auto_compaction_due_locked()) {
-        std::lock_guard auto_lock(auto_mu_);
+        std::lock_guard auto_lock(auto_compactor_.mu);
         auto_wanted_ = true;
-        auto_cv_.notify_one();
+        auto_compactor_.cv.notify_one();
     }
 }
 
@@ -180,7 +181,13 @@ Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op,
         return op(tree);
     }();
     if (!result) return result;
-    if (!fill(record, *result)) return result;  // nothing a crash could need back
+    bool keep;  // false: nothing a crash could need back
+    if constexpr (std::is_void_v<T>) {
+        keep = fill(record);
+    } else {
+        keep = fill(record, *result);
+    }
+    if (!keep) return result;
     const std::vector<std::byte> payload = encode_record(record);
     std::shared_ptr<JournalWriter> writer = writer_;
     if (payload.size() > kMaxJournalPayload) {  // refused without failing the writer
@@ -413,73 +420,55 @@ static bool named(File& inner) {
     return st && st->nlink > 0;
 }
 
-Result<std::size_t> VolumeImpl::write_by_handle(VolumeFile& file, std::span<const std::byte> data,
-                                                uint64_t offset) {
+template <class T, class Change, class Describe>
+Result<T> VolumeImpl::journaled_by_handle(VolumeFile& file, RecordType type, Change&& change,
+                                          Describe&& describe) {
     File* inner = nullptr;
-    return journaled<std::size_t>(
-        RecordType::write, {},
-        [&](Backend&) -> Result<std::size_t> {
+    return journaled<T>(
+        type, {},
+        [&](Backend&) -> Result<T> {
             auto usable = file.inner_locked();
             if (!usable) return std::unexpected(usable.error());
             inner = *usable;
-            return inner->pwrite(data, offset);
+            return change(*inner);
         },
-        [&](OpRecord& r, std::size_t) {
+        [&](OpRecord& r, const auto&...) {  // (and the result, when there is one)
             if (!named(*inner)) return false;
             r.ino = file.ino();
-            r.offset = offset;
-            r.flags = file.append() ? 1 : 0;
-            r.data = data;
+            describe(r);
             return true;
         });
 }
 
-Result<void> VolumeImpl::truncate_by_handle(VolumeFile& file, uint64_t size) {
-    File* inner = nullptr;
-    auto done = journaled<bool>(
-        RecordType::ftruncate, {},
-        [&](Backend&) -> Result<bool> {
-            auto usable = file.inner_locked();
-            if (!usable) return std::unexpected(usable.error());
-            inner = *usable;
-            if (auto ok = inner->truncate(size); !ok) return std::unexpected(ok.error());
-            return true;
-        },
-        [&](OpRecord& r, bool) {
-            if (!named(*inner)) return false;
-            r.ino = file.ino();
-            r.offset = size;
-            return true;
+Result<std::size_t> VolumeImpl::write_by_handle(VolumeFile& file, std::span<const std::byte> data,
+                                                uint64_t offset) {
+    return journaled_by_handle<std::size_t>(
+        file, RecordType::write, [&](File& inner) { return inner.pwrite(data, offset); },
+        [&](OpRecord& r) {
+            r.offset = offset;
+            r.flags = file.append() ? 1 : 0;
+            r.data = data;
         });
-    if (!done) return std::unexpected(done.error());
-    return {};
+}
+
+Result<void> VolumeImpl::truncate_by_handle(VolumeFile& file, uint64_t size) {
+    return journaled_by_handle<void>(
+        file, RecordType::ftruncate, [&](File& inner) { return inner.truncate(size); },
+        [&](OpRecord& r) { r.offset = size; });
 }
 
 // Journaled as asked (mode and range), so a replay punches the same holes: the record is what
 // the tree did, not the zeros it reads.
 Result<void> VolumeImpl::allocate_by_handle(VolumeFile& file, int mode, uint64_t offset,
                                             uint64_t length) {
-    File* inner = nullptr;
-    auto done = journaled<bool>(
-        RecordType::fallocate, {},
-        [&](Backend&) -> Result<bool> {
-            auto usable = file.inner_locked();
-            if (!usable) return std::unexpected(usable.error());
-            inner = *usable;
-            if (auto ok = inner->allocate(mode, offset, length); !ok)
-                return std::unexpected(ok.error());
-            return true;
-        },
-        [&](OpRecord& r, bool) {
-            if (!named(*inner)) return false;
-            r.ino = file.ino();
+    return journaled_by_handle<void>(
+        file, RecordType::fallocate,
+        [&](File& inner) { return inner.allocate(mode, offset, length); },
+        [&](OpRecord& r) {
             r.flags = static_cast<uint32_t>(mode);
             r.offset = offset;
             r.length = length;
-            return true;
         });
-    if (!done) return std::unexpected(done.error());
-    return {};
 }
 
 Result<FileHandle> VolumeImpl::open(Node node, int flags) {

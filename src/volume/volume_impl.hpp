@@ -180,9 +180,15 @@ private:
     // and the writer resumed. On failure the volume refuses mutations until reopened.
     void recover_locked();
 
-    // Applies `op(tree)` and journals the record `fill` completes (see the top of the file).
+    // Applies `op(tree)` and journals the record `fill` completes (see the top of the file):
+    // fill(record, value), or fill(record) when T is void; false keeps no record.
     template <class T, class Op, class Fill>
     Result<T> journaled(RecordType type, std::string_view what, Op&& op, Fill&& fill);
+    // A change through an open file (its tree handle, under mu_), journaled by inode while the
+    // file has a name: `describe` adds the change's own fields to the record.
+    template <class T, class Change, class Describe>
+    Result<T> journaled_by_handle(VolumeFile& file, RecordType type, Change&& change,
+                                  Describe&& describe);
     void note_appended_locked(std::size_t payload_bytes);
     // Counts a reference handed out (with nodes_mu_ or mu_ held, so no replacement is between
     // taking it and counting it).
@@ -203,12 +209,10 @@ private:
 
     // Compaction's steps (compaction.cpp).
     void start_auto_compaction();
-    void stop_auto_compaction();
     // Whether the journal passed the auto-compaction threshold (VolumeOptions); under mu_.
     bool auto_compaction_due_locked() const;
     // The commit interval's thread (commit_timer.cpp): explicit mode only.
     void start_commit_timer();
-    void stop_commit_timer();
 
     std::string dir_;
     VolumeOptions options_;
@@ -254,15 +258,18 @@ private:
     std::unordered_set<VolumeFile*> files_;
 
     std::mutex compact_mu_;  // one compaction at a time
-    std::mutex auto_mu_;
-    std::condition_variable auto_cv_;
-    bool auto_stop_ = false;
-    bool auto_wanted_ = false;
-    std::thread auto_thread_;
-    std::mutex commit_mu_;
-    std::condition_variable commit_cv_;
-    bool commit_stop_ = false;
-    std::thread commit_thread_;
+    // A thread of the volume's own and what wakes it (under `mu`): stop() makes it end (its
+    // loop returns once it sees `stopping`) and joins it.
+    struct Background {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool stopping = false;
+        std::thread thread;
+        void stop();
+    };
+    Background auto_compactor_;
+    bool auto_wanted_ = false;  // under auto_compactor_.mu
+    Background committer_;      // explicit mode's commit interval
 };
 
 // An open file of the volume: the tree's handle, moved to each new tree by inode number when

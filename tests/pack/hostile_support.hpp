@@ -70,19 +70,9 @@ inline uint64_t xxh3_of(std::string_view s) {
     return xxh3_64(std::as_bytes(std::span(s.data(), s.size())));
 }
 
-// The image digest (over the header and the inflated metadata region) and the header checksum,
-// made right for `h` as it now is, as a writer seals a header.
+// seal_header (digest.hpp) over a region held as a string.
 inline void seal_header(Header& h, std::string_view region) {
-    Header zeroed = h;
-    zeroed.header_checksum = 0;
-    std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
-    Sha256 sha;
-    sha.update(std::as_bytes(std::span(&zeroed, 1)));
-    sha.update(std::as_bytes(std::span(region.data(), region.size())));
-    const Sha256Digest digest = sha.finish();
-    std::memcpy(h.image_digest, digest.data(), digest.size());
-    h.header_checksum = 0;
-    h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
+    pack::seal_header(h, std::as_bytes(std::span(region.data(), region.size())));
 }
 
 // --- PackParts: a pack taken apart, edited, and put back with every checksum right ---------

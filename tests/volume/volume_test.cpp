@@ -55,8 +55,8 @@ TEST(Volume, CompactsByItselfPastTheJournalThreshold) {
     for (int i = 0; i < 200; ++i) EXPECT_EQ(read_file(*again, fmt::format("/f{}", i)).value_or(""), data);
 }
 
-// With a pack ratio, the journal must also outgrow the pack before a compaction starts: a
-// compaction then never writes more than was journaled since the last one. The check runs at
+// With a pack ratio, the journal must also outgrow the pack before a compaction starts: the old
+// pack a compaction rewrites is then never larger than the journal. The check runs at
 // each append, so "not yet" is known at once (no waiting); past both thresholds it compacts,
 // and the next threshold is measured against the new pack.
 TEST(Volume, AutoCompactionWaitsForTheJournalToOutgrowThePack) {
