@@ -125,6 +125,12 @@ void tiny_tree(Backend& b) {
     must(b.setxattr("/d/f", "user.k", "v"), "setxattr");
 }
 
+// A file with a block of zeros between two of data (4 KiB blocks): a pack with holes.
+void sparse_tree(Backend& b) {
+    must(write_file(b, "/s", std::string(4096, 'a') + std::string(8192, '\0') + "tail"), "write");
+    must(write_file(b, "/t", "small"), "write");
+}
+
 void write_seed(const fs::path& dir, const std::string& name, Backend& tree, Compression c,
                 uint8_t mode, bool keep_inode_numbers = false, uint32_t format = 1,
                 PackTimes times = PackTimes::mtime) {
@@ -280,6 +286,11 @@ int main(int argc, char** argv) {
     // Compressed metadata (the default for compressed version 2 packs): frames and their index.
     write_seed(root / "pack", "mini_v2_cmeta_zstd", *mini, Compression::zstd, 3, false, 2);
     write_seed(root / "pack", "tiny_v2_cmeta_lz4", *tiny, Compression::lz4, 3, false, 2);
+    // Holes: a block of zeros stored in nothing, raw and compressed.
+    auto sparse = make_mem_backend();
+    sparse_tree(*sparse);
+    write_seed(root / "pack", "holes_v2_raw", *sparse, Compression::none, 3, false, 2);
+    write_seed(root / "pack", "holes_v2_zstd", *sparse, Compression::zstd, 3, false, 2);
 
     const fs::path j = root / "journal";
     fs::create_directories(j);

@@ -139,6 +139,9 @@ struct PackInfo {
     // inodes hold all three (equal when the build recorded the mtime alone); in version 2 only
     // for a pack built with PackTimes::all.
     bool stores_all_times = false;
+    // Blocks of zeros are stored in nothing (format 2, the holes feature): `stream_size` counts
+    // them, `data_length` does not.
+    bool has_holes = false;
     std::string digest;  // hex SHA-256
 };
 

@@ -1,6 +1,7 @@
 // The engine's reads (engine.hpp): what a node is, its entries, attributes, target, xattrs and
 // bytes, at the live generation or a snapshot's. Callers are inside an RCU read section (or
 // hold the writer lock); nothing here takes a lock or writes shared memory.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -311,11 +312,10 @@ Result<uint64_t> seek_in_state(const CellState& s, uint64_t offset, bool data) {
 
 Result<uint64_t> Engine::seek(const Ref& file, uint64_t offset, bool data, uint64_t gen) const {
     if (file.type == FileType::directory) return fail(EISDIR, "lseek");
-    if (!file.cell) {  // wholly the lower's: data up to its end
-        auto st = lower_->getattr(Node{file.lower});
-        if (!st) return std::unexpected(st.error());
-        if (offset >= st->size) return fail(ENXIO, "lseek");
-        return data ? offset : st->size;
+    if (!file.cell) {  // wholly the lower's: its holes (a pack's hole blocks)
+        auto lower_file = lower_->open(Node{file.lower}, O_RDONLY);
+        if (!lower_file) return std::unexpected(lower_file.error());
+        return (*lower_file)->seek_data(offset, data);
     }
     auto s =
         state_at<offsetof(CellState, type), offsetof(CellState, modified_gen)>(*file.cell, gen);

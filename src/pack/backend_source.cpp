@@ -19,6 +19,16 @@ public:
     Result<std::size_t> read(std::span<std::byte> buf, uint64_t offset) override {
         return file_->pread(buf, offset);
     }
+    Result<std::pair<uint64_t, uint64_t>> data_extent(uint64_t offset) override {
+        auto begin = file_->seek_data(offset, true);
+        if (!begin) {
+            if (begin.error().code() == ENXIO) return std::pair{UINT64_MAX, UINT64_MAX};
+            return std::unexpected(begin.error());
+        }
+        auto end = file_->seek_data(*begin, false);
+        if (!end) return std::unexpected(end.error());
+        return std::pair{*begin, *end};
+    }
 
 private:
     FileHandle file_;

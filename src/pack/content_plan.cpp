@@ -206,8 +206,8 @@ private:
         }
         Sha256 sha;
         Xxh3_128 xxh;
-        auto r = read_content(source_, {inode.path, inode.handle}, size,
-                              [&](std::span<const std::byte> slice) {
+        auto r = read_content(source_, {inode.path, inode.handle}, inode.stat, size,
+                              [&](std::span<const std::byte> slice, bool) {
                                   sha.update(slice);
                                   xxh.update(slice);
                               });
@@ -266,19 +266,35 @@ Result<bool> same_bytes(TreeSource& source, const ScannedTree& tree, const Plann
 
 }  // namespace
 
-Result<void> read_content(TreeSource& source, SourceRef file, uint64_t size,
-                          const std::function<void(std::span<const std::byte>)>& sink) {
+Result<void> read_content(TreeSource& source, SourceRef file, const Stat& stat, uint64_t size,
+                          const std::function<void(std::span<const std::byte>, bool hole)>& sink) {
+    static const std::vector<std::byte> zeros(kSliceBytes);  // a hole's bytes, never read
     const std::string& path = file.path;
     auto reader = source.open(file);
     if (!reader) return std::unexpected(reader.error());
     std::vector<std::byte> buffer(static_cast<std::size_t>(std::min<uint64_t>(size, kSliceBytes)) + 1);
     uint64_t at = 0;
+    // Bytes [at, data_end) are known data; a dense file never asks where its holes are.
+    uint64_t data_end = stat.blocks * 512 < size ? 0 : UINT64_MAX;
     for (;;) {
-        auto n = (*reader)->read(buffer, at);
+        if (at < size && at >= data_end) {
+            auto extent = (*reader)->data_extent(at);
+            if (!extent) return std::unexpected(extent.error().with_path(path));
+            const uint64_t begin = std::min(extent->first, size);
+            for (uint64_t n = 0; at < begin; at += n) {
+                n = std::min<uint64_t>(begin - at, zeros.size());
+                sink(std::span(zeros.data(), n), true);
+            }
+            data_end =
+                std::max(extent->second, at + 1);  // at the end: one more byte, to see growth
+        }
+        const auto want =
+            static_cast<std::size_t>(std::min<uint64_t>(buffer.size(), data_end - at));
+        auto n = (*reader)->read(std::span(buffer).first(want), at);
         if (!n) return std::unexpected(n.error().with_path(path));
         if (*n == 0) break;
         if (at + *n > size) break;  // grew: caught below
-        sink(std::span(buffer.data(), *n));
+        sink(std::span(buffer.data(), *n), false);
         at += *n;
     }
     if (at != size) return fail(EAGAIN, "build: file changed while it was read", path);

@@ -53,9 +53,11 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                                   const std::function<void(uint64_t, uint64_t)>& progress,
                                   const ContentSink& write);
 
-// Reads one content of `size` bytes from the source path in slices, giving each to `sink`;
-// fails when the file no longer has `size` bytes.
-Result<void> read_content(TreeSource& source, SourceRef file, uint64_t size,
-                          const std::function<void(std::span<const std::byte>)>& sink);
+// Reads one content of `size` bytes from the source path in slices, giving each to `sink`
+// with whether it is a hole (zeros not read: asked of the source only when its allocated
+// blocks in `stat` fall short of the size, as cp does); fails when the file no longer has
+// `size` bytes.
+Result<void> read_content(TreeSource& source, SourceRef file, const Stat& stat, uint64_t size,
+                          const std::function<void(std::span<const std::byte>, bool hole)>& sink);
 
 }  // namespace packfs::pack

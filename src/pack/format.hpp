@@ -54,8 +54,12 @@ inline constexpr uint64_t kIncompatInodeNumbers = 1u << 1;
 // codec per metadata block, followed by a frame index (MetaFrames below); section offsets and
 // meta_length describe the region inflated.
 inline constexpr uint64_t kIncompatCompressedMeta = 1u << 2;
+// v2: the stream has holes. The blocks section exists whatever the codec, and a block stored
+// in zero bytes is a hole: it reads as zeros and takes no space in the data region. Without a
+// codec every other block is stored raw, so raw blocks still map byte for byte.
+inline constexpr uint64_t kIncompatHoles = 1u << 3;
 inline constexpr uint64_t kIncompatKnown =
-    kIncompatCompressedData | kIncompatInodeNumbers | kIncompatCompressedMeta;
+    kIncompatCompressedData | kIncompatInodeNumbers | kIncompatCompressedMeta | kIncompatHoles;
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
 // v2: the times section exists, holding each inode's atime and ctime (without it a reader
 // reports both equal to mtime, which is what a reader that ignores the bit reports).
@@ -213,13 +217,14 @@ struct Xattr {
 };
 static_assert(sizeof(Xattr) == 16);
 
-// The blocks section (compressed packs only): block_count + 1 little-endian u64 offsets,
-// relative to data_offset, non-decreasing, the first 0 and the last data_length.
+// The blocks section (compressed packs, and packs with holes): block_count + 1 little-endian u64
+// offsets, relative to data_offset, non-decreasing, the first 0 and the last data_length.
 // block_count = ceil(stream_size / block_size). Block i holds stream bytes
 // [i * block_size, min((i + 1) * block_size, stream_size)); its stored bytes are
 // [offsets[i], offsets[i + 1]). A block whose stored length equals its stream length is stored
 // raw; otherwise it is one complete frame of the header's codec (zstd frame / LZ4 block format)
-// that decompresses to exactly its stream length.
+// that decompresses to exactly its stream length. With kIncompatHoles a block stored in zero
+// bytes is a hole (zeros); without a codec every other block is stored raw.
 
 // Compressed metadata (kIncompatCompressedMeta). The metadata region of meta_length bytes is
 // cut into metadata blocks as for the sums; block i is stored as one frame at

@@ -43,6 +43,17 @@ public:
         }
         return done;
     }
+    Result<std::pair<uint64_t, uint64_t>> data_extent(uint64_t offset) override {
+        const off_t begin = ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_DATA);
+        if (begin < 0) {
+            if (errno == ENXIO) return std::pair{UINT64_MAX, UINT64_MAX};
+            if (errno == EINVAL) return std::pair{offset, UINT64_MAX};  // no SEEK_DATA here
+            return fail(errno, "lseek");
+        }
+        const off_t end = ::lseek(fd_.get(), begin, SEEK_HOLE);
+        if (end < 0) return fail(errno, "lseek");
+        return std::pair{static_cast<uint64_t>(begin), static_cast<uint64_t>(end)};
+    }
 
 private:
     Fd fd_;

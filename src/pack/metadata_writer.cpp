@@ -361,6 +361,7 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     h.inline_max = stream.inline_max;
     h.meta_block_size = kMetaBlockSize;
     if (stream.codec != Codec::none) h.incompat_features |= kIncompatCompressedData;
+    if (stream.holes) h.incompat_features |= kIncompatHoles;
     if (!sections.data[static_cast<std::size_t>(Section::xattrs)].empty())
         h.compat_features |= kCompatXattrs;
     if (sections.present[static_cast<std::size_t>(Section::times)])

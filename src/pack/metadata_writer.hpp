@@ -28,7 +28,8 @@ struct StreamFacts {
     uint32_t inline_max = 0;
     uint64_t data_length = 0;
     uint64_t stream_size = 0;
-    std::vector<uint64_t> block_offsets;  // compressed only
+    std::vector<uint64_t> block_offsets;  // compressed, or with holes
+    bool holes = false;                   // some block is a hole (kIncompatHoles)
 };
 
 struct MetadataFormat {

@@ -49,6 +49,11 @@ public:
     Result<void> truncate(uint64_t) override { return fail(EINVAL, "ftruncate"); }
     Result<void> fsync(bool) override { return {}; }
     Result<Stat> fstat() override { return reader_->stat_of(node_); }
+    Result<uint64_t> seek_data(uint64_t offset, bool data) override {
+        const Ctx ctx{"lseek", {}};
+        if (node_.type == FileType::directory) return fail(EISDIR, ctx.op);
+        return unless_damaged(*reader_, reader_->seek(content_, offset, data, ctx), ctx.op);
+    }
     std::optional<HostBytes> host_bytes(uint64_t offset, std::size_t length) override {
         auto extent = reader_->file_extent(content_, offset, length);
         if (!extent) return std::nullopt;

@@ -698,7 +698,8 @@ Stat PackReader::stat_of(const InodeView& node) const noexcept {
     switch (node.type) {
         case FileType::regular:
             st.size = n.size;
-            st.blocks = (n.size + 511) / 512;
+            st.blocks =
+                holes_ && n.size >= block_size_ ? allocated_blocks(node) : (n.size + 511) / 512;
             break;
         case FileType::directory:  // the format's size: its number of entries
         case FileType::symlink:

@@ -187,13 +187,21 @@ public:
         std::size_t length;
     };
     std::optional<FileExtent> file_extent(const ContentRef& content, uint64_t offset,
-                                          std::size_t length) const noexcept {
+                                          std::size_t length) const {
         if (content.where != ContentRef::Where::stream || codec_ != Codec::none ||
             offset >= content.size || length == 0)
             return std::nullopt;
-        return FileExtent{data_offset_ + content.offset + offset,
-                          static_cast<std::size_t>(std::min<uint64_t>(length, content.size - offset))};
+        const auto n = static_cast<std::size_t>(std::min<uint64_t>(length, content.size - offset));
+        auto at = raw_offset(content.offset + offset, n);
+        if (!at) return std::nullopt;
+        return FileExtent{*at, n};
     }
+
+    // The first offset at or after `offset` where `content` has data (`data`), or a hole
+    // (a hole block of the stream, or the end): lseek's SEEK_DATA / SEEK_HOLE. ENXIO at or past
+    // the end. Without the holes feature the data is everywhere.
+    Result<uint64_t> seek(const ContentRef& content, uint64_t offset, bool data,
+                          const Ctx& ctx) const;
 
     // Everything: sections, metadata blocks, compressed blocks, contents, image digest
     // (verify.cpp).
@@ -281,7 +289,14 @@ private:
         uint64_t stored_offset = 0;  // absolute file offset of its stored bytes
         uint64_t stored_length = 0;
         uint64_t stream_length = 0;
+        bool hole() const noexcept { return stored_length == 0; }  // only with kIncompatHoles
+        bool raw() const noexcept { return stored_length == stream_length; }
     };
+    // st_blocks of a file that may lie in hole blocks: 512-byte units of its bytes outside them.
+    uint64_t allocated_blocks(const InodeView& file) const noexcept;
+    // The file offset of stream bytes [offset, offset + length) when they are stored raw and
+    // contiguous (an uncompressed stream, or raw blocks without a hole between); else nullopt.
+    std::optional<uint64_t> raw_offset(uint64_t offset, uint64_t length) const;
     Result<StoredBlock> stored_block(uint64_t index, const Ctx& ctx) const;
     // Decompresses block `index` from what is stored (no cache), into `out` (stream_length).
     Result<void> decompress(uint64_t index, const StoredBlock& where, std::span<std::byte> out,
@@ -318,6 +333,7 @@ private:
     uint32_t block_size_ = 0;
     uint32_t inline_max_ = 0;
     Codec codec_ = Codec::none;
+    bool holes_ = false;  // kIncompatHoles: the blocks section exists whatever the codec
     uint64_t block_sum_count_ = 0;
     std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // bit b: block b matched its sum
     std::unique_ptr<std::atomic<uint64_t>[]> failed_;   // bit b: block b did not

@@ -30,7 +30,28 @@ Result<PackReader::StoredBlock> PackReader::stored_block(uint64_t index, const C
     b.stored_offset = data_offset_ + begin;
     b.stored_length = end - begin;
     b.stream_length = std::min<uint64_t>(block_size_, stream_size_ - index * block_size_);
+    if (b.hole() && !holes_) [[unlikely]]
+        return corrupt(ctx, rel + 8, begin + b.stream_length, end,
+                       "block offset (an empty block, without the holes feature)");
+    if (codec_ == Codec::none && !b.hole() && !b.raw()) [[unlikely]]
+        return corrupt(ctx, rel + 8, begin + b.stream_length, end,
+                       "block offset (a raw block of the wrong length)");
     return b;
+}
+
+std::optional<uint64_t> PackReader::raw_offset(uint64_t offset, uint64_t length) const {
+    if (codec_ != Codec::none) return std::nullopt;
+    if (!holes_) return data_offset_ + offset;
+    // Raw blocks are stored back to back: the range is contiguous when no hole lies between
+    // its first and last block, that is when their stored distance is their stream distance.
+    const Ctx ctx{"read", {}};
+    const uint64_t first = offset / block_size_, last = (offset + length - 1) / block_size_;
+    auto a = stored_block(first, ctx);
+    auto b = last == first ? a : stored_block(last, ctx);
+    if (!a || !b || a->hole() || b->hole() ||
+        b->stored_offset - a->stored_offset != (last - first) * block_size_)
+        return std::nullopt;  // a read reports the damage, if any
+    return a->stored_offset + offset % block_size_;
 }
 
 Result<void> PackReader::decompress(uint64_t index, const StoredBlock& where,
@@ -65,7 +86,7 @@ Result<CachedBlock> PackReader::cached_block(uint64_t index, const StoredBlock& 
 Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
                                      const Ctx& ctx) const {
     const std::byte* map = image_->mapping();
-    if (codec_ == Codec::none) {
+    if (codec_ == Codec::none && !holes_) {
         if (map != nullptr) {
             std::memcpy(out.data(), map + data_offset_ + offset, out.size());
         } else if (!image_->read_at(data_offset_ + offset, out)) {
@@ -83,7 +104,9 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
         const std::size_t n =
             std::min<uint64_t>(out.size() - done, where->stream_length - in_block);
         std::span<std::byte> part = out.subspan(done, n);
-        if (where->stored_length == where->stream_length) {  // stored raw: no need to cache
+        if (where->hole()) {
+            std::memset(part.data(), 0, n);
+        } else if (where->raw()) {  // stored raw: no need to cache
             if (map != nullptr) {
                 std::memcpy(part.data(), map + where->stored_offset + in_block, n);
             } else if (!image_->read_at(where->stored_offset + in_block, part)) {
@@ -119,13 +142,51 @@ Result<std::span<const std::byte>> PackReader::view(const ContentRef& content, u
     const std::size_t n = std::min<uint64_t>(length, content.size - offset);
     if (content.where == ContentRef::Where::inline_bytes)
         return std::span(content.inline_data + offset, n);
-    if (codec_ == Codec::none && image_->mapping() != nullptr)
-        return std::span(image_->mapping() + data_offset_ + content.offset + offset, n);
+    if (image_->mapping() != nullptr) {
+        if (auto at = raw_offset(content.offset + offset, n))
+            return std::span(image_->mapping() + *at, n);
+    }
     scratch.resize(n);
     auto out = std::as_writable_bytes(std::span(scratch.data(), n));
     if (auto ok = read_stream(content.offset + offset, out, ctx); !ok)
         return std::unexpected(ok.error());
     return std::span<const std::byte>(out);
+}
+
+uint64_t PackReader::allocated_blocks(const InodeView& file) const noexcept {
+    const uint64_t whole = (file.rec.size + 511) / 512;
+    const Ctx ctx{"stat", {}};
+    auto content = this->content(file, ctx);
+    if (!content || content->where != ContentRef::Where::stream) return whole;  // a read says why
+    uint64_t bytes = 0;
+    const uint64_t end = content->offset + content->size;
+    for (uint64_t pos = content->offset; pos < end;) {
+        const uint64_t index = pos / block_size_;
+        auto where = stored_block(index, ctx);
+        if (!where) return whole;
+        const uint64_t next = std::min(end, (index + 1) * block_size_);
+        if (!where->hole()) bytes += next - pos;
+        pos = next;
+    }
+    return (bytes + 511) / 512;
+}
+
+Result<uint64_t> PackReader::seek(const ContentRef& content, uint64_t offset, bool data,
+                                  const Ctx& ctx) const {
+    if (offset >= content.size) return fail(ENXIO, ctx.op, ctx.path);
+    if (!holes_ || content.where != ContentRef::Where::stream) return data ? offset : content.size;
+    // Block by block from the one holding `offset`: a hole block reads as zeros throughout, so
+    // the answer is `offset` itself or the start of the first block of the other kind.
+    const uint64_t end = content.offset + content.size;
+    for (uint64_t pos = content.offset + offset; pos < end;) {
+        const uint64_t index = pos / block_size_;
+        auto where = stored_block(index, ctx);
+        if (!where) return std::unexpected(where.error());
+        if (where->hole() != data) return pos - content.offset;
+        pos = (index + 1) * block_size_;
+    }
+    if (data) return fail(ENXIO, ctx.op, ctx.path);  // only a hole up to the end
+    return content.size;
 }
 
 }  // namespace packfs::pack

@@ -86,6 +86,7 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     r->block_size_ = h.block_size;
     r->inline_max_ = h.inline_max;
     r->codec_ = static_cast<Codec>(h.codec);
+    r->holes_ = (h.incompat_features & kIncompatHoles) != 0;
 
     // The sums array: the one thing read whole on open (8 bytes per 16 KiB of metadata), with
     // the frame index when the metadata is compressed (as many more).
@@ -194,7 +195,13 @@ Result<void> PackReader::validate_header(std::string_view path) const {
     if (h.meta_offset % meta_align != 0 || h.meta_offset < data_end || h.meta_offset > real_size)
         return header_corrupt(path, at(offsetof(Header, meta_offset)), data_end, h.meta_offset,
                               "metadata offset");
-    if (!compressed && h.stream_size != h.data_length)
+    // Holes: version 2 only; the blocks section then exists whatever the codec.
+    const bool holes = (h.incompat_features & kIncompatHoles) != 0;
+    if (holes && !v2)
+        return header_corrupt(path, at(offsetof(Header, incompat_features)),
+                              h.incompat_features & ~kIncompatHoles, h.incompat_features,
+                              "incompatible features (holes in version 1)");
+    if (!compressed && !holes && h.stream_size != h.data_length)
         return header_corrupt(path, at(offsetof(Header, stream_size)), h.data_length, h.stream_size,
                               "stream size (raw data)");
     // Compressed metadata: the region is stored as frames plus their index, and meta_length is
@@ -304,7 +311,7 @@ Result<void> PackReader::validate_header(std::string_view path) const {
     // small count that a short blocks section then matched.
     const uint64_t block_count =
         h.stream_size / h.block_size + (h.stream_size % h.block_size != 0 ? 1 : 0);
-    const uint64_t blocks_length = compressed ? 8 * (block_count + 1) : 0;
+    const uint64_t blocks_length = compressed || holes ? 8 * (block_count + 1) : 0;
     const SectionEntry& blocks = h.sections[static_cast<std::size_t>(Section::blocks)];
     if (blocks.length != blocks_length)
         return header_corrupt(path,
@@ -338,6 +345,7 @@ PackInfo PackReader::info() const {
     i.block_size = header_.block_size;
     i.inline_max = header_.inline_max;
     i.has_xattrs = (header_.compat_features & kCompatXattrs) != 0;
+    i.has_holes = holes_;
     i.keeps_inode_numbers = numbered_;
     i.stores_all_times = version_ == 1 || all_times_;
     i.digest = to_hex(std::span<const uint8_t>(header_.image_digest));

@@ -4,6 +4,10 @@
 // filling the next; it writes finished blocks as soon as they are next in order and waits only
 // when a window of blocks (a few per worker) is in flight, so a slow block at a high level
 // never leaves the other workers idle (no batch barrier) and memory stays bounded.
+//
+// With holes allowed (format 2), a block of zeros is stored in no bytes (kIncompatHoles), in
+// raw streams too, which are then cut into blocks; a raw stream that met no such block is
+// written exactly as without holes and reports no block offsets.
 #pragma once
 
 #include <condition_variable>
@@ -23,19 +27,23 @@ namespace packfs::pack {
 class StreamWriter {
 public:
     // Writes to `out` from its current position (which must be kDataOffset).
-    StreamWriter(OutputFile& out, Codec codec, int level, uint32_t block_size, unsigned jobs);
+    StreamWriter(OutputFile& out, Codec codec, int level, uint32_t block_size, unsigned jobs,
+                 bool holes = false);
     ~StreamWriter();  // stops the workers (blocks in flight are dropped)
     StreamWriter(const StreamWriter&) = delete;
     StreamWriter& operator=(const StreamWriter&) = delete;
 
     Result<void> put(std::span<const std::byte> bytes);
+    // `count` zero bytes (whole blocks of them are holes when holes are allowed, not even
+    // looked at).
     Result<void> put_zeros(uint64_t count);
     // Flushes the last block. Returns the block offsets (relative to the data region, count
-    // + 1 of them) for a compressed stream, empty for a raw one.
+    // + 1 of them) for a compressed stream or one with holes, empty for a raw one.
     Result<std::vector<uint64_t>> finish();
 
     uint64_t stream_bytes() const noexcept { return stream_bytes_; }
     uint64_t stored_bytes() const noexcept { return stored_bytes_; }
+    bool wrote_holes() const noexcept { return wrote_holes_; }
 
 private:
     // One block on its way: filled by the writer, compressed by a worker, written in order.
@@ -43,15 +51,20 @@ private:
         std::vector<std::byte> raw;
         std::vector<std::byte> compressed;
         bool smaller = false;  // compressed is what is stored (else raw: the format's rule)
+        bool hole = false;     // all zeros: nothing is stored
         bool done = false;
     };
 
-    void submit();                                       // hands current_ to the pool
+    bool blocked() const noexcept { return codec_ != Codec::none || holes_; }
+    void submit(bool hole = false);                            // hands current_ to the pool
+    Result<void> put_block(std::span<const std::byte> block);  // raw with holes: one block
     Result<void> write_ready(std::size_t keep_at_most);  // writes done blocks in order
     void work();
 
     OutputFile& out_;
     Codec codec_;
+    bool holes_;
+    bool wrote_holes_ = false;
     int level_;
     uint32_t block_size_;
     std::size_t window_;  // blocks in flight at most

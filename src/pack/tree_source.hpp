@@ -24,6 +24,12 @@ public:
     virtual ~ContentReader() = default;
     // Fills as much of `buf` as the file has at `offset`; returns the count (0 at the end).
     virtual Result<std::size_t> read(std::span<std::byte> buf, uint64_t offset) = 0;
+    // The next run of data at or after `offset`, as [begin, end): what lies before `begin` is a
+    // hole (zeros). {UINT64_MAX, UINT64_MAX} when only holes follow. A source that does not
+    // know its holes answers {offset, UINT64_MAX} (this default).
+    virtual Result<std::pair<uint64_t, uint64_t>> data_extent(uint64_t offset) {
+        return std::pair{offset, UINT64_MAX};
+    }
 };
 
 using Xattrs = std::vector<std::pair<std::string, std::string>>;

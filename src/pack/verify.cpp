@@ -120,7 +120,7 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
         content_bytes += c.size;
         items.push_back(item);
     }
-    const uint64_t compressed_total = codec_ == Codec::none ? 0 : data_length_;
+    const uint64_t compressed_total = codec_ == Codec::none && !holes_ ? 0 : data_length_;
     Progress meter(progress, 3 * meta_length_ + content_bytes + compressed_total);
 
     // 1. Sections.
@@ -176,7 +176,9 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
             ok = std::unexpected(where.error());
         } else {
             block.resize(where->stream_length);
-            if (where->stored_length == where->stream_length) {
+            if (where->hole()) {
+                std::fill(block.begin(), block.end(), std::byte{0});
+            } else if (where->raw()) {
                 if (const std::byte* map = image_->mapping()) {
                     std::memcpy(block.data(), map + where->stored_offset, block.size());
                 } else if (!image_->read_at(where->stored_offset, block)) {
@@ -213,7 +215,7 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
                     break;
                 }
                 part = std::span(*at, item.size);
-            } else if (codec_ == Codec::none) {
+            } else if (codec_ == Codec::none && !holes_) {
                 const uint64_t at = data_offset_ + item.offset + done;
                 if (const std::byte* map = image_->mapping()) {
                     part = std::span(map + at, n);
@@ -290,16 +292,27 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     check_zero(kHeaderSize, data_offset_ - kHeaderSize, "header page");
     check_zero(data_offset_ + data_length_, meta_offset_ - data_offset_ - data_length_,
                "gap before the metadata");
+    // Stream bytes [offset, offset + length) where they are stored raw: all of a raw stream,
+    // or with holes the raw blocks' parts (a hole stores nothing).
+    auto check_stream_zero = [&](uint64_t offset, uint64_t length) {
+        if (!holes_) return check_zero(data_offset_ + offset, length, "stream padding");
+        for (uint64_t pos = offset, end = offset + length; pos < end;) {
+            const uint64_t index = pos / block_size_, in_block = pos % block_size_;
+            auto where = stored_block(index, ctx);
+            if (!where) return;  // reported with the blocks
+            const uint64_t n = std::min(end - pos, where->stream_length - in_block);
+            if (!where->hole()) check_zero(where->stored_offset + in_block, n, "stream padding");
+            pos += n;
+        }
+    };
     if (codec_ == Codec::none) {
         uint64_t covered = 0;  // items: the inline ones first, then by stream offset
         for (const Item& item : items) {
             if (item.is_inline) continue;
-            if (item.offset > covered)
-                check_zero(data_offset_ + covered, item.offset - covered, "stream padding");
+            if (item.offset > covered) check_stream_zero(covered, item.offset - covered);
             covered = std::max(covered, item.offset + item.size);
         }
-        if (stream_size_ > covered)
-            check_zero(data_offset_ + covered, stream_size_ - covered, "stream padding");
+        if (stream_size_ > covered) check_stream_zero(covered, stream_size_ - covered);
     }
 
     // Every xattr record of an inode: name and value inside `bytes`, lengths in range.

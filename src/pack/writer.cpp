@@ -96,7 +96,9 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     if (!out) return std::unexpected(out.error());
     if (auto r = out->append_zeros(kDataOffset); !r) return std::unexpected(r.error());
     Codec codec = codec_of(options.compression);
-    StreamWriter stream(*out, codec, options.level, options.block_size, jobs);
+    // Version 2 stores blocks of zeros as holes (version 1 readers know no holes).
+    StreamWriter stream(*out, codec, options.level, options.block_size, jobs,
+                        /*holes=*/options.format >= 2);
     // Each new content as the plan decides it, in stream order.
     auto write_content = [&](const PlannedContent& content,
                              const std::string* held) -> Result<void> {
@@ -110,10 +112,11 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
             Result<void> put;
             const ScannedInode& inode = tree->inodes[content.source_ino - 1];
             const std::string& path = inode.path;
-            auto r = read_content(source, {path, inode.handle}, content.size,
-                                  [&](std::span<const std::byte> s) {
+            auto r = read_content(source, {path, inode.handle}, inode.stat, content.size,
+                                  [&](std::span<const std::byte> s, bool hole) {
                                       check.update(s);
-                                      if (put) put = stream.put(s);
+                                      if (put)
+                                          put = hole ? stream.put_zeros(s.size()) : stream.put(s);
                                   });
             if (!r) return r;
             if (!put) return put;
@@ -140,7 +143,8 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                       .inline_max = options.inline_max,
                       .data_length = stream.stored_bytes(),
                       .stream_size = stream.stream_bytes(),
-                      .block_offsets = std::move(*blocks)};
+                      .block_offsets = std::move(*blocks),
+                      .holes = stream.wrote_holes()};
     const MetadataFormat format{.version = options.format,
                                 .all_times = options.times == PackTimes::all,
                                 .name_hash_for_tests = options.name_hash_for_tests};

@@ -267,21 +267,33 @@ import json, sys
 e = json.load(sys.stdin)[\"error\"]
 assert e[\"code\"] == \"ENOENT\" and e[\"path\"] == \"/nope\", e'"
 
-# --- extract keeps holes --------------------------------------------------------------------
-# A pack stores a hole as zeros; extract writes no aligned 4 KiB block of zeros, so a 64 MiB file
-# with two bytes written extracts into a few KiB on disk, byte for byte the same. From a
-# directory source the host's own holes are found with SEEK_DATA.
+# --- holes: packs store them in nothing, extract keeps them ---------------------------------
+# A 1 GiB file with one byte written (and a 64 MiB one with two) packs into under 1 MiB, raw or
+# compressed: the build finds the source's holes with SEEK_HOLE and stores blocks of zeros as
+# holes. Extract writes no aligned 4 KiB block of zeros, so each file extracts into a few KiB on
+# disk, byte for byte the same, from the pack and from the directory (SEEK_DATA on the host).
 sparse_src="$work/sparse-src"
 mkdir -p "$sparse_src"
 printf 'a' | dd of="$sparse_src/sparse" bs=1 seek=$((64 << 20)) conv=notrunc status=none
 printf 'b' | dd of="$sparse_src/sparse" bs=1 seek=5000 conv=notrunc status=none
-check "build a pack of a sparse file" "$packfs" build "$sparse_src" "$work/sparse.pack"
-for source in "$work/sparse.pack" "$sparse_src"; do
+printf 'c' | dd of="$sparse_src/gig" bs=1 seek=$((1 << 29)) conv=notrunc status=none
+truncate -s 1G "$sparse_src/gig"
+check "build a pack of sparse files" "$packfs" build "$sparse_src" "$work/sparse.pack"
+check "build a zstd pack of sparse files" "$packfs" build --compress zstd "$sparse_src" "$work/sparse-z.pack"
+for pack in "$work/sparse.pack" "$work/sparse-z.pack"; do
+    bytes=$(stat -c %s "$pack")
+    check "  $(basename "$pack"): $bytes bytes for 1.06 GiB of files" test "$bytes" -lt $((1 << 20))
+    check "  info says it has holes" bash -c "'$packfs' info '$pack' | grep -q 'with holes'"
+    check "  verify passes" "$packfs" verify "$pack"
+done
+for source in "$work/sparse.pack" "$work/sparse-z.pack" "$sparse_src"; do
     rm -rf "$work/sparse-out"
-    check "extract $(basename "$source") with a sparse file" "$packfs" extract "$source" "$work/sparse-out"
-    check "  the same bytes" cmp "$sparse_src/sparse" "$work/sparse-out/sparse"
-    kib=$(du -k "$work/sparse-out/sparse" | cut -f1)
-    check "  holes kept: $kib KiB on disk for 64 MiB" test "$kib" -le 64
+    check "extract $(basename "$source") with sparse files" "$packfs" extract "$source" "$work/sparse-out"
+    for f in sparse gig; do
+        check "  $f: the same bytes" cmp "$sparse_src/$f" "$work/sparse-out/$f"
+        kib=$(du -k "$work/sparse-out/$f" | cut -f1)
+        check "  $f: holes kept ($kib KiB on disk)" test "$kib" -le 64
+    done
 done
 
 if [ "$failures" -ne 0 ]; then

@@ -56,6 +56,11 @@ constexpr Golden kGoldens[] = {
      "v2-cmeta.expected", 2},
     {"v2-lz4-cmeta.pack", "298743379caf079764adf0a31e01a8930b824d125cecb31f515c77be33919bb1",
      "v2-cmeta.expected", 2},
+    // Format v2 with holes (blocks of zeros stored in nothing), its first writer.
+    {"v2-holes-raw.pack", "d45f612cd12055296c31085e2413fe16f6f01c3c9ad319bd2c11f2642fb3004b",
+     "v2-holes.expected", 2},
+    {"v2-holes-zstd-cmeta.pack", "177b691eacc46727c15c8114c3e5c3fe7d51f61cf9cc6e71250a43caf7c322b4",
+     "v2-holes.expected", 2},
 };
 
 fs::path golden_dir() { return fs::path(PACKFS_SOURCE_DIR) / "tests" / "pack" / "golden"; }
@@ -74,6 +79,8 @@ TEST(PackGolden, EveryGoldenIsPinnedAndReadsAsRecorded) {
             EXPECT_EQ((*pack)->info().version, golden.version);
             EXPECT_EQ((*pack)->info().compressed_metadata,
                       std::string_view(golden.file).find("cmeta") != std::string_view::npos);
+            EXPECT_EQ((*pack)->info().has_holes,
+                      std::string_view(golden.file).find("holes") != std::string_view::npos);
             EXPECT_EQ(describe_all(**pack), expected);
             EXPECT_TRUE((*pack)->verify().ok());
         }

@@ -212,5 +212,55 @@ TEST_F(HostileV2, LayoutRulesAreChecked) {
     }
 }
 
+// The holes feature (the v2 packs under test have holes: /text/zeros.bin spans whole blocks).
+TEST_F(HostileV2, HolesAreCheckedAgainstTheirFeature) {
+    ASSERT_NE(v2.h.incompat_features & kIncompatHoles, 0u);
+    ASSERT_NE(all.h.incompat_features & kIncompatHoles, 0u);
+    // Only in version 2.
+    check_hostile(PackParts::parse(packs().raw).build([](Header& h) {
+        h.incompat_features |= kIncompatHoles;
+    }),
+                  fails_open(EUCLEAN), "holes in a v1 pack");
+    // A raw pack without the bit has no blocks section.
+    check_hostile(v2.build([](Header& h) { h.incompat_features &= ~kIncompatHoles; }),
+                  fails_open(EUCLEAN), "raw blocks without the holes feature");
+    // A compressed pack without the bit: its empty blocks are damage, found at first read.
+    {
+        PackParts p = all;
+        p.h.incompat_features &= ~kIncompatHoles;
+        check_hostile(p.build(), opens({{Op::read, "/text/zeros.bin"}}),
+                      "empty blocks without the holes feature");
+    }
+    // Raw blocks hold exactly their stream bytes: one shortened by a byte (the next lengthened)
+    // is neither raw nor a hole.
+    {
+        PackParts p = v2;
+        const uint64_t blocks = p.count<uint64_t>(Section::blocks) - 1;
+        uint64_t k = 0;
+        while (k + 1 < blocks &&
+               p.get<uint64_t>(Section::blocks, k + 1) == p.get<uint64_t>(Section::blocks, k))
+            ++k;  // the first block with data
+        ASSERT_LT(k + 1, blocks);
+        p.set<uint64_t>(Section::blocks, k + 1, p.get<uint64_t>(Section::blocks, k + 1) - 1);
+        check_hostile(p.build(), opens({}), "a raw block one byte short");
+    }
+    // A hole where the data was: its file reads zeros, which verify finds by the SHA-256.
+    {
+        PackParts p = v2;
+        const uint64_t blocks = p.count<uint64_t>(Section::blocks) - 1;
+        uint64_t k = 0;
+        while (k < blocks &&
+               p.get<uint64_t>(Section::blocks, k + 1) == p.get<uint64_t>(Section::blocks, k))
+            ++k;
+        ASSERT_LT(k, blocks);
+        const uint64_t begin = p.get<uint64_t>(Section::blocks, k);
+        const uint64_t length = p.get<uint64_t>(Section::blocks, k + 1) - begin;
+        p.data.erase(begin, length);
+        for (uint64_t i = k + 1; i <= blocks; ++i)
+            p.set<uint64_t>(Section::blocks, i, p.get<uint64_t>(Section::blocks, i) - length);
+        check_hostile(p.build(), opens({}), "a data block turned into a hole");
+    }
+}
+
 }  // namespace
 }  // namespace packfs::pack

@@ -4,6 +4,7 @@
 // (<version>.expected), into <dir>, and prints each pack's SHA-256 as golden_test.cpp pins it.
 // For a new format version: run it, check the files into tests/pack/golden/, pin the digests.
 // Goldens already checked in are never rewritten.
+#include <fcntl.h>
 #include <sys/sysmacros.h>
 
 #include <cstdio>
@@ -113,5 +114,31 @@ int main(int argc, char** argv) {
     }
     std::ofstream(dir / ("v" + std::to_string(kVersion) + ".expected"))
         << golden::describe_all(**snap);
+
+    // Since the holes feature: the same tree with a file that has whole blocks of zeros,
+    // one of them never written (a hole in the tree too).
+    ok(write_file(*tree, "/sparse", "first"));
+    {
+        auto f = tree->open("/sparse", O_WRONLY);
+        ok(f);
+        ok((*f)->pwrite(std::as_bytes(std::span(std::string_view("last"))), 100000));
+    }
+    auto holes = tree->snapshot();
+    ok(holes);
+    for (const Kind& kind :
+         {Kind{"raw", Compression::none, false}, Kind{"zstd-cmeta", Compression::zstd, true}}) {
+        PackWriteOptions options;
+        options.format = kVersion;
+        options.times = PackTimes::all;
+        options.compression = kind.compression;
+        options.compress_metadata = kind.compress_metadata;
+        options.block_size = 16384;
+        const std::string name = "v" + std::to_string(kVersion) + "-holes-" + kind.name + ".pack";
+        ok(write_pack(**holes, (dir / name).string(), options));
+        std::printf("{\"%s\", \"%s\"},\n", name.c_str(),
+                    golden::hex_sha256(slurp(dir / name)).c_str());
+    }
+    std::ofstream(dir / ("v" + std::to_string(kVersion) + "-holes.expected"))
+        << golden::describe_all(**holes);
     return 0;
 }

@@ -44,15 +44,17 @@ int run_info(const InfoArgs& args) {
                           {"has_xattrs", info.has_xattrs},
                           {"keeps_inode_numbers", info.keeps_inode_numbers},
                           {"compressed_metadata", info.compressed_metadata},
+                          {"has_holes", info.has_holes},
                           {"metadata_inflated_bytes", info.meta_length},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
     }
     fmt::print("{}: pack format version {}, compression {}", args.pack, info.version,
                compression_name(info.compression));
-    if (info.compression != Compression::none) {
+    if (info.compression != Compression::none || info.has_holes) {
         fmt::print(" ({} blocks)", human_size(info.block_size));
     }
+    if (info.has_holes) fmt::print(", with holes (blocks of zeros stored in nothing)");
     fmt::print(", inline up to {} bytes", info.inline_max);
     if (info.compressed_metadata)
         fmt::print(", metadata compressed ({} inflated)", human_size(info.meta_length));

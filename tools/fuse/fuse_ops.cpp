@@ -303,13 +303,17 @@ void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
 }
 
 // SEEK_DATA / SEEK_HOLE (the kernel answers the other whences itself): the backend's holes.
-void op_lseek(fuse_req_t req, fuse_ino_t, off_t off, int whence, fuse_file_info* fi) {
+void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info* fi) {
     if (whence != SEEK_DATA && whence != SEEK_HOLE) return (void)fuse_reply_err(req, EINVAL);
-    // No handle: a stateless open of a pack, which keeps no holes; ENOSYS makes the kernel
-    // answer every later one itself (data everywhere, the hole at the end).
-    File* file = file_of(fi);
-    if (!file) return (void)fuse_reply_err(req, ENOSYS);
     if (off < 0) return (void)fuse_reply_err(req, ENXIO);
+    FileHandle opened;  // a zero-message open of a pack (which may have holes): open to ask
+    File* file = file_of(fi);
+    if (!file) {
+        auto made = fs_of(req).open(node_of(ino), O_RDONLY);
+        if (!made) return reply_error(req, made.error());
+        opened = std::move(*made);
+        file = opened.get();
+    }
     auto at = file->seek_data(static_cast<uint64_t>(off), whence == SEEK_DATA);
     if (!at) return reply_error(req, at.error());
     fuse_reply_lseek(req, static_cast<off_t>(*at));
