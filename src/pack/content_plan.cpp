@@ -139,12 +139,18 @@ private:
             const bool hold_first = holds(first_size);
             if (hold_first) {
                 if (!room_for(first, first_size)) {
+                    // Another worker may claim `first` while this one waits: then start over
+                    // from the next unclaimed file (claiming it again would hash it twice,
+                    // overwrite a result the writer may be reading, and count its bytes twice
+                    // in the budget, which then never drains: a hang).
+                    ++room_waiters_;
                     room_wanted_.store(true, std::memory_order_release);
-                    changed_.wait(
-                        lock, [&] { return stopping_ || error_ || room_for(first, first_size); });
-                    room_wanted_.store(false, std::memory_order_release);
+                    changed_.wait(lock, [&] {
+                        return stopping_ || error_ || next_ != first || room_for(first, first_size);
+                    });
+                    if (--room_waiters_ == 0) room_wanted_.store(false, std::memory_order_release);
+                    continue;
                 }
-                if (stopping_ || error_) return;
                 held_bytes_ += first_size;
             }
             std::size_t last = first + 1;
@@ -233,6 +239,7 @@ private:
     std::vector<std::string> spare_;  // buffers of released files, for reuse
     uint64_t spare_bytes_ = 0;        // their capacity
     std::atomic<bool> room_wanted_{false};  // a worker waits for room in the budget
+    std::size_t room_waiters_ = 0;          // how many (room_wanted_ is set while any does)
     // What the writer released since it last gave back (its own, no lock).
     uint64_t pending_bytes_ = 0;
     std::size_t pending_count_ = 0;

@@ -464,6 +464,43 @@ TEST(PackWriter, HashingAheadPastItsBudgetKeepsOrderAndBytes) {
     }
 }
 
+// Several workers waiting for room in the budget at once: when one claims the file they all
+// wait for, the others start over from the next one (a second claim hashed a file twice while
+// the writer read it, and counted its bytes twice in the budget, which then never drained).
+TEST(PackWriter, WorkersWaitingForRoomTogetherNeverClaimAFileTwice) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    constexpr std::size_t kMiB = 1 << 20;
+    constexpr int kFiles = 150;
+    auto content_of = [](int i) {
+        return conformance::pattern_bytes(kMiB - static_cast<std::size_t>(i % 5),
+                                          static_cast<uint8_t>(i));
+    };
+    for (int i = 0; i < kFiles; ++i)
+        ASSERT_TRUE(write_file(*mem, fmt::format("/f{:03}", i), content_of(i)));
+    for (unsigned jobs : {3u, 8u}) {
+        PackWriteOptions options;
+        options.jobs = jobs;
+        options.compression = Compression::zstd;  // a slower writer: the workers wait for room
+        // The hook runs once per file hashed: a file claimed twice is counted twice.
+        std::atomic<int> hashed{0};
+        options.dedup_hash_for_tests = [&hashed](std::span<const std::byte> bytes) {
+            hashed.fetch_add(1, std::memory_order_relaxed);
+            return xxh3_128(bytes);
+        };
+        const std::string path = (dir.path / fmt::format("j{}.pack", jobs)).string();
+        auto stats = write_pack(*mem, path, options);
+        ASSERT_TRUE(stats) << stats.error().message();
+        auto pack = open_pack(path);
+        ASSERT_TRUE(pack);
+        for (int i = 0; i < kFiles; ++i)
+            EXPECT_TRUE(read_file(**pack, fmt::format("/f{:03}", i)).value_or("?") == content_of(i))
+                << "/f" << i << " holds other bytes (" << jobs << " jobs)";
+        EXPECT_TRUE((*pack)->verify().ok());
+        EXPECT_EQ(hashed.load(), kFiles) << jobs << " jobs: every file hashed once";
+    }
+}
+
 // A read that fails while compressed blocks are in flight on the workers: the build fails with
 // the read's error, the workers stop, and nothing is left behind.
 TEST(PackWriter, AFailureWhileBlocksCompressLeavesNothingBehind) {
