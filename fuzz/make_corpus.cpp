@@ -250,7 +250,10 @@ void write_node_records(const fs::path& dir) {
     r = record(RecordType::fallocate);
     r.ino = f, r.flags = 3, r.offset = 1, r.length = 2;  // PUNCH_HOLE | KEEP_SIZE
     put("fallocate", r);
-    std::printf("%s: 12 node records\n", dir.c_str());
+    r = record(RecordType::clone_range);
+    r.ino = f, r.offset = 0, r.ino2 = f, r.offset2 = 65536, r.length = 5;
+    put("clone_range", r);
+    std::printf("%s: 13 node records\n", dir.c_str());
 }
 
 void write_path(const fs::path& dir, const std::string& name, const std::string& bytes) {

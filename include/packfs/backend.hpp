@@ -83,6 +83,18 @@ public:
     // a handle opened read-only.
     virtual Result<void> allocate(int mode, uint64_t offset, uint64_t length);
 
+    // copy_file_range(2) / FICLONERANGE: this file's bytes [offset, offset + length) into
+    // `dest` at `dest_offset`. Returns how many were copied: `length`, fewer at this file's end,
+    // 0 at or past it. Where both handles are one mem tree's or one volume's and the offsets
+    // are equal modulo 64 KiB, whole chunks are shared copy-on-write instead of copied (a
+    // reflink: O(chunks) metadata, no data); anything else is copied through pread and pwrite
+    // (this default). EBADF unless this handle reads and `dest` writes.
+    virtual Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
+                                        uint64_t length);
+    // The handle this one forwards to (itself unless it wraps another), so copy_range can tell
+    // that two handles reach one backend's storage.
+    virtual File& innermost() { return *this; }
+
     // Where bytes [offset, offset + length) of the file lie, unchanged, in a host file (a
     // pack's uncompressed data), so a server can splice them from there without copying them
     // through memory. nullopt when they do not (read them with pread).

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include "packfs/backend.hpp"
 
@@ -6,6 +8,32 @@ namespace packfs {
 
 Result<void> File::allocate(int, uint64_t, uint64_t) {
     return fail(EOPNOTSUPP, "fallocate");
+}
+
+// Bytes copied through a buffer, slice by slice (a pread past the end returns 0: done).
+Result<uint64_t> File::copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
+                                  uint64_t length) {
+    // Both handles answer for themselves first (EBADF before a byte moves, as Linux checks
+    // the descriptors), with calls of no bytes.
+    if (auto r = pread({}, offset); !r) return std::unexpected(r.error());
+    if (auto w = dest.pwrite({}, dest_offset); !w) return std::unexpected(w.error());
+    constexpr std::size_t kSlice = 1 << 20;
+    std::vector<std::byte> buffer(static_cast<std::size_t>(std::min<uint64_t>(length, kSlice)));
+    uint64_t done = 0;
+    while (done < length) {
+        const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, kSlice));
+        auto n = pread(std::span(buffer).first(want), offset + done);
+        if (!n) return std::unexpected(n.error());
+        if (*n == 0) break;
+        for (std::size_t put = 0; put < *n;) {
+            auto w =
+                dest.pwrite(std::span(buffer).subspan(put, *n - put), dest_offset + done + put);
+            if (!w) return std::unexpected(w.error());
+            put += *w;
+        }
+        done += *n;
+    }
+    return done;
 }
 
 // A file without holes: data from anywhere before the end, the end the only hole.

@@ -537,6 +537,19 @@ Result<void> ContentWriter::punch(uint64_t offset, uint64_t length) {
     return {};
 }
 
+void ContentWriter::share(Content from, uint64_t from_index, uint64_t to_index, uint64_t count) {
+    for (uint64_t k = 0; k < count; ++k) {
+        auto* chunk = const_cast<Chunk*>(from.chunk(from_index + k));
+        if (const Chunk* old = content().chunk(to_index + k)) state_.allocated -= old->capacity;
+        if (chunk) {
+            chunk->frontier = chunk->capacity;  // the writer's field: no state writes it in place
+            ++chunk->refs;
+            state_.allocated += chunk->capacity;
+        }
+        set_chunk(to_index + k, chunk);
+    }
+}
+
 Result<void> ContentWriter::resize(uint64_t new_size) {
     const uint64_t old_size = state_.size;
     if (new_size < old_size) {

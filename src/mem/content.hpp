@@ -145,6 +145,11 @@ public:
     // inside become holes, the ones it cuts are zeroed there (a hole stays a hole). Below the
     // backing size a missing chunk would read the lower again, so there zeros are written.
     Result<void> punch(uint64_t offset, uint64_t length);
+    // Makes chunks [to_index, to_index + count) the chunks [from_index, ...) of `from`, another
+    // file's content (holes where it has none), shared: neither file writes them in place
+    // again (their frontier is their capacity), so a write to either copies the chunk first.
+    // The range must lie below a backing lower's (none here is read from it).
+    void share(Content from, uint64_t from_index, uint64_t to_index, uint64_t count);
 
 private:
     Result<void> modify_chunk(uint64_t index, uint32_t visible_before, uint32_t visible_after,

@@ -219,6 +219,12 @@ public:
     // fallocate(2) on a held file (File::allocate's modes): a punch or zeroing drops the
     // whole chunks in the range and zeroes the partial ones at its edges.
     Result<void> allocate(Cell* cell, int mode, uint64_t offset, uint64_t length);
+    // Bytes [offset, offset + length) of held file `from` into held file `to` at `to_offset`,
+    // their whole 64 KiB chunks shared copy-on-write (a reflink), the rest copied. nullopt
+    // when the files cannot share (one file, offsets not equal modulo 64 KiB, or `from` still
+    // reads the lower): the caller copies. Returns the bytes copied (clipped at `from`'s end).
+    Result<std::optional<uint64_t>> clone_range(Cell* from, uint64_t offset, Cell* to,
+                                                uint64_t to_offset, uint64_t length);
     // The live node's cell, copying a lower inode up first (a handle opened for writing holds
     // the copy, so its writes need no copy-up).
     Result<Cell*> own(const Ref& node);

@@ -55,6 +55,20 @@ public:
         rcu::ReadSection section;
         return engine_->seek_held(*cell_, offset, data);
     }
+    // A handle of the same tree: its chunks are shared (Engine::clone_range); else copied.
+    Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
+                                uint64_t length) override {
+        if (!readable_) return fail(EBADF, "copy_file_range");
+        auto* to = dynamic_cast<LiveFile*>(&dest.innermost());
+        if (to != nullptr && to->engine_ == engine_) {
+            if (!to->writable_ || to->append_) return fail(EBADF, "copy_file_range");
+            auto lock = engine_->lock();
+            auto shared = engine_->clone_range(cell_, offset, to->cell_, dest_offset, length);
+            if (!shared) return std::unexpected(shared.error());
+            if (*shared) return **shared;
+        }
+        return File::copy_range(offset, dest, dest_offset, length);
+    }
     Result<Stat> fstat() override {
         rcu::ReadSection section;
         auto ref = current();

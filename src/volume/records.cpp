@@ -101,7 +101,7 @@ private:
 };
 
 bool known(uint16_t type) {
-    return type >= 1 && type <= static_cast<uint16_t>(RecordType::fallocate);
+    return type >= 1 && type <= static_cast<uint16_t>(RecordType::clone_range);
 }
 
 // The owner of an entry a *_at record made.
@@ -165,6 +165,9 @@ bool fields(Codec& c, R& r) {
         case RecordType::removexattr_at: return c.u64(r.ino) && c.str(r.name);
         case RecordType::fallocate:
             return c.u64(r.ino) && c.u32(r.flags) && c.u64(r.offset) && c.u64(r.length);
+        case RecordType::clone_range:
+            return c.u64(r.ino) && c.u64(r.offset) && c.u64(r.ino2) && c.u64(r.offset2) &&
+                   c.u64(r.length);
     }
     return false;
 }
@@ -202,6 +205,8 @@ const char* record_type_name(RecordType type) noexcept {
         case RecordType::removexattr_at: return "removexattr";
         case RecordType::fallocate:
             return "fallocate";
+        case RecordType::clone_range:
+            return "clone_range";
     }
     return "unknown";
 }
@@ -359,6 +364,17 @@ Result<void> apply_record(Backend& overlay, const OpRecord& r) {
             if (!file) return std::unexpected(file.error());
             return (*file)->allocate(static_cast<int>(r.flags), r.offset, r.length);
         }
+        case RecordType::clone_range: {
+            auto from = overlay.open(Node{r.ino}, O_RDONLY);
+            if (!from) return std::unexpected(from.error());
+            auto to = overlay.open(Node{r.ino2}, O_WRONLY);
+            if (!to) return std::unexpected(to.error());
+            auto n = (*from)->copy_range(r.offset, **to, r.offset2, r.length);
+            if (!n) return std::unexpected(n.error());
+            if (*n != r.length)  // the source is shorter than when it was cloned
+                return fail(EUCLEAN, "replay clone_range");
+            return {};
+        }
         default: return apply_path_record(overlay, r);
     }
 }
@@ -374,6 +390,9 @@ std::string describe_record(const OpRecord& r) {
         case RecordType::fallocate:
             return fmt::format("fallocate inode {} mode {:#x} at {} ({} bytes)", r.ino, r.flags,
                                r.offset, r.length);
+        case RecordType::clone_range:
+            return fmt::format("clone_range inode {} at {} -> inode {} at {} ({} bytes)", r.ino,
+                               r.offset, r.ino2, r.offset2, r.length);
         case RecordType::create_at:
         case RecordType::mkdir_at:
         case RecordType::mknod_at:

@@ -57,7 +57,8 @@ enum class RecordType : uint16_t {
     setattr = 25,    // chmod, chown, utimens, truncate of inode `ino`
     setxattr_at = 26,
     removexattr_at = 27,
-    fallocate = 28,  // a handle's fallocate of inode `ino`: mode in `flags`, [offset, +length)
+    fallocate = 28,    // a handle's fallocate of inode `ino`: mode in `flags`, [offset, +length)
+    clone_range = 29,  // inode `ino`'s [offset, +length) into inode `ino2` at `offset2`
 };
 
 const char* record_type_name(RecordType type) noexcept;
@@ -77,7 +78,8 @@ struct OpRecord {
     uint64_t ino2 = 0;      // rename_at: the new directory; link_at: the directory
     uint64_t offset = 0;    // write, fallocate: offset; truncate, ftruncate, setattr: size;
                             // mknod: rdev
-    uint64_t length = 0;    // fallocate
+    uint64_t length = 0;    // fallocate, clone_range
+    uint64_t offset2 = 0;   // clone_range: the destination offset
     uint32_t mode = 0;      // mkdir, mknod, chmod, open, *_at; chown: uid; setattr: mode
     uint32_t flags = 0;     // rename: RenameFlags; open, create_at: O_* flags; setxattr:
                             // XattrMode; chown, utimens: Follow; mknod: FileType; write: 1 =

@@ -178,6 +178,99 @@ TEST_P(FileIo, FallocateModesReadBackAsFallocateSays) {
     expect_model("after the refusals");
 }
 
+// copy_range (copy_file_range, FICLONERANGE) against a model: whole chunks (shared on a mem
+// tree or volume), partial edges, a source end mid-chunk, unaligned offsets (copied), ranges
+// past the source's end; then writes, truncates and punches to either file never show in the
+// other (a shared chunk is copied before it changes).
+TEST_P(FileIo, CopyRangeCopiesAndTheCopiesChangeApart) {
+    auto a = create(fs(), "/copy-a");
+    PACKFS_ASSERT_OK(a);
+    auto b = create(fs(), "/copy-b");
+    PACKFS_ASSERT_OK(b);
+    std::string ma = pattern_bytes(5 * kChunk + 123, 11), mb = pattern_bytes(kChunk / 2, 12);
+    PACKFS_ASSERT_OK(pwrite_string(**a, ma, 0));
+    PACKFS_ASSERT_OK(pwrite_string(**b, mb, 0));
+    auto expect = [&](const std::string& step) {
+        SCOPED_TRACE(step);
+        for (auto [f, m] : {std::pair{a->get(), &ma}, {b->get(), &mb}}) {
+            auto back = read_all(*f);
+            PACKFS_ASSERT_OK(back);
+            PACKFS_EXPECT_BYTES_EQ(*back, *m);
+        }
+    };
+    auto copy = [&](File& from, std::string& mfrom, uint64_t off, File& to, std::string& mto,
+                    uint64_t to_off, uint64_t len, const std::string& step) {
+        auto n = from.copy_range(off, to, to_off, len);
+        PACKFS_ASSERT_OK(n);
+        const uint64_t want = off >= mfrom.size() ? 0 : std::min<uint64_t>(len, mfrom.size() - off);
+        EXPECT_EQ(*n, want) << step;
+        if (want > 0) {
+            const std::string bytes = mfrom.substr(off, want);
+            if (mto.size() < to_off + want) mto.resize(to_off + want, '\0');
+            mto.replace(to_off, want, bytes);
+        }
+        expect(step);
+    };
+    {
+        // The whole file into a new, empty one (cp): then both change apart.
+        auto c = create(fs(), "/copy-c");
+        PACKFS_ASSERT_OK(c);
+        std::string mc;
+        copy(**a, ma, 0, **c, mc, 0, UINT64_MAX / 4, "the whole file into an empty one");
+        PACKFS_ASSERT_OK(pwrite_string(**c, "in the copy", 2 * kChunk - 3));
+        mc.replace(2 * kChunk - 3, 11, "in the copy");
+        PACKFS_ASSERT_OK(pwrite_string(**a, "in the source", 3 * kChunk - 6));
+        ma.replace(3 * kChunk - 6, 13, "in the source");
+        PACKFS_ASSERT_OK(pwrite_string(**c, "end", mc.size() + 10));
+        mc.resize(mc.size() + 10, '\0');
+        mc += "end";
+        PACKFS_ASSERT_OK((*a)->truncate(4 * kChunk + 1));
+        ma.resize(4 * kChunk + 1);
+        PACKFS_ASSERT_OK((*a)->truncate(5 * kChunk + 123));
+        ma.resize(5 * kChunk + 123, '\0');
+        PACKFS_ASSERT_OK(pwrite_string(**a, "back", 0));
+        ma.replace(0, 4, "back");
+        expect("the source and the copy changed apart");
+        auto back = read_all(**c);
+        PACKFS_ASSERT_OK(back);
+        PACKFS_EXPECT_BYTES_EQ(*back, mc);
+    }
+    copy(**a, ma, 0, **b, mb, 0, ma.size(), "the whole file over a shorter one");
+    PACKFS_ASSERT_OK(pwrite_string(**a, "changed", kChunk + 5));
+    ma.replace(kChunk + 5, 7, "changed");
+    expect("a write to the source after the copy");
+    PACKFS_ASSERT_OK(pwrite_string(**b, "other", 2 * kChunk - 2));
+    mb.replace(2 * kChunk - 2, 5, "other");
+    expect("a write to the copy across a chunk boundary");
+    PACKFS_ASSERT_OK(pwrite_string(**a, "tail", ma.size()));
+    ma += "tail";
+    expect("an append to the source (its last chunk was shared)");
+    PACKFS_ASSERT_OK(pwrite_string(**b, "TAIL", mb.size()));
+    mb += "TAIL";
+    expect("an append to the copy");
+    copy(**a, ma, 3 * kChunk, **b, mb, kChunk, kChunk, "one chunk into the middle");
+    copy(**a, ma, 100, **b, mb, 100, 2 * kChunk + 7, "partial edges around a shared chunk");
+    copy(**a, ma, 5, **b, mb, 9, kChunk + 3, "unaligned offsets");
+    copy(**a, ma, 4 * kChunk, **b, mb, 8 * kChunk, 10 * kChunk,
+         "past the source's end, with a gap");
+    copy(**a, ma, ma.size(), **b, mb, 0, 10, "at the source's end: nothing");
+    PACKFS_ASSERT_OK((*b)->truncate(3 * kChunk + 1));
+    mb.resize(3 * kChunk + 1);
+    PACKFS_ASSERT_OK((*b)->truncate(9 * kChunk));
+    mb.resize(9 * kChunk, '\0');
+    expect("the copy truncated down and up");
+    PACKFS_ASSERT_OK((*a)->truncate(2 * kChunk));
+    ma.resize(2 * kChunk);
+    expect("the source truncated");
+    auto reader = fs().open("/copy-a", O_RDONLY);
+    PACKFS_ASSERT_OK(reader);
+    PACKFS_EXPECT_ERRNO((*a)->copy_range(0, **reader, 0, 10), EBADF);
+    auto writer = fs().open("/copy-b", O_WRONLY);
+    PACKFS_ASSERT_OK(writer);
+    PACKFS_EXPECT_ERRNO((*writer)->copy_range(0, **a, 0, 10), EBADF);
+    expect("after the refusals");
+}
+
 TEST_P(FileIo, ReadAtOrPastEndReturnsZero) {
     auto f = create(fs(), "/f");
     PACKFS_ASSERT_OK(f);

@@ -359,6 +359,17 @@ bool ModelDriver::apply(const Op& op, Backend& fs, ReferenceModel& m, InoMap& in
         case OpKind::ftruncate:
             return simple(m.ftruncate(op.handle, op.length),
                           handles_.at(op.handle)->truncate(op.length));
+        case OpKind::copy_range: {
+            auto want = m.copy_range(op.handle, op.offset, op.handle2, op.offset2, op.length);
+            int a = alt();
+            auto got = handles_.at(op.handle)->copy_range(op.offset, *handles_.at(op.handle2),
+                                                          op.offset2, op.length);
+            count(want.has_value());
+            if (!compare_outcome(want, got, a, "result")) return false;
+            if (want && got && *want != *got)
+                return mismatch(fmt::format("copy_range: copied {} bytes, not {}", *got, *want));
+            return true;
+        }
         case OpKind::fstat: {
             auto want = m.fstat(op.handle);
             auto got = handles_.at(op.handle)->fstat();
@@ -411,6 +422,20 @@ bool ModelDriver::post_check(const Op& op) {
             auto got = handles_.at(op.handle)->fstat();
             if (!compare_outcome(want, got, 0, "fstat after the op")) return false;
             return compare_stat(*want, *got, model_, inos_, "fstat after the op");
+        }
+        case OpKind::copy_range: {  // the destination, and its bytes
+            auto want = model_.fstat(op.handle2);
+            auto got = handles_.at(op.handle2)->fstat();
+            if (!compare_outcome(want, got, 0, "fstat after the op")) return false;
+            if (!compare_stat(*want, *got, model_, inos_, "fstat after the op")) return false;
+            auto bytes = model_.pread(op.handle2, 0, want->size + 1);
+            if (!bytes) return true;  // a write-only handle: checked at the next read
+            auto read = read_range(*handles_.at(op.handle2), 0, want->size + 1);
+            if (!read) return mismatch("read after copy_range: " + read.error().message());
+            if (*read != *bytes)
+                return mismatch("copy_range: destination differs: " +
+                                first_difference(*bytes, *read));
+            return true;
         }
         case OpKind::close:
         case OpKind::fstat:

@@ -30,23 +30,47 @@ namespace packfs::model {
 
 enum class OpKind : uint8_t {
     // reads (may target a retained snapshot)
-    stat, lstat, readdir, readlink, read_whole, getxattr, listxattr,
+    stat,
+    lstat,
+    readdir,
+    readlink,
+    read_whole,
+    getxattr,
+    listxattr,
     // handles
-    open, close, pread, pwrite, ftruncate, fstat,
+    open,
+    close,
+    pread,
+    pwrite,
+    ftruncate,
+    fstat,
+    copy_range,
     // mutations
-    truncate, mkdir, rmdir, unlink, rename, symlink, link, mknod, chmod, chown, utimens,
-    setxattr, removexattr,
+    truncate,
+    mkdir,
+    rmdir,
+    unlink,
+    rename,
+    symlink,
+    link,
+    mknod,
+    chmod,
+    chown,
+    utimens,
+    setxattr,
+    removexattr,
     // versions
-    snapshot, drop_snapshot,
+    snapshot,
+    drop_snapshot,
 };
 
 inline const char* op_kind_name(OpKind k) {
     static constexpr const char* names[] = {
-        "stat",    "lstat",   "readdir", "readlink", "read_whole", "getxattr", "listxattr",
-        "open",    "close",   "pread",   "pwrite",   "ftruncate",  "fstat",    "truncate",
-        "mkdir",   "rmdir",   "unlink",  "rename",   "symlink",    "link",     "mknod",
-        "chmod",   "chown",   "utimens", "setxattr", "removexattr", "snapshot",
-        "drop_snapshot"};
+        "stat",      "lstat",      "readdir",     "readlink", "read_whole",   "getxattr",
+        "listxattr", "open",       "close",       "pread",    "pwrite",       "ftruncate",
+        "fstat",     "copy_range", "truncate",    "mkdir",    "rmdir",        "unlink",
+        "rename",    "symlink",    "link",        "mknod",    "chmod",        "chown",
+        "utimens",   "setxattr",   "removexattr", "snapshot", "drop_snapshot"};
     return names[static_cast<int>(k)];
 }
 
@@ -71,7 +95,8 @@ struct Op {
     std::string name;  // xattr name
     XattrMode xattr_mode = XattrMode::any;
     int handle = 0;  // the model's handle id
-
+    int handle2 = 0;       // copy_range: the destination handle
+    uint64_t offset2 = 0;  // copy_range: the destination offset
     std::string describe() const {
         std::string text = describe_long();
         const std::string long_name(256, 'x');
@@ -109,6 +134,9 @@ private:
             case OpKind::fstat: return fmt::format("{} h{}", k, handle);
             case OpKind::pread:
                 return fmt::format("pread h{} off={} len={}", handle, offset, length);
+            case OpKind::copy_range:
+                return fmt::format("copy_range h{} off={} -> h{} off={} len={} ({})", handle,
+                                   offset, handle2, offset2, length, data);
             case OpKind::pwrite:
                 return fmt::format("pwrite h{} off={} len={} first=0x{:02x}", handle, offset,
                                    data.size(),
@@ -164,6 +192,7 @@ struct GeneratorOptions {
     bool snapshots = true;
     bool long_names = true;  // an occasional 256-byte component (ENAMETOOLONG)
     bool zero_length_writes = true;
+    bool copy_range = true;         // File::copy_range between two handles
     bool utimens_both_omit = true;  // Linux answers 0 before even looking the path up
     uint64_t max_file_size = 300 * 1024;
     std::size_t max_handles = 8;
@@ -190,6 +219,10 @@ public:
             if (r < 45) return handle_op(OpKind::pwrite);
             if (r < 75) return handle_op(OpKind::pread);
             if (r < 88) return handle_op(OpKind::ftruncate);
+            if (r < 94 && options_.copy_range) {
+                Op copy = copy_range_op();
+                if (copy.kind == OpKind::copy_range) return copy;
+            }
             return handle_op(OpKind::fstat);
         }
         if (options_.snapshots) {
@@ -457,6 +490,41 @@ private:
             op.length = chance(20) ? 200000 : length();
         } else if (kind == OpKind::ftruncate) {
             op.length = offset_near(size);
+        }
+        return op;
+    }
+
+    // Between two handles on different files (a destination opened without O_APPEND): mostly
+    // at equal 64 KiB offsets and to the source's end (what shares chunks), else anywhere.
+    Op copy_range_op() {
+        Op op;
+        op.kind = OpKind::fstat;
+        const auto& from = pick(handles_);
+        std::vector<const ReferenceModel::HandleInfo*> to;
+        for (const auto& h : handles_) {
+            if (h.ino != from.ino && !h.append) to.push_back(&h);
+        }
+        if (to.empty()) {
+            op.handle = from.id;
+            return op;
+        }
+        const ReferenceModel::HandleInfo& dest = *pick(to);
+        op.kind = OpKind::copy_range;
+        op.handle = from.id;
+        op.handle2 = dest.id;
+        op.data = fmt::format("{}{} -> {}{}", from.readable ? "r" : "", from.writable ? "w" : "",
+                              dest.readable ? "r" : "", dest.writable ? "w" : "");  // for the log
+        static constexpr uint64_t kChunk = 64 * 1024;
+        const uint64_t size = live_->view(from.ino).stat.size;
+        const uint64_t to_size = live_->view(dest.ino).stat.size;
+        if (chance(70)) {
+            op.offset = kChunk * uniform64(0, 2);
+            op.offset2 = chance(50) ? op.offset : kChunk * uniform64(0, 3);
+            op.length = chance(60) ? UINT64_MAX / 4 : kChunk * uniform64(1, 3);
+        } else {
+            op.offset = offset_near(size);
+            op.offset2 = offset_near(to_size);
+            op.length = chance(30) ? UINT64_MAX / 4 : length();
         }
         return op;
     }

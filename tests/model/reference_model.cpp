@@ -328,6 +328,37 @@ Result<std::size_t> ReferenceModel::pwrite(int handle, uint64_t offset, std::str
     return data.size();
 }
 
+Result<uint64_t> ReferenceModel::copy_range(int from, uint64_t offset, int to, uint64_t to_offset,
+                                            uint64_t length) {
+    alt_errno_ = 0;
+    auto a = handles_.find(from);
+    auto b = handles_.find(to);
+    if (a == handles_.end() || b == handles_.end()) return fail(EBADF, "copy_file_range");
+    // Linux checks the types first, then the modes; a backend may check the modes first.
+    const bool bad_modes = !a->second.readable || !b->second.writable || b->second.append;
+    const FileType in = node(a->second.ino).type, out = node(b->second.ino).type;
+    if (in == FileType::directory || out == FileType::directory) {
+        if (bad_modes) alt_errno_ = EBADF;
+        return fail(EISDIR, "copy_file_range");
+    }
+    if (in != FileType::regular || out != FileType::regular) {
+        if (bad_modes) alt_errno_ = EBADF;
+        return fail(EINVAL, "copy_file_range");
+    }
+    if (bad_modes) return fail(EBADF, "copy_file_range");
+    Node& source = node(a->second.ino);
+    source.atime.reset();  // read, as by pread
+    if (offset >= source.data.size()) return 0;
+    const std::string bytes = source.data.substr(offset, length);
+    if (bytes.empty()) return 0;
+    Node& dest = node(b->second.ino);
+    if (to_offset + bytes.size() > dest.data.size())
+        dest.data.resize(to_offset + bytes.size(), '\0');
+    dest.data.replace(to_offset, bytes.size(), bytes);
+    dest.mtime.reset();
+    return bytes.size();
+}
+
 Result<void> ReferenceModel::ftruncate(int handle, uint64_t size) {
     alt_errno_ = 0;
     auto it = handles_.find(handle);

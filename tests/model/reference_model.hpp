@@ -81,6 +81,9 @@ public:
     Result<void> close(int handle);
     Result<std::string> pread(int handle, uint64_t offset, uint64_t length);
     Result<std::size_t> pwrite(int handle, uint64_t offset, std::string_view data);
+    // copy_file_range(2) between two handles: the bytes copied (clipped at the source's end).
+    Result<uint64_t> copy_range(int from, uint64_t offset, int to, uint64_t to_offset,
+                                uint64_t length);
     Result<void> ftruncate(int handle, uint64_t size);
     Result<ModelStat> fstat(int handle);
 

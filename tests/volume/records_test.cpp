@@ -37,6 +37,7 @@ const RecordType kNodeTypes[] = {
     RecordType::symlink_at,  RecordType::link_at,        RecordType::unlink_at,
     RecordType::rmdir_at,    RecordType::rename_at,      RecordType::setattr,
     RecordType::setxattr_at, RecordType::removexattr_at, RecordType::fallocate,
+    RecordType::clone_range,
 };
 
 TEST(Records, EveryNodeTypeDecodesToWhatWasEncoded) {

@@ -125,6 +125,84 @@ TEST(Volume, FallocateIsReplayedWithItsHoles) {
     EXPECT_EQ((*f)->seek_data(kChunk, true).value_or(0), 2 * kChunk);
 }
 
+// A copy between two of the volume's files shares their chunks: one small record in the
+// journal (no data), replayed as a share again, and both files change apart afterwards;
+// compaction stores the two equal files once (the pack's dedup).
+TEST(Volume, CloneRangeIsOneRecordWithoutDataAndReplaysAsAShare) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    constexpr uint64_t kMiB = 1 << 20;
+    std::string source(8 * kMiB + 5, '\0');
+    for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 131 % 251);
+    std::string copy = source;
+    {
+        auto volume = open_ok(dir);
+        ASSERT_NE(volume, nullptr);
+        ASSERT_TRUE(write_file(*volume, "/src", source).has_value());
+        const uint64_t before = volume->status().journal_bytes;
+        auto from = volume->open("/src", O_RDONLY);
+        ASSERT_TRUE(from.has_value());
+        auto to = volume->open("/dst", O_WRONLY | O_CREAT, 0644);
+        ASSERT_TRUE(to.has_value());
+        auto n = (*from)->copy_range(0, **to, 0, UINT64_MAX / 2);
+        ASSERT_TRUE(n.has_value()) << n.error().message();
+        EXPECT_EQ(*n, source.size());
+        const uint64_t grew = volume->status().journal_bytes - before;
+        EXPECT_LT(grew, 1024u) << "the journal holds the copy's metadata, not its 8 MiB";
+        EXPECT_EQ(read_file(*volume, "/dst").value_or(""), copy);
+        ASSERT_TRUE(write_file(*volume, "/src", "rewritten").has_value());  // O_TRUNC
+        source = "rewritten";
+    }
+    auto again = open_ok(dir);  // replays the create, the write, the clone and the rewrite
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(read_file(*again, "/src").value_or("?"), source);
+    EXPECT_TRUE(read_file(*again, "/dst").value_or("?") == copy);
+    auto f = again->open("/dst", O_RDWR);
+    ASSERT_TRUE(f.has_value());
+    ASSERT_TRUE((*f)->pwrite(std::as_bytes(std::span(std::string_view("new"))), 70000));
+    copy.replace(70000, 3, "new");
+    ASSERT_TRUE(again->compact().has_value());
+    EXPECT_TRUE(read_file(*again, "/dst").value_or("?") == copy);
+}
+
+// The same from a file that lives in the volume's pack (after a compaction): the copy reads
+// the pack's file as a copy-up does, so the journal still holds no data, and the copy can
+// be changed, replayed and compacted.
+TEST(Volume, CloneOfAFileInThePackTakesNoData) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch);
+    constexpr uint64_t kMiB = 1 << 20;
+    std::string source(4 * kMiB + 3, '\0');
+    for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 7 % 253);
+    std::string copy = source;
+    {
+        auto volume = open_ok(dir);
+        ASSERT_NE(volume, nullptr);
+        ASSERT_TRUE(write_file(*volume, "/src", source).has_value());
+        ASSERT_TRUE(volume->compact().has_value());
+        const uint64_t before = volume->status().journal_bytes;
+        auto from = volume->open("/src", O_RDONLY);
+        ASSERT_TRUE(from.has_value());
+        auto to = volume->open("/dst", O_RDWR | O_CREAT, 0644);
+        ASSERT_TRUE(to.has_value());
+        auto n = (*from)->copy_range(0, **to, 0, source.size());
+        ASSERT_TRUE(n.has_value()) << n.error().message();
+        EXPECT_EQ(*n, source.size());
+        EXPECT_LT(volume->status().journal_bytes - before, 1024u);
+        ASSERT_TRUE((*to)->pwrite(std::as_bytes(std::span(std::string_view("edit"))), 65530));
+        copy.replace(65530, 4, "edit");
+        EXPECT_TRUE(read_file(*volume, "/dst").value_or("?") == copy);
+        EXPECT_TRUE(read_file(*volume, "/src").value_or("?") == source);
+    }
+    auto again = open_ok(dir);
+    ASSERT_NE(again, nullptr);
+    EXPECT_TRUE(read_file(*again, "/dst").value_or("?") == copy);
+    EXPECT_TRUE(read_file(*again, "/src").value_or("?") == source);
+    ASSERT_TRUE(again->compact().has_value());
+    EXPECT_TRUE(read_file(*again, "/dst").value_or("?") == copy);
+    EXPECT_TRUE(read_file(*again, "/src").value_or("?") == source);
+}
+
 // What a copy of the volume's files holds now: what a crash at this instant would leave.
 std::shared_ptr<Volume> crash_copy(const TempDir& scratch, const std::string& dir,
                                    const std::string& name) {

@@ -328,6 +328,28 @@ void op_fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t leng
                file->allocate(mode, static_cast<uint64_t>(offset), static_cast<uint64_t>(length)));
 }
 
+// copy_file_range(2) (cp's copy loop): the backend shares chunks where it can (a volume's
+// reflink), else copies; a source opened without a message is opened for the call.
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info* fi_in,
+                        fuse_ino_t, off_t off_out, fuse_file_info* fi_out, size_t len, int flags) {
+    if (flags != 0) return (void)fuse_reply_err(req, EINVAL);
+    if (off_in < 0 || off_out < 0) return (void)fuse_reply_err(req, EINVAL);
+    File* to = file_of(fi_out);
+    if (!to) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
+    FileHandle opened;
+    File* from = file_of(fi_in);
+    if (!from) {
+        auto made = fs_of(req).open(node_of(ino_in), O_RDONLY);
+        if (!made) return reply_error(req, made.error());
+        opened = std::move(*made);
+        from = opened.get();
+    }
+    auto n =
+        from->copy_range(static_cast<uint64_t>(off_in), *to, static_cast<uint64_t>(off_out), len);
+    if (!n) return reply_error(req, n.error());
+    fuse_reply_write(req, static_cast<size_t>(*n));
+}
+
 void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
     if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
@@ -544,6 +566,7 @@ fuse_lowlevel_ops make_operations() {
     ops.fsync = op_fsync;
     ops.lseek = op_lseek;
     ops.fallocate = op_fallocate;
+    ops.copy_file_range = op_copy_file_range;
     ops.opendir = op_opendir;
     ops.readdir = op_readdir;
     ops.readdirplus = op_readdirplus;
