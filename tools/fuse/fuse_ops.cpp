@@ -27,6 +27,7 @@ MountContext& mount_of(fuse_req_t req) {
     return *static_cast<MountContext*>(fuse_req_userdata(req));
 }
 Backend& fs_of(fuse_req_t req) { return *mount_of(req).mount->fs; }
+
 const CachePolicy& policy_of(fuse_req_t req) { return mount_of(req).mount->policy; }
 
 File* file_of(fuse_file_info* fi) { return fi && fi->fh ? reinterpret_cast<File*>(fi->fh) : nullptr; }
@@ -35,6 +36,19 @@ Node node_of(fuse_ino_t ino) { return Node{ino}; }
 void reply_error(fuse_req_t req, const Error& e) {
     const int code = e.code();
     fuse_reply_err(req, code > 0 ? code : EIO);
+}
+
+// The request's handle or, after a zero-message open (no handle), one this request opens for
+// itself into `opened` (read-only: what such an open is). nullptr after replying the error.
+File* file_or_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, FileHandle& opened) {
+    if (File* file = file_of(fi)) return file;
+    auto made = fs_of(req).open(node_of(ino), O_RDONLY);
+    if (!made) {
+        reply_error(req, made.error());
+        return nullptr;
+    }
+    opened = std::move(*made);
+    return opened.get();
 }
 
 void reply_void(fuse_req_t req, const Result<void>& r) {
@@ -253,14 +267,9 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
     thread_local std::vector<std::byte> scratch;
-    FileHandle opened;  // a zero-message open: this read opens for itself
-    File* file = file_of(fi);
-    if (!file) {
-        auto made = fs_of(req).open(node_of(ino), O_RDONLY);
-        if (!made) return reply_error(req, made.error());
-        opened = std::move(*made);
-        file = opened.get();
-    }
+    FileHandle opened;
+    File* file = file_or_open(req, ino, fi, opened);
+    if (!file) return;
     if (auto raw = file->host_bytes(static_cast<uint64_t>(off), size)) {
         // Kernel to kernel: libfuse splices the range from the host file into the reply.
         fuse_bufvec buf = FUSE_BUFVEC_INIT(raw->length);
@@ -306,14 +315,9 @@ void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
 void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info* fi) {
     if (whence != SEEK_DATA && whence != SEEK_HOLE) return (void)fuse_reply_err(req, EINVAL);
     if (off < 0) return (void)fuse_reply_err(req, ENXIO);
-    FileHandle opened;  // a zero-message open of a pack (which may have holes): open to ask
-    File* file = file_of(fi);
-    if (!file) {
-        auto made = fs_of(req).open(node_of(ino), O_RDONLY);
-        if (!made) return reply_error(req, made.error());
-        opened = std::move(*made);
-        file = opened.get();
-    }
+    FileHandle opened;  // a pack's file (which may have holes) opened without a message
+    File* file = file_or_open(req, ino, fi, opened);
+    if (!file) return;
     auto at = file->seek_data(static_cast<uint64_t>(off), whence == SEEK_DATA);
     if (!at) return reply_error(req, at.error());
     fuse_reply_lseek(req, static_cast<off_t>(*at));
@@ -337,13 +341,8 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
     File* to = file_of(fi_out);
     if (!to) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
     FileHandle opened;
-    File* from = file_of(fi_in);
-    if (!from) {
-        auto made = fs_of(req).open(node_of(ino_in), O_RDONLY);
-        if (!made) return reply_error(req, made.error());
-        opened = std::move(*made);
-        from = opened.get();
-    }
+    File* from = file_or_open(req, ino_in, fi_in, opened);
+    if (!from) return;
     auto n =
         from->copy_range(static_cast<uint64_t>(off_in), *to, static_cast<uint64_t>(off_out), len);
     if (!n) return reply_error(req, n.error());
