@@ -292,6 +292,59 @@ expect_code "  packfs umount" 0 do_umount "$work/wmnt-sync"
 expect_code "packfs sync of a path on another filesystem (syncfs)" 0 "$packfs" sync "$work"
 expect_code "packfs sync of a missing path" 1 "$packfs" sync "$work/missing"
 
+# ---- sparse files round trip through a mounted volume and a mounted host directory ----
+# The same sparse files made in each and in a plain directory (the reference): `du` sees the
+# holes, SEEK_DATA finds the data, and `cp --sparse=always` and `tar -S` out of the mount and
+# back keep the bytes and the holes.
+expect_code "volume init (sparse)" 0 "$packfs" volume init "$work/svol"
+expect_code "  mount the volume" 0 do_mount "$work/svol" "$work/smnt"
+mkdir -p "$work/shost" "$work/sref"
+expect_code "  mount a host directory" 0 do_mount "$work/shost" "$work/hmnt"
+make_sparse() {
+    local r="$1"
+    printf 'a' | dd of="$r/one" bs=1 seek=$((100 << 20)) conv=notrunc status=none
+    truncate -s 50M "$r/two"
+    printf 'middle' | dd of="$r/two" bs=1 seek=$((20 << 20)) conv=notrunc status=none
+    head -c 70000 /dev/zero >"$r/zeros"   # written zeros: data, not a hole
+}
+first_data() {
+    python3 -c "import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); print(os.lseek(fd,0,os.SEEK_DATA))" "$1"
+}
+for root in "$work/sref" "$work/smnt" "$work/hmnt"; do make_sparse "$root"; done
+for root in "$work/smnt" "$work/hmnt"; do
+    name=$(basename "$root")
+    for f in one two zeros; do
+        check "  $name/$f: the same bytes as the reference" cmp "$work/sref/$f" "$root/$f"
+    done
+    kib=$(du -k "$root/one" | cut -f1)
+    check "  $name: du sees the holes of a 100 MiB file ($kib KiB)" test "$kib" -le 256
+    at=$(first_data "$root/one")
+    check "  $name: SEEK_DATA skips the hole ($at)" test "$at" -ge $((99 << 20))
+    rm -rf "$work/sout" && mkdir "$work/sout"
+    check "  $name: cp --sparse=always out" cp --sparse=always "$root/one" "$root/two" "$work/sout/"
+    for f in one two; do
+        check "  $name: cp'd $f the same" cmp "$work/sref/$f" "$work/sout/$f"
+        kib=$(du -k "$work/sout/$f" | cut -f1)
+        check "  $name: cp'd $f kept its holes ($kib KiB)" test "$kib" -le 256
+    done
+    check "  $name: tar -S out" tar -C "$root" -S -cf "$work/s.tar" one two zeros
+    mkdir -p "$root/back"
+    check "  $name: tar -S back in" tar -C "$root/back" -xf "$work/s.tar"
+    for f in one two zeros; do
+        check "  $name: untarred $f the same" cmp "$work/sref/$f" "$root/back/$f"
+    done
+    kib=$(du -k "$root/back/one" | cut -f1)
+    check "  $name: untarred one kept its holes ($kib KiB)" test "$kib" -le 256
+done
+expect_code "  packfs umount (volume)" 0 do_umount "$work/smnt"
+expect_code "  packfs umount (host directory)" 0 do_umount "$work/hmnt"
+expect_code "  remount the volume" 0 do_mount "$work/svol" "$work/smnt"
+check "  after the remount: one the same" cmp "$work/sref/one" "$work/smnt/back/one"
+kib=$(du -k "$work/smnt/back/one" | cut -f1)
+check "  after the remount: still its holes ($kib KiB)" test "$kib" -le 256
+expect_code "  packfs umount" 0 do_umount "$work/smnt"
+rm -rf "$work/sref" "$work/shost" "$work/sout" "$work/s.tar"
+
 # ---- copies share chunks: cp (copy_file_range) of a 192 MiB file moves no data ----
 # The daemon's memory and the journal grow by metadata only; the copy and the source then
 # change apart, and both survive a remount (the clone record replayed) and a compaction.
