@@ -17,6 +17,15 @@ Result<uint64_t> File::copy_range(uint64_t offset, File& dest, uint64_t dest_off
     // the descriptors), with calls of no bytes.
     if (auto r = pread({}, offset); !r) return std::unexpected(r.error());
     if (auto w = dest.pwrite({}, dest_offset); !w) return std::unexpected(w.error());
+    // As Linux: the copy is clipped to the source's end as it is now (so a copy into the same
+    // file never chases its own growth), and overlapping ranges of one file are EINVAL.
+    auto st = fstat();
+    if (!st) return std::unexpected(st.error());
+    if (offset >= st->size) return 0;
+    length = std::min(length, st->size - offset);
+    if (&innermost() == &dest.innermost() && dest_offset < offset + length &&
+        offset < dest_offset + length)
+        return fail(EINVAL, "copy_file_range");
     constexpr std::size_t kSlice = 1 << 20;
     std::vector<std::byte> buffer(static_cast<std::size_t>(std::min<uint64_t>(length, kSlice)));
     uint64_t done = 0;

@@ -62,6 +62,13 @@ public:
         auto* to = dynamic_cast<LiveFile*>(&dest.innermost());
         if (to != nullptr && to->engine_ == engine_) {
             if (!to->writable_ || to->append_) return fail(EBADF, "copy_file_range");
+            if (to->cell_ == cell_) {  // one file, two handles: overlapping ranges are EINVAL
+                auto st = fstat();
+                if (!st) return std::unexpected(st.error());
+                const uint64_t n = offset >= st->size ? 0 : std::min(length, st->size - offset);
+                if (dest_offset < offset + n && offset < dest_offset + n)
+                    return fail(EINVAL, "copy_file_range");
+            }
             auto lock = engine_->lock();
             auto shared = engine_->clone_range(cell_, offset, to->cell_, dest_offset, length);
             if (!shared) return std::unexpected(shared.error());
