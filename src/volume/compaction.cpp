@@ -175,6 +175,13 @@ bool VolumeImpl::auto_compaction_due_locked() const {
 
 void VolumeImpl::start_auto_compaction() {
     if (options_.auto_compact_journal_bytes == 0) return;
+    // A journal already past the threshold when the volume opens (a crash during a compaction
+    // leaves what was written meanwhile too; a smaller threshold this time) is compacted at
+    // once, not at the next write: the next open then replays little.
+    {
+        std::lock_guard state(mu_);
+        auto_wanted_ = auto_compaction_due_locked();
+    }
     Background& b = auto_compactor_;
     b.thread = std::thread([this, &b] {
         std::unique_lock lock(b.mu);
