@@ -6,7 +6,9 @@
 // - a file read whole in one pread is one write's bytes (self-checking content), by path, by a
 //   held node, and in a snapshot;
 // - a listing has no name twice;
-// - a snapshot never changes: read twice, the same generation and the same bytes.
+// - a snapshot never changes: read twice, the same generation and the same bytes;
+// - /gen/copy, a reflink of /gen/f made each round (and sometimes overwritten), reads as one
+//   whole version of either, or empty.
 // Run under ThreadSanitizer (label tsan): a data race fails it too.
 #include <gtest/gtest.h>
 
@@ -92,6 +94,19 @@ void writer(Shared& s, int rounds) {
         const std::string c = content(static_cast<uint64_t>(r), kGenSize);
         if (!(*gen_file)->pwrite(std::as_bytes(std::span(c.data(), c.size())), 0))
             s.fail("pwrite /gen/f");
+        // /gen/copy: emptied, then /gen/f's content shared into it whole (a reflink), and
+        // every third round overwritten through the copy (which copies the shared chunks).
+        {
+            auto copy = fs.open("/gen/copy", O_RDWR | O_CREAT | O_TRUNC, 0644);
+            if (!copy) return s.fail("open /gen/copy");
+            auto n = (*gen_file)->copy_range(0, **copy, 0, kGenSize);
+            if (!n || *n != kGenSize) s.fail("copy_range /gen/f -> /gen/copy");
+            if (r % 3 == 0) {
+                const std::string other = content(static_cast<uint64_t>(r) + 100000, kGenSize);
+                if (!(*copy)->pwrite(std::as_bytes(std::span(other.data(), other.size())), 0))
+                    s.fail("pwrite /gen/copy");
+            }
+        }
         if (!write_file(fs, fmt::format("/churn/c{}", r), content(r, 64 + r % 300)))
             s.fail("create churn");
         if (r > 8 && !fs.unlink(fmt::format("/churn/c{}", r - 8))) s.fail("unlink churn");
@@ -120,6 +135,10 @@ void path_reader(Shared& s) {
             if (generation_of(read_whole(**f, kGenSize)) < 0) s.fail("/gen/f by path: torn");
         } else {
             s.fail("/gen/f by path: gone");
+        }
+        if (auto f = fs.open("/gen/copy", O_RDONLY)) {  // empty between O_TRUNC and the copy
+            const std::string body = read_whole(**f, kGenSize);
+            if (!body.empty() && generation_of(body) < 0) s.fail("/gen/copy: torn");
         }
         auto names = fs.readdir("/churn");
         if (!names) {
