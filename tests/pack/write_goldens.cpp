@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 
@@ -79,6 +80,32 @@ std::string slurp(const fs::path& path) {
     return ss.str();
 }
 
+struct Kind {
+    const char* name;
+    Compression compression;
+    bool compress_metadata;
+};
+
+// The packs v<version><infix>-<kind>.pack of `tree`, each's digest printed as golden_test.cpp
+// pins it, and the tree's description v<version><infix>.expected.
+void write_set(Backend& tree, const fs::path& dir, const std::string& infix,
+               std::initializer_list<Kind> kinds) {
+    const std::string stem = "v" + std::to_string(kVersion) + infix;
+    for (const Kind& kind : kinds) {
+        PackWriteOptions options;
+        options.format = kVersion;
+        options.times = PackTimes::all;  // the description records atimes and ctimes
+        options.compression = kind.compression;
+        options.compress_metadata = kind.compress_metadata;
+        options.block_size = 16384;  // several blocks for the 70,000-byte file
+        const std::string name = stem + "-" + kind.name + ".pack";
+        ok(write_pack(tree, (dir / name).string(), options));
+        std::printf("{\"%s\", \"%s\"},\n", name.c_str(),
+                    golden::hex_sha256(slurp(dir / name)).c_str());
+    }
+    std::ofstream(dir / (stem + ".expected")) << golden::describe_all(tree);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,30 +117,12 @@ int main(int argc, char** argv) {
     auto tree = golden_tree();
     auto snap = tree->snapshot();
     ok(snap);
-    struct Kind {
-        const char* name;
-        Compression compression;
-        bool compress_metadata;
-    };
     // Compressed metadata came later in version 2: the packs without it are what its first
     // writer wrote (and still writes, byte for byte).
-    for (const Kind& kind :
-         {Kind{"raw", Compression::none, false}, Kind{"zstd", Compression::zstd, false},
-          Kind{"lz4", Compression::lz4, false}, Kind{"zstd-cmeta", Compression::zstd, true},
-          Kind{"lz4-cmeta", Compression::lz4, true}}) {
-        PackWriteOptions options;
-        options.format = kVersion;
-        options.times = PackTimes::all;  // the description records atimes and ctimes
-        options.compression = kind.compression;
-        options.compress_metadata = kind.compress_metadata;
-        options.block_size = 16384;  // several blocks for the 70,000-byte file
-        const std::string name = "v" + std::to_string(kVersion) + "-" + kind.name + ".pack";
-        ok(write_pack(**snap, (dir / name).string(), options));
-        std::printf("{\"%s\", \"%s\"},\n", name.c_str(),
-                    golden::hex_sha256(slurp(dir / name)).c_str());
-    }
-    std::ofstream(dir / ("v" + std::to_string(kVersion) + ".expected"))
-        << golden::describe_all(**snap);
+    write_set(**snap, dir, "",
+              {Kind{"raw", Compression::none, false}, Kind{"zstd", Compression::zstd, false},
+               Kind{"lz4", Compression::lz4, false}, Kind{"zstd-cmeta", Compression::zstd, true},
+               Kind{"lz4-cmeta", Compression::lz4, true}});
 
     // Since the holes feature: the same tree with a file that has whole blocks of zeros,
     // one of them never written (a hole in the tree too).
@@ -125,20 +134,7 @@ int main(int argc, char** argv) {
     }
     auto holes = tree->snapshot();
     ok(holes);
-    for (const Kind& kind :
-         {Kind{"raw", Compression::none, false}, Kind{"zstd-cmeta", Compression::zstd, true}}) {
-        PackWriteOptions options;
-        options.format = kVersion;
-        options.times = PackTimes::all;
-        options.compression = kind.compression;
-        options.compress_metadata = kind.compress_metadata;
-        options.block_size = 16384;
-        const std::string name = "v" + std::to_string(kVersion) + "-holes-" + kind.name + ".pack";
-        ok(write_pack(**holes, (dir / name).string(), options));
-        std::printf("{\"%s\", \"%s\"},\n", name.c_str(),
-                    golden::hex_sha256(slurp(dir / name)).c_str());
-    }
-    std::ofstream(dir / ("v" + std::to_string(kVersion) + "-holes.expected"))
-        << golden::describe_all(**holes);
+    write_set(**holes, dir, "-holes",
+              {Kind{"raw", Compression::none, false}, Kind{"zstd-cmeta", Compression::zstd, true}});
     return 0;
 }

@@ -154,6 +154,13 @@ TEST(Volume, FallocateIsReplayedWithItsHoles) {
     EXPECT_EQ((*f)->seek_data(kChunk, true).value_or(0), 2 * kChunk);
 }
 
+// `size` bytes of (i * step) % mod: no block of zeros, and a shift shows.
+std::string patterned(std::size_t size, std::size_t step, std::size_t mod) {
+    std::string s(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) s[i] = static_cast<char>(i * step % mod);
+    return s;
+}
+
 // A copy between two of the volume's files shares their chunks: one small record in the
 // journal (no data), replayed as a share again, and both files change apart afterwards;
 // compaction stores the two equal files once (the pack's dedup).
@@ -161,8 +168,7 @@ TEST(Volume, CloneRangeIsOneRecordWithoutDataAndReplaysAsAShare) {
     TempDir scratch;
     const std::string dir = make_volume(scratch);
     constexpr uint64_t kMiB = 1 << 20;
-    std::string source(8 * kMiB + 5, '\0');
-    for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 131 % 251);
+    std::string source = patterned(8 * kMiB + 5, 131, 251);
     std::string copy = source;
     {
         auto volume = open_ok(dir);
@@ -201,8 +207,7 @@ TEST(Volume, CloneOfAFileInThePackTakesNoData) {
     TempDir scratch;
     const std::string dir = make_volume(scratch);
     constexpr uint64_t kMiB = 1 << 20;
-    std::string source(4 * kMiB + 3, '\0');
-    for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 7 % 253);
+    const std::string source = patterned(4 * kMiB + 3, 7, 253);
     std::string copy = source;
     {
         auto volume = open_ok(dir);
