@@ -57,6 +57,10 @@ struct PackWriteOptions {
     // inode-numbers feature). The build fails with EINVAL, naming the path, when an st_ino is 0
     // or two different inodes of the source report the same one.
     bool keep_inode_numbers = false;
+    // Format 2: store a SHA-256 of each stored block (docs/FORMAT.md, "Block digests"), so a
+    // reader that fetches blocks one at a time (a remote pack) can check each before using it.
+    // 32 bytes of metadata per block, and one more SHA-256 pass over the data while building.
+    bool block_digests = true;
     PackTimes times = PackTimes::mtime;
     // When set, every recorded time later than this is recorded as this (the SOURCE_DATE_EPOCH
     // convention of reproducible builds), so a tree touched today packs like yesterday's.
@@ -142,6 +146,9 @@ struct PackInfo {
     // Blocks of zeros are stored in nothing (format 2, the holes feature): `stream_size` counts
     // them, `data_length` does not.
     bool has_holes = false;
+    // Each stored block has its SHA-256 in the metadata (format 2, the block-digests feature):
+    // the pack can be read remotely, every fetched block checked.
+    bool has_block_digests = false;
     std::string digest;  // hex SHA-256
 };
 

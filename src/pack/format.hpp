@@ -64,13 +64,19 @@ inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a 
 // v2: the times section exists, holding each inode's atime and ctime (without it a reader
 // reports both equal to mtime, which is what a reader that ignores the bit reports).
 inline constexpr uint64_t kCompatAllTimes = 1u << 1;
-inline constexpr uint64_t kCompatKnown = kCompatXattrs | kCompatAllTimes;
+// v2: the block_digests section exists, one SHA-256 per stream block of the bytes it is stored
+// in, so a reader that fetches blocks from elsewhere (a remote pack, docs/REMOTE.md) can check
+// each one alone; the image digest covers the section, so a pinned digest vouches for every
+// block. Readers that do not fetch ignore it.
+inline constexpr uint64_t kCompatBlockDigests = 1u << 2;
+inline constexpr uint64_t kCompatKnown = kCompatXattrs | kCompatAllTimes | kCompatBlockDigests;
 
 enum class Codec : uint32_t { none = 0, zstd = 1, lz4 = 2 };
 
 // The sections, in file order. The first six have their entries in Header::sections, the
-// next two (added later, from v1's reserved bytes) in Header::numbering_sections, the last two
-// (v2) in Header::more_sections; section() below finds any. Slot 2 is `contents` in v1 and
+// next two (added later, from v1's reserved bytes) in Header::numbering_sections, the next two
+// (v2) in Header::more_sections, the last in Header::digests_section (from v2's reserved
+// bytes); section() below finds any. Slot 2 is `contents` in v1 and
 // `digests` in v2; buckets and times exist in v2 only (v1 leaves their entries zero).
 enum class Section : uint32_t {
     inodes = 0,
@@ -84,12 +90,14 @@ enum class Section : uint32_t {
                     // by strictly ascending inode number (a lookup by number is a binary search)
     buckets,        // v2: directories' hash buckets, u32s (DirectoryBuckets below)
     times,          // v2 with kCompatAllTimes: one InodeTimes per inode record
+    block_digests,  // v2 with kCompatBlockDigests: one SHA-256 per stream block (BlockDigest)
     count
 };
 inline constexpr Section kDigests = Section::contents;  // v2's name for slot 2
 inline constexpr std::size_t kSectionCount = static_cast<std::size_t>(Section::count);
 inline constexpr std::size_t kFirstSectionCount = 6;  // entries in Header::sections
 inline constexpr std::size_t kNumberingSectionCount = 2;
+inline constexpr std::size_t kMoreSectionCount = 2;  // buckets, times
 
 struct SectionEntry {
     uint64_t offset;    // absolute; 8-aligned; inside the metadata region
@@ -125,12 +133,15 @@ struct Header {
     // kIncompatInodeNumbers, as v1 writers left these reserved bytes.
     SectionEntry numbering_sections[kNumberingSectionCount];
     // v2: buckets, times (times all zero without kCompatAllTimes); v1: all zero.
-    SectionEntry more_sections[kSectionCount - kFirstSectionCount - kNumberingSectionCount];
+    SectionEntry more_sections[kMoreSectionCount];
     // kIncompatCompressedMeta: bytes of the stored frames, and XXH3-64 of the frame index; both
     // zero without the feature.
     uint64_t meta_frames_length;
     uint64_t meta_index_checksum;
-    uint8_t reserved[80];        // zero
+    // v2: block_digests (all zero without kCompatBlockDigests). Readers from before the feature
+    // find the metadata region running past its last section they know, and refuse the pack.
+    SectionEntry digests_section;
+    uint8_t reserved[56];        // zero
     uint64_t header_checksum;    // XXH3-64 of the header's first kHeaderSize bytes, this zero
 };
 static_assert(sizeof(Header) == kHeaderSize);
@@ -138,6 +149,7 @@ static_assert(offsetof(Header, image_digest) == 280);
 static_assert(offsetof(Header, numbering_sections) == 312);
 static_assert(offsetof(Header, more_sections) == 360);
 static_assert(offsetof(Header, meta_frames_length) == 408);
+static_assert(offsetof(Header, digests_section) == 424);
 static_assert(offsetof(Header, header_checksum) == kHeaderSize - 8);
 
 // The entry of section `i` (a Section as an index), wherever the header keeps it.
@@ -145,7 +157,9 @@ inline SectionEntry& section(Header& h, std::size_t i) noexcept {
     if (i < kFirstSectionCount) return h.sections[i];
     if (i < kFirstSectionCount + kNumberingSectionCount)
         return h.numbering_sections[i - kFirstSectionCount];
-    return h.more_sections[i - kFirstSectionCount - kNumberingSectionCount];
+    if (i < kFirstSectionCount + kNumberingSectionCount + kMoreSectionCount)
+        return h.more_sections[i - kFirstSectionCount - kNumberingSectionCount];
+    return h.digests_section;
 }
 inline const SectionEntry& section(const Header& h, std::size_t i) noexcept {
     return section(const_cast<Header&>(h), i);
@@ -155,6 +169,8 @@ inline const SectionEntry& section(const Header& h, Section s) noexcept {
 }
 // Byte offset of section `i`'s entry in the header, for errors that name it.
 inline uint64_t section_entry_offset(std::size_t i) noexcept {
+    if (i == static_cast<std::size_t>(Section::block_digests))
+        return offsetof(Header, digests_section);
     return i < kFirstSectionCount ? offsetof(Header, sections) + i * sizeof(SectionEntry)
                                   : offsetof(Header, numbering_sections) +
                                         (i - kFirstSectionCount) * sizeof(SectionEntry);
@@ -291,6 +307,14 @@ struct InodeTimes {
 };
 static_assert(sizeof(InodeTimes) == 24);
 
+// With kCompatBlockDigests, record i of the block_digests section is stream block i's
+// (block_count = ceil(stream_size / block_size) records, none for an empty stream): SHA-256 of
+// the bytes the block is stored in. Those are [offsets[i], offsets[i + 1]) of the blocks
+// section when it exists (a hole's digest is of no bytes), else the stream's own bytes
+// [i * block_size, min((i + 1) * block_size, stream_size)) of the data region.
+using BlockDigest = std::array<uint8_t, 32>;
+static_assert(sizeof(BlockDigest) == 32);
+
 // v2 dirents are v1's Dirent with `name_prefix` holding name_hash(name) instead.
 inline constexpr std::size_t kDirentHashOffset = offsetof(Dirent, name_prefix);
 
@@ -305,16 +329,17 @@ inline constexpr unsigned bucket_bits(uint64_t entries) noexcept {
 }
 
 inline constexpr const char* kSectionNames[kSectionCount] = {
-    "inodes", "dirents",       "contents",    "xattrs",  "blocks",
-    "bytes",  "inode_numbers", "inode_order", "buckets", "times"};
+    "inodes",        "dirents",     "contents", "xattrs", "blocks",       "bytes",
+    "inode_numbers", "inode_order", "buckets",  "times",  "block_digests"};
 inline constexpr const char* kSectionNamesV2[kSectionCount] = {
-    "inodes", "dirents",       "digests",     "xattrs",  "blocks",
-    "bytes",  "inode_numbers", "inode_order", "buckets", "times"};
+    "inodes",        "dirents",     "digests", "xattrs", "blocks",       "bytes",
+    "inode_numbers", "inode_order", "buckets", "times",  "block_digests"};
 // Bytes per record of each section (the bytes section is a byte array), per version; v1 has
 // no buckets or times (their sizes here are never used).
-inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8, 1, 8, 4, 4, 24};
-inline constexpr uint64_t kSectionRecordSizesV2[kSectionCount] = {64, 16, 32, 16, 8,
-                                                                  1,  8,  4,  4,  24};
+inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8, 1,
+                                                                8,  4,  4,  24, 32};
+inline constexpr uint64_t kSectionRecordSizesV2[kSectionCount] = {64, 16, 32, 16, 8, 1,
+                                                                  8,  4,  4,  24, 32};
 inline const char* section_name(uint32_t version, std::size_t i) noexcept {
     return version >= 2 ? kSectionNamesV2[i] : kSectionNames[i];
 }

@@ -339,6 +339,9 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     if (!encoded) return std::unexpected(encoded.error());
     sections.put(Section::blocks, std::span<const uint64_t>(stream.block_offsets));
     sections.put(Section::bytes, std::as_bytes(std::span(bytes.data())));
+    const bool block_digests = v2 && !stream.block_digests.empty();
+    if (block_digests)
+        sections.put(Section::block_digests, std::span<const BlockDigest>(stream.block_digests));
     if (numbering != nullptr) {  // else their entries stay zero, as in every v1 pack
         sections.put(Section::inode_numbers, std::span<const uint64_t>(numbering->numbers));
         sections.put(Section::inode_order, std::span<const uint32_t>(numbering->order));
@@ -367,6 +370,7 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     if (sections.present[static_cast<std::size_t>(Section::times)])
         h.compat_features |= kCompatAllTimes;
     if (numbering != nullptr) h.incompat_features |= kIncompatInodeNumbers;
+    if (block_digests) h.compat_features |= kCompatBlockDigests;
 
     auto& region = image.region;
     std::size_t total = 0;

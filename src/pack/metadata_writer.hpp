@@ -30,6 +30,7 @@ struct StreamFacts {
     uint64_t stream_size = 0;
     std::vector<uint64_t> block_offsets;  // compressed, or with holes
     bool holes = false;                   // some block is a hole (kIncompatHoles)
+    std::vector<BlockDigest> block_digests;  // v2: one per block (kCompatBlockDigests), or none
 };
 
 struct MetadataFormat {

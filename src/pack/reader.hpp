@@ -203,8 +203,21 @@ public:
     Result<uint64_t> seek(const ContentRef& content, uint64_t offset, bool data,
                           const Ctx& ctx) const;
 
-    // Everything: sections, metadata blocks, compressed blocks, contents, image digest
-    // (verify.cpp).
+    // --- stored blocks, for a reader that fetches them one by one (a remote pack) ----------
+    // Format 2 with the block-digests feature: every stream block's stored bytes have a SHA-256.
+    bool has_block_digests() const noexcept { return block_digests_; }
+    // ceil(stream_size / block_size): what block indexes below run to.
+    uint64_t stream_block_count() const noexcept {
+        return stream_size_ / block_size_ + (stream_size_ % block_size_ != 0 ? 1 : 0);
+    }
+    // Where stream block `index` is stored in the file: [offset, offset + length), length 0
+    // for a hole. From the blocks section when there is one, else the raw stream's own place.
+    Result<FileExtent> block_extent(uint64_t index, const Ctx& ctx) const;
+    // The SHA-256 of block `index`'s stored bytes (has_block_digests() only).
+    Result<BlockDigest> block_digest(uint64_t index, const Ctx& ctx) const;
+
+    // Everything: sections, metadata blocks, compressed blocks, contents, block digests, image
+    // digest (verify.cpp).
     VerifyReport verify(const std::function<void(uint64_t, uint64_t)>& progress) const;
 
 private:
@@ -334,6 +347,8 @@ private:
     uint32_t inline_max_ = 0;
     Codec codec_ = Codec::none;
     bool holes_ = false;  // kIncompatHoles: the blocks section exists whatever the codec
+    bool block_digests_ = false;  // kCompatBlockDigests: the block_digests section exists
+    uint64_t block_digests_rel_ = 0;
     uint64_t block_sum_count_ = 0;
     std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // bit b: block b matched its sum
     std::unique_ptr<std::atomic<uint64_t>[]> failed_;   // bit b: block b did not

@@ -39,6 +39,29 @@ Result<PackReader::StoredBlock> PackReader::stored_block(uint64_t index, const C
     return b;
 }
 
+Result<PackReader::FileExtent> PackReader::block_extent(uint64_t index, const Ctx& ctx) const {
+    if (codec_ != Codec::none || holes_) {
+        auto where = stored_block(index, ctx);
+        if (!where) return std::unexpected(where.error());
+        return FileExtent{where->stored_offset, static_cast<std::size_t>(where->stored_length)};
+    }
+    const uint64_t count = stream_block_count();
+    if (index >= count) [[unlikely]]
+        return corrupt(ctx, 0, count, index, "block index");
+    const uint64_t begin = index * block_size_;
+    return FileExtent{data_offset_ + begin, static_cast<std::size_t>(std::min<uint64_t>(
+                                                block_size_, stream_size_ - begin))};
+}
+
+Result<BlockDigest> PackReader::block_digest(uint64_t index, const Ctx& ctx) const {
+    const uint64_t count = stream_block_count();
+    if (!block_digests_ || index >= count) [[unlikely]]
+        return corrupt(ctx, block_digests_rel_, count, index, "block digest index");
+    auto at = meta(block_digests_rel_ + index * sizeof(BlockDigest), sizeof(BlockDigest), ctx);
+    if (!at) return std::unexpected(at.error());
+    return load<BlockDigest>(*at);
+}
+
 std::optional<uint64_t> PackReader::raw_offset(uint64_t offset, uint64_t length) const {
     if (codec_ != Codec::none) return std::nullopt;
     if (!holes_) return data_offset_ + offset;

@@ -75,6 +75,9 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     r->bucket_count_ = v2 ? section(Section::buckets).length / 4 : 0;
     r->all_times_ = v2 && (h.compat_features & kCompatAllTimes) != 0;
     if (r->all_times_) r->times_rel_ = section(Section::times).offset - h.meta_offset;
+    r->block_digests_ = (h.compat_features & kCompatBlockDigests) != 0;
+    if (r->block_digests_)
+        r->block_digests_rel_ = section(Section::block_digests).offset - h.meta_offset;
     r->numbered_ = (h.incompat_features & kIncompatInodeNumbers) != 0;
     if (r->numbered_) {
         r->numbers_rel_ = section(Section::inode_numbers).offset - h.meta_offset;
@@ -255,12 +258,19 @@ Result<void> PackReader::validate_header(std::string_view path) const {
     // and times with kCompatAllTimes.
     const bool numbered = (h.incompat_features & kIncompatInodeNumbers) != 0;
     const bool all_times = v2 && (h.compat_features & kCompatAllTimes) != 0;
+    const bool block_digests = (h.compat_features & kCompatBlockDigests) != 0;
+    if (block_digests && !v2)
+        return header_corrupt(path, at(offsetof(Header, compat_features)),
+                              h.compat_features & ~kCompatBlockDigests, h.compat_features,
+                              "compatible features (block digests in version 1)");
     auto absent = [&](std::size_t i) -> const char* {
         const auto s = static_cast<Section>(i);
         if ((s == Section::inode_numbers || s == Section::inode_order) && !numbered)
             return "without the inode-numbers feature";
         if (s == Section::buckets && !v2) return "in a version 1 pack";
         if (s == Section::times && !all_times) return "without the all-times feature";
+        if (s == Section::block_digests && !block_digests)
+            return "without the block-digests feature";
         return nullptr;
     };
     uint64_t end = h.meta_offset;
@@ -318,6 +328,11 @@ Result<void> PackReader::validate_header(std::string_view path) const {
                               at(offsetof(Header, sections)) +
                                   static_cast<uint64_t>(Section::blocks) * sizeof(SectionEntry) + 8,
                               blocks_length, blocks.length, "section blocks length");
+    const uint64_t digests_length = block_digests ? sizeof(BlockDigest) * block_count : 0;
+    if (h.digests_section.length != digests_length)
+        return header_corrupt(path, at(offsetof(Header, digests_section)) + 8, digests_length,
+                              h.digests_section.length,
+                              "section block_digests length (one per stream block)");
     return {};
 }
 
@@ -346,6 +361,7 @@ PackInfo PackReader::info() const {
     i.inline_max = header_.inline_max;
     i.has_xattrs = (header_.compat_features & kCompatXattrs) != 0;
     i.has_holes = holes_;
+    i.has_block_digests = block_digests_;
     i.keeps_inode_numbers = numbered_;
     i.stores_all_times = version_ == 1 || all_times_;
     i.digest = to_hex(std::span<const uint8_t>(header_.image_digest));

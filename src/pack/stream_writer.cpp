@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "pack/codec.hpp"
+#include "pack/digest.hpp"
 
 namespace packfs::pack {
 
@@ -14,13 +15,21 @@ bool all_zero(std::span<const std::byte> bytes) noexcept {
            std::memcmp(bytes.data(), bytes.data() + 1, bytes.size() - 1) == 0;
 }
 
+BlockDigest digest_of(std::span<const std::byte> stored) noexcept {
+    const Sha256Digest d = sha256(stored);
+    BlockDigest out;
+    std::memcpy(out.data(), d.data(), out.size());
+    return out;
+}
+
 }  // namespace
 
 StreamWriter::StreamWriter(OutputFile& out, Codec codec, int level, uint32_t block_size,
-                           unsigned jobs, bool holes)
+                           unsigned jobs, bool holes, bool digests)
     : out_(out),
       codec_(codec),
       holes_(holes),
+      digesting_(digests && holes),
       level_(level),
       block_size_(block_size),
       window_(4 * std::size_t{std::max(1u, jobs)}) {
@@ -52,6 +61,10 @@ void StreamWriter::work() {
         block.hole = block.hole || (holes_ && all_zero(block.raw));
         if (!block.hole)
             block.smaller = compress_block(codec_, level_, block.raw, block.compressed);
+        if (digesting_) {
+            block.digest = block.hole ? digest_of({})
+                                      : digest_of(block.smaller ? block.compressed : block.raw);
+        }
         lock.lock();
         block.done = true;
         block_done_.notify_all();
@@ -92,18 +105,21 @@ Result<void> StreamWriter::write_ready(std::size_t keep_at_most) {
             stored_bytes_ += stored.size();
         }
         offsets_.push_back(stored_bytes_);
+        if (digesting_) digests_.push_back(block.digest);
         lock.lock();
     }
 }
 
 Result<void> StreamWriter::put_block(std::span<const std::byte> block) {
-    if (all_zero(block)) {
+    const bool hole = all_zero(block);
+    if (hole) {
         wrote_holes_ = true;
     } else {
         if (auto r = out_.append(block); !r) return r;
         stored_bytes_ += block.size();
     }
     offsets_.push_back(stored_bytes_);
+    if (digesting_) digests_.push_back(digest_of(hole ? std::span<const std::byte>() : block));
     return {};
 }
 
@@ -157,6 +173,7 @@ Result<void> StreamWriter::put_zeros(uint64_t count) {
         if (codec_ == Codec::none) {
             wrote_holes_ = true;
             offsets_.push_back(stored_bytes_);
+            if (digesting_) digests_.push_back(digest_of({}));
             continue;
         }
         submit(/*hole=*/true);

@@ -27,8 +27,11 @@ namespace packfs::pack {
 class StreamWriter {
 public:
     // Writes to `out` from its current position (which must be kDataOffset).
+    // With `digests` (format 2's block digests; needs `holes`, so the stream is cut into
+    // blocks), each block's stored bytes are hashed with SHA-256 as they are stored: by the
+    // workers for compressed blocks, by the caller's thread for raw ones.
     StreamWriter(OutputFile& out, Codec codec, int level, uint32_t block_size, unsigned jobs,
-                 bool holes = false);
+                 bool holes = false, bool digests = false);
     ~StreamWriter();  // stops the workers (blocks in flight are dropped)
     StreamWriter(const StreamWriter&) = delete;
     StreamWriter& operator=(const StreamWriter&) = delete;
@@ -44,6 +47,8 @@ public:
     uint64_t stream_bytes() const noexcept { return stream_bytes_; }
     uint64_t stored_bytes() const noexcept { return stored_bytes_; }
     bool wrote_holes() const noexcept { return wrote_holes_; }
+    // After finish(): one digest per block, in stream order (empty without `digests`).
+    std::vector<BlockDigest> take_digests() noexcept { return std::move(digests_); }
 
 private:
     // One block on its way: filled by the writer, compressed by a worker, written in order.
@@ -53,6 +58,7 @@ private:
         bool smaller = false;  // compressed is what is stored (else raw: the format's rule)
         bool hole = false;     // all zeros: nothing is stored
         bool done = false;
+        BlockDigest digest{};  // of the stored bytes (with digests)
     };
 
     bool blocked() const noexcept { return codec_ != Codec::none || holes_; }
@@ -64,6 +70,7 @@ private:
     OutputFile& out_;
     Codec codec_;
     bool holes_;
+    bool digesting_;
     bool wrote_holes_ = false;
     int level_;
     uint32_t block_size_;
@@ -79,6 +86,7 @@ private:
 
     std::vector<std::byte> current_;  // the block being filled
     std::vector<uint64_t> offsets_{0};
+    std::vector<BlockDigest> digests_;
     uint64_t stream_bytes_ = 0;
     uint64_t stored_bytes_ = 0;
 };

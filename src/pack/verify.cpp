@@ -121,7 +121,8 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
         items.push_back(item);
     }
     const uint64_t compressed_total = codec_ == Codec::none && !holes_ ? 0 : data_length_;
-    Progress meter(progress, 3 * meta_length_ + content_bytes + compressed_total);
+    const uint64_t digested_total = block_digests_ ? data_length_ : 0;
+    Progress meter(progress, 3 * meta_length_ + content_bytes + compressed_total + digested_total);
 
     // 1. Sections.
     for (std::size_t s = 0; s < kSectionCount; ++s) {
@@ -259,6 +260,37 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     // 4. Compressed blocks no content touched (padding, or contents with bad records).
     for (uint64_t i = 0; i < block_count_; ++i) {
         if (block_state[i] == 0) (void)load_block(i);
+    }
+
+    // 4a. Each block's stored bytes against its digest (the block-digests feature).
+    if (block_digests_) {
+        std::vector<std::byte> stored;
+        for (uint64_t i = 0, count = stream_block_count(); i < count; ++i) {
+            auto extent = block_extent(i, ctx);
+            auto want = extent ? block_digest(i, ctx) : std::unexpected(extent.error());
+            if (!want) {
+                problem(fmt::format("data block {}", i), want.error().message());
+                continue;
+            }
+            std::span<const std::byte> bytes;
+            if (const std::byte* map = image_->mapping()) {
+                bytes = std::span(map + extent->offset, extent->length);
+            } else {
+                stored.resize(extent->length);
+                if (!image_->read_at(extent->offset, stored)) {
+                    problem(fmt::format("data block {}", i),
+                            "cannot be read (I/O error or short file)");
+                    continue;
+                }
+                bytes = stored;
+            }
+            const Sha256Digest got = sha256(bytes);
+            meter.add(bytes.size());
+            if (std::memcmp(got.data(), want->data(), got.size()) != 0)
+                problem(fmt::format("data block {} (offset {})", i, extent->offset),
+                        fmt::format("block digest mismatch: expected {}, found {}",
+                                    to_hex(std::span<const uint8_t>(*want)), to_hex(got)));
+        }
     }
 
     // 4b. Bytes that belong to nothing are zero (format.hpp): the header page after the header,

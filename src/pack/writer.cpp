@@ -98,7 +98,8 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     Codec codec = codec_of(options.compression);
     // Version 2 stores blocks of zeros as holes (version 1 readers know no holes).
     StreamWriter stream(*out, codec, options.level, options.block_size, jobs,
-                        /*holes=*/options.format >= 2);
+                        /*holes=*/options.format >= 2,
+                        /*digests=*/options.format >= 2 && options.block_digests);
     // Each new content as the plan decides it, in stream order.
     auto write_content = [&](const PlannedContent& content,
                              const std::string* held) -> Result<void> {
@@ -144,7 +145,8 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                       .data_length = stream.stored_bytes(),
                       .stream_size = stream.stream_bytes(),
                       .block_offsets = std::move(*blocks),
-                      .holes = stream.wrote_holes()};
+                      .holes = stream.wrote_holes(),
+                      .block_digests = stream.take_digests()};
     const MetadataFormat format{.version = options.format,
                                 .all_times = options.times == PackTimes::all,
                                 .name_hash_for_tests = options.name_hash_for_tests};

@@ -61,6 +61,11 @@ constexpr Golden kGoldens[] = {
      "v2-holes.expected", 2},
     {"v2-holes-zstd-cmeta.pack", "177b691eacc46727c15c8114c3e5c3fe7d51f61cf9cc6e71250a43caf7c322b4",
      "v2-holes.expected", 2},
+    // Format v2 with block digests (each stored block's SHA-256), its first writer.
+    {"v2-digests-raw.pack", "bfa5eca54b1b5a69ac1a8c7e27af647e19ca611bde7e61f43adac25449988b99",
+     "v2-digests.expected", 2},
+    {"v2-digests-zstd-cmeta.pack",
+     "eafa9f69f8f72ce01c0935f04a42df1771bc986a584c81228cc922c0b63ce79d", "v2-digests.expected", 2},
 };
 
 fs::path golden_dir() { return fs::path(PACKFS_SOURCE_DIR) / "tests" / "pack" / "golden"; }
@@ -79,8 +84,11 @@ TEST(PackGolden, EveryGoldenIsPinnedAndReadsAsRecorded) {
             EXPECT_EQ((*pack)->info().version, golden.version);
             EXPECT_EQ((*pack)->info().compressed_metadata,
                       std::string_view(golden.file).find("cmeta") != std::string_view::npos);
+            const std::string_view name(golden.file);
+            const bool digests = name.find("digests") != std::string_view::npos;
             EXPECT_EQ((*pack)->info().has_holes,
-                      std::string_view(golden.file).find("holes") != std::string_view::npos);
+                      digests || name.find("holes") != std::string_view::npos);
+            EXPECT_EQ((*pack)->info().has_block_digests, digests);
             EXPECT_EQ(describe_all(**pack), expected);
             EXPECT_TRUE((*pack)->verify().ok());
         }

@@ -204,6 +204,9 @@ struct PackParts {
                     return v2 || !sec[i].empty();
                 case Section::times:
                     return (v2 && (h.compat_features & kCompatAllTimes) != 0) || !sec[i].empty();
+                case Section::block_digests:
+                    return (v2 && (h.compat_features & kCompatBlockDigests) != 0) ||
+                           !sec[i].empty();
                 default:
                     return true;
             }

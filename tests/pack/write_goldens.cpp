@@ -84,6 +84,7 @@ struct Kind {
     const char* name;
     Compression compression;
     bool compress_metadata;
+    bool block_digests = false;  // the sets from before the feature are written without it
 };
 
 // The packs v<version><infix>-<kind>.pack of `tree`, each's digest printed as golden_test.cpp
@@ -97,6 +98,7 @@ void write_set(Backend& tree, const fs::path& dir, const std::string& infix,
         options.times = PackTimes::all;  // the description records atimes and ctimes
         options.compression = kind.compression;
         options.compress_metadata = kind.compress_metadata;
+        options.block_digests = kind.block_digests;
         options.block_size = 16384;  // several blocks for the 70,000-byte file
         const std::string name = stem + "-" + kind.name + ".pack";
         ok(write_pack(tree, (dir / name).string(), options));
@@ -136,5 +138,9 @@ int main(int argc, char** argv) {
     ok(holes);
     write_set(**holes, dir, "-holes",
               {Kind{"raw", Compression::none, false}, Kind{"zstd-cmeta", Compression::zstd, true}});
+    // Since the block-digests feature: the same tree, each stored block's SHA-256 kept.
+    write_set(**holes, dir, "-digests",
+              {Kind{"raw", Compression::none, false, true},
+               Kind{"zstd-cmeta", Compression::zstd, true, true}});
     return 0;
 }

@@ -30,6 +30,7 @@ struct BuildArgs {
     std::string inline_max = "64";
     unsigned jobs = 0;
     bool no_dedup = false;
+    bool no_block_digests = false;
     bool json = false;
     std::string keep_times = "mtime";
     std::string metadata = "compressed";
@@ -79,6 +80,7 @@ int run_build(const BuildArgs& args) {
     options.inline_max = static_cast<uint32_t>(*parse_size(args.inline_max));
     options.jobs = args.jobs;
     options.dedup = !args.no_dedup;
+    options.block_digests = !args.no_block_digests;
     options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
     options.format = args.format;
     options.compress_metadata = args.metadata == "compressed";
@@ -172,6 +174,9 @@ Command add_build_command(CLI::App& parent) {
                     "Files up to this size are stored in the metadata (default 64)")
         ->check(kInlineMaxValidator);
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
+    sub->add_flag("--no-block-digests", args->no_block_digests,
+                  "Leave out the SHA-256 of each block (32 bytes per block) that reading the pack "
+                  "remotely needs");
     sub->add_option("--format", args->format,
                     "Pack format version: 2 (lookups in one hash probe, 64-byte inodes) or 1 "
                     "(for readers that predate version 2); default 2")

@@ -30,6 +30,7 @@ struct ConvertArgs {
     std::string metadata;    // empty: as IN stores it (compressed when IN cannot tell)
     unsigned jobs = 0;
     bool no_dedup = false;
+    bool no_block_digests = false;
     bool json = false;
 };
 
@@ -70,6 +71,7 @@ int run_convert(const ConvertArgs& args) {
     options.inline_max = info.inline_max;
     options.keep_inode_numbers = info.keeps_inode_numbers;
     options.dedup = !args.no_dedup;
+    options.block_digests = !args.no_block_digests;
     options.jobs = args.jobs;
     // A compressed version 2 pack tells whether its metadata is compressed; any other is
     // converted with the default (compressed, where the output is compressed).
@@ -156,6 +158,9 @@ Command add_convert_command(CLI::App& parent) {
         ->check(CLI::IsMember({"compressed", "raw"}));
     sub->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per core)");
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
+    sub->add_flag("--no-block-digests", args->no_block_digests,
+                  "Leave out the SHA-256 of each block (32 bytes per block) that reading the pack "
+                  "remotely needs");
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
     return {sub, [args](const std::string&) { return run_convert(*args); }};
 }

@@ -45,6 +45,7 @@ int run_info(const InfoArgs& args) {
                           {"keeps_inode_numbers", info.keeps_inode_numbers},
                           {"compressed_metadata", info.compressed_metadata},
                           {"has_holes", info.has_holes},
+                          {"has_block_digests", info.has_block_digests},
                           {"metadata_inflated_bytes", info.meta_length},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
@@ -59,6 +60,7 @@ int run_info(const InfoArgs& args) {
     if (info.compressed_metadata)
         fmt::print(", metadata compressed ({} inflated)", human_size(info.meta_length));
     if (info.keeps_inode_numbers) fmt::print(", keeps its source's inode numbers");
+    if (info.has_block_digests) fmt::print(", block digests (readable remotely)");
     fmt::print("\n{}", pack_stats_text(*stats));
     return kExitOk;
 }
