@@ -155,6 +155,15 @@ Result<std::unique_ptr<PackImage>> PackImage::open(std::string_view host_path) {
     return image;
 }
 
+Result<std::unique_ptr<PackImage>> PackImage::open_remote(std::shared_ptr<RemoteBytes> bytes) {
+    std::unique_ptr<PackImage> image(new PackImage());  // private constructor
+    image->remote_ = std::move(bytes);
+    if (auto ok = image->remote_->fetch_unchecked(0, image->header_); !ok)
+        return std::unexpected(ok.error());
+    image->size_ = image->remote_->size();
+    return image;
+}
+
 PackImage::~PackImage() {
     if (slot_ >= 0) release_slot(slot_);
     if (map_ != nullptr) ::munmap(map_, map_length_);
@@ -162,6 +171,14 @@ PackImage::~PackImage() {
 }
 
 Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::string_view host_path) {
+    if (remote_) {
+        const uint64_t length = size_ - meta_offset;
+        buffer_ = std::make_unique_for_overwrite<std::byte[]>(length);
+        if (auto ok = remote_->fetch_unchecked(meta_offset, std::span(buffer_.get(), length)); !ok)
+            return std::unexpected(ok.error());
+        meta_ = buffer_.get();
+        return {};
+    }
     if (access == PackAccess::mmap && install_handler()) {
         slot_ = claim_slot();
         if (slot_ >= 0) {
@@ -192,6 +209,7 @@ Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::strin
 }
 
 bool PackImage::read_at(uint64_t offset, std::span<std::byte> out) const noexcept {
+    if (remote_) return remote_->read(offset, out);
     std::size_t done = 0;
     while (done < out.size()) {
         const ssize_t n =

@@ -1,4 +1,5 @@
-// The bytes of one pack file, reached in one of two ways (PackAccess):
+// The bytes of one pack file, reached in one of two ways (PackAccess), or, for a pack that is
+// not a local file, through a RemoteBytes (below: HTTP, a registry; src/remote/):
 //
 // - mmap: the whole file is mapped shared and read-only. Metadata and raw file data are read
 //   straight from the mapping, and read_view hands out spans into it.
@@ -51,11 +52,42 @@ namespace packfs::pack {
 
 inline constexpr std::size_t kMaxMappings = 4096;
 
+// One stored block of a pack, as a remote reader fetches it: [offset, offset + length) of the
+// file (length 0: a hole, nothing to fetch) and the SHA-256 of those bytes (format 2's block
+// digests).
+struct StoredBlockRef {
+    uint64_t offset;
+    uint64_t length;
+    BlockDigest digest;
+};
+
+// The bytes of a pack that lives elsewhere (src/remote/remote_bytes.hpp implements it). Its
+// reads are served block by block once the reader has checked the metadata and handed over
+// the blocks' layout: every block checked against its digest before it is used or cached.
+class RemoteBytes {
+public:
+    virtual ~RemoteBytes() = default;
+    // The pack's size, known once the first bytes were fetched.
+    virtual uint64_t size() const noexcept = 0;
+    // What to call the pack in errors: its URL.
+    virtual const std::string& name() const noexcept = 0;
+    // Bytes the reader checks itself (the header, the metadata region and its sums, at open).
+    virtual Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) = 0;
+    // The stored blocks, in stream order, each inside the data region: from now on read()
+    // serves data.
+    virtual void set_blocks(std::vector<StoredBlockRef> blocks) = 0;
+    // Exactly out.size() bytes at `offset`, which lie inside the data region, from blocks
+    // checked against their digests. False (the reason logged) when they cannot be had.
+    virtual bool read(uint64_t offset, std::span<std::byte> out) noexcept = 0;
+};
+
 class PackImage {
 public:
     // Opens `host_path` read-only and reads its header bytes. ENOENT etc. from the host; EUCLEAN
     // when the file is too short to hold a header.
     static Result<std::unique_ptr<PackImage>> open(std::string_view host_path);
+    // A pack reached through `bytes` (pread access; fd() is -1): reads its header bytes.
+    static Result<std::unique_ptr<PackImage>> open_remote(std::shared_ptr<RemoteBytes> bytes);
     ~PackImage();
     PackImage(const PackImage&) = delete;
     PackImage& operator=(const PackImage&) = delete;
@@ -78,8 +110,10 @@ public:
     // short read (the file shrank).
     bool read_at(uint64_t offset, std::span<std::byte> out) const noexcept;
     // The open file itself, for callers that move bytes kernel to kernel (splice) instead of
-    // through the mapping. Valid while the image lives.
+    // through the mapping. Valid while the image lives; -1 for a remote pack.
     int fd() const noexcept { return fd_; }
+    // The remote pack's bytes, or null for a local file.
+    RemoteBytes* remote() const noexcept { return remote_.get(); }
 
     // True once a SIGBUS was absorbed for this mapping: the file shrank underneath it.
     bool damaged() const noexcept { return damage_.load(std::memory_order_acquire) != 0; }
@@ -96,6 +130,7 @@ private:
     std::size_t map_length_ = 0;
     int slot_ = -1;                        // registry slot of the mapping, -1 when none
     std::unique_ptr<std::byte[]> buffer_;  // pread access: [meta_offset, size)
+    std::shared_ptr<RemoteBytes> remote_;
     const std::byte* meta_ = nullptr;
     std::atomic<uint64_t> damage_{0};
 };

@@ -358,7 +358,11 @@ Result<std::shared_ptr<PackBackend>> open_pack(std::string_view pack_path,
                                                const PackOpenOptions& options) {
     auto reader = pack::PackReader::open(pack_path, options);
     if (!reader) return std::unexpected(reader.error());
-    return std::make_shared<pack::PackBackendImpl>(std::move(*reader));
+    return pack::backend_over(std::move(*reader));
+}
+
+std::shared_ptr<PackBackend> pack::backend_over(std::unique_ptr<PackReader> reader) {
+    return std::make_shared<pack::PackBackendImpl>(std::move(reader));
 }
 
 }  // namespace packfs

@@ -88,6 +88,10 @@ class PackReader {
 public:
     static Result<std::unique_ptr<PackReader>> open(std::string_view host_path,
                                                     const PackOpenOptions& options);
+    // The same over an image already open (a remote pack's); `name` names it in errors.
+    static Result<std::unique_ptr<PackReader>> open(std::unique_ptr<PackImage> image,
+                                                    std::string_view name,
+                                                    const PackOpenOptions& options);
 
     const Header& header() const noexcept { return header_; }
     uint32_t version() const noexcept { return version_; }
@@ -181,7 +185,7 @@ public:
     // Where bytes [offset, offset + length) of `content` (clipped) lie in the pack file when
     // they are stored there raw (an uncompressed pack's stream): the file offset and the
     // count, for a caller that reads them with pread or splice from image().fd(). nullopt for
-    // inline, compressed or empty ranges (use view()).
+    // inline, compressed or empty ranges, and for a remote pack (use view()).
     struct FileExtent {
         uint64_t offset;
         std::size_t length;
@@ -189,7 +193,7 @@ public:
     std::optional<FileExtent> file_extent(const ContentRef& content, uint64_t offset,
                                           std::size_t length) const {
         if (content.where != ContentRef::Where::stream || codec_ != Codec::none ||
-            offset >= content.size || length == 0)
+            offset >= content.size || length == 0 || image_->remote() != nullptr)
             return std::nullopt;
         const auto n = static_cast<std::size_t>(std::min<uint64_t>(length, content.size - offset));
         auto at = raw_offset(content.offset + offset, n);
@@ -202,6 +206,13 @@ public:
     // the end. Without the holes feature the data is everywhere.
     Result<uint64_t> seek(const ContentRef& content, uint64_t offset, bool data,
                           const Ctx& ctx) const;
+
+    // --- a pack from elsewhere (src/remote/) --------------------------------------------------
+    // The image digest recomputed from the header and every metadata block (each checked
+    // against its sum first): O(metadata). Equal to header().image_digest for a sound pack.
+    Result<Sha256Digest> image_digest(const Ctx& ctx) const;
+    // Every stream block's stored place and digest, in order (has_block_digests() only).
+    Result<std::vector<StoredBlockRef>> stored_blocks(const Ctx& ctx) const;
 
     // --- stored blocks, for a reader that fetches them one by one (a remote pack) ----------
     // Format 2 with the block-digests feature: every stream block's stored bytes have a SHA-256.
@@ -354,5 +365,9 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> failed_;   // bit b: block b did not
     std::unique_ptr<BlockCache> cache_;
 };
+
+// The read-only Backend over an open reader (pack_backend.cpp): what open_pack returns, and
+// what a remote pack's open (src/remote/) returns over its own reader.
+std::shared_ptr<PackBackend> backend_over(std::unique_ptr<PackReader> reader);
 
 }  // namespace packfs::pack

@@ -62,6 +62,20 @@ Result<BlockDigest> PackReader::block_digest(uint64_t index, const Ctx& ctx) con
     return load<BlockDigest>(*at);
 }
 
+Result<std::vector<StoredBlockRef>> PackReader::stored_blocks(const Ctx& ctx) const {
+    std::vector<StoredBlockRef> out;
+    const uint64_t count = stream_block_count();
+    out.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+        auto extent = block_extent(i, ctx);
+        if (!extent) return std::unexpected(extent.error());
+        auto digest = block_digest(i, ctx);
+        if (!digest) return std::unexpected(digest.error());
+        out.push_back(StoredBlockRef{extent->offset, extent->length, *digest});
+    }
+    return out;
+}
+
 std::optional<uint64_t> PackReader::raw_offset(uint64_t offset, uint64_t length) const {
     if (codec_ != Codec::none) return std::nullopt;
     if (!holes_) return data_offset_ + offset;

@@ -41,8 +41,14 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
                                                      const PackOpenOptions& options) {
     auto image = PackImage::open(host_path);
     if (!image) return std::unexpected(image.error());
+    return open(std::move(*image), host_path, options);
+}
+
+Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> image,
+                                                     std::string_view host_path,
+                                                     const PackOpenOptions& options) {
     std::unique_ptr<PackReader> r(new PackReader());  // private constructor
-    r->image_ = std::move(*image);
+    r->image_ = std::move(image);
     std::memcpy(&r->header_, r->image_->header_bytes().data(), kHeaderSize);
     if (auto ok = r->validate_header(host_path); !ok) return std::unexpected(ok.error());
     const Header& h = r->header_;
@@ -125,6 +131,22 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
     if (r->codec_ != Codec::none)
         r->cache_ = std::make_unique<BlockCache>(options.block_cache_bytes, r->block_size_);
     return r;
+}
+
+Result<Sha256Digest> PackReader::image_digest(const Ctx& ctx) const {
+    Header zeroed = header_;
+    zeroed.header_checksum = 0;
+    std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
+    Sha256 sha;
+    sha.update(std::as_bytes(std::span(&zeroed, 1)));
+    // Block by block through meta(): each is checked against its sum (and inflated) first.
+    for (uint64_t at = 0; at < meta_length_; at += kMetaBlockSize) {
+        const uint64_t n = std::min<uint64_t>(kMetaBlockSize, meta_length_ - at);
+        auto bytes = meta(at, n, ctx);
+        if (!bytes) return std::unexpected(bytes.error());
+        sha.update(std::span(*bytes, n));
+    }
+    return sha.finish();
 }
 
 Result<void> PackReader::validate_header(std::string_view path) const {

@@ -83,13 +83,15 @@ Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt comp
     if (!kind) return std::unexpected(kind.error());
     Served out;
     switch (*kind) {
-        case SourceKind::pack: {
-            auto pack = open_pack(args.source);
+        case SourceKind::pack:
+        case SourceKind::remote: {
+            auto pack = open_pack_file(args.source);
             if (!pack) return std::unexpected(pack.error());
             out.mount.xattrs = (*pack)->info().has_xattrs;
             out.mount.fs = std::move(*pack);
             out.mount.policy = fuse::CachePolicy::immutable();  // a pack never changes
-            out.description = "pack, read-only";
+            out.description =
+                *kind == SourceKind::remote ? "remote pack, read-only" : "pack, read-only";
             return out;
         }
         case SourceKind::volume: {
@@ -215,6 +217,7 @@ int serve_mount(MountArgs args, int ready_fd) {
             ::close(ready_fd);
             detach_stdio();
             ::openlog("packfs", LOG_PID, LOG_DAEMON);
+            log_remote_to_syslog();  // a remote pack's failed fetches: the daemon's log
         } else {
             fmt::print(stderr, "packfs: {} mounted on {} ({})\n", args.source, args.mountpoint,
                        what);
@@ -237,11 +240,13 @@ int serve_mount(MountArgs args, int ready_fd) {
 
 int run_mount(MountArgs args) {
     const Output out(false);
-    auto source = absolute(args.source);
-    if (!source) return out.fail(Error(errno, "open", args.source));
+    if (!is_remote_url(args.source)) {
+        auto source = absolute(args.source);
+        if (!source) return out.fail(Error(errno, "open", args.source));
+        args.source = *source;
+    }
     auto mountpoint = absolute(args.mountpoint);
     if (!mountpoint) return out.fail(Error(errno, "mount", args.mountpoint));
-    args.source = *source;
     args.mountpoint = *mountpoint;
     if (auto ok = fuse::check_can_mount(args.mountpoint); !ok)
         return out.fail(mount_failure(ok.error(), args));
@@ -352,7 +357,8 @@ Command add_mount_command(CLI::App& parent) {
     auto args = std::make_shared<MountArgs>();
     CLI::App* sub = parent.add_subcommand(
         "mount", "Mount a pack (read-only), a volume or a host directory (read-write) with FUSE");
-    sub->add_option("SOURCE", args->source, "A pack file, a volume directory or a host directory")
+    sub->add_option("SOURCE", args->source,
+                    "A pack file or URL, a volume directory or a host directory")
         ->required();
     sub->add_option("MOUNTPOINT", args->mountpoint, "An existing empty directory")->required();
     sub->add_option("-o", args->options,

@@ -4,10 +4,12 @@
 #include <vector>
 
 #include "command.hpp"
+#include "source.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"PackFS: packs, overlays and volumes"};
     app.require_subcommand(1);
+    packfs::cli::add_remote_options(app);
     std::vector<packfs::cli::Command> commands{
         packfs::cli::add_build_command(app),   packfs::cli::add_ls_command(app),
         packfs::cli::add_stat_command(app),    packfs::cli::add_cat_command(app),

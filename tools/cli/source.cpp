@@ -1,10 +1,13 @@
 #include "source.hpp"
 
 #include <sys/stat.h>
+#include <syslog.h>
 
 #include <cerrno>
 
+#include "format.hpp"
 #include "packfs/dir.hpp"
+#include "packfs/remote.hpp"
 #include "packfs/volume.hpp"
 
 namespace packfs::cli {
@@ -16,9 +19,54 @@ namespace {
 constexpr std::string_view kSourceKind = "source";
 constexpr std::string_view kOpen = "open";
 
+RemoteOptions& remote_settings() {
+    static RemoteOptions options;
+    return options;
+}
+
 }  // namespace
 
+void add_remote_options(CLI::App& app) {
+    struct Texts {
+        std::string cache, cache_size;
+        double timeout = 30;
+    };
+    auto texts = std::make_shared<Texts>();
+    const char* group = "Remote SOURCEs (http:// and https:// URLs; see docs/REMOTE.md)";
+    app.add_option("--cache", texts->cache,
+                   "Where fetched blocks are kept (default $XDG_CACHE_HOME/packfs, else "
+                   "~/.cache/packfs; 'none' keeps them only while the pack is open)")
+        ->group(group);
+    app.add_option("--cache-size", texts->cache_size,
+                   "Bound the cache is pruned to, least recently used packs first (e.g. 10G; "
+                   "default a quarter of its filesystem's free space)")
+        ->group(group);
+    app.add_option("--timeout", texts->timeout,
+                   "Seconds a read waits for the server, retries included, before it fails "
+                   "with an I/O error")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+    app.fallthrough();  // so `packfs ls --timeout 5 URL` works as well
+    app.parse_complete_callback([texts] {
+        RemoteOptions& o = remote_settings();
+        o.cache_dir = texts->cache;
+        o.timeout = std::chrono::milliseconds(static_cast<int64_t>(texts->timeout * 1000));
+        if (!texts->cache_size.empty()) {
+            auto bytes = parse_size(texts->cache_size);
+            if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
+            o.cache_bytes = *bytes;
+        }
+    });
+}
+
+void log_remote_to_syslog() {
+    remote_settings().log = [](std::string_view line) {
+        ::syslog(LOG_WARNING, "remote: %.*s", static_cast<int>(line.size()), line.data());
+    };
+}
+
 Result<SourceKind> source_kind(std::string_view spec) {
+    if (is_remote_url(spec)) return SourceKind::remote;
     const std::string path(spec);
     struct stat st {};
     if (path.empty()) return fail(ENOENT, kOpen, spec);
@@ -32,8 +80,9 @@ Result<std::shared_ptr<Backend>> open_source(std::string_view spec) {
     auto kind = source_kind(spec);
     if (!kind) return std::unexpected(kind.error());
     switch (*kind) {
-        case SourceKind::pack: {
-            auto pack = open_pack(spec);
+        case SourceKind::pack:
+        case SourceKind::remote: {
+            auto pack = open_pack_file(spec);
             if (!pack) return std::unexpected(pack.error());
             return std::shared_ptr<Backend>(std::move(*pack));
         }
@@ -62,6 +111,7 @@ Result<std::shared_ptr<Backend>> open_source(std::string_view spec) {
 Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec) {
     auto kind = source_kind(spec);
     if (!kind) return std::unexpected(kind.error());
+    if (*kind == SourceKind::remote) return open_remote_pack(spec, remote_settings());
     // A PACK argument: a directory is simply the wrong kind of file.
     if (*kind != SourceKind::pack) return fail(EISDIR, kOpen, spec);  // a directory or volume
     return open_pack(spec);

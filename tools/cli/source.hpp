@@ -1,19 +1,28 @@
 // The one place a command turns a SOURCE argument into a Backend. A SOURCE is a pack file, a
-// volume directory (one holding a MANIFEST: opened read-only, journal replayed), or any other
-// host directory (served by the dir backend, read-only, contained beneath it).
+// pack's http(s) URL (docs/REMOTE.md), a volume directory (one holding a MANIFEST: opened
+// read-only, journal replayed), or any other host directory (served by the dir backend,
+// read-only, contained beneath it).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string_view>
 
 #include "packfs/backend.hpp"
 #include "packfs/pack.hpp"
+#include "packfs/remote.hpp"
 #include "report.hpp"
 
 namespace packfs::cli {
 
 // What a SOURCE argument names, decided from the host file it points at.
-enum class SourceKind { pack, volume, directory };
+enum class SourceKind { pack, remote, volume, directory };
+
+// The tool's options for remote SOURCEs (--cache, --cache-size, --timeout), given before or
+// after the subcommand's name.
+void add_remote_options(CLI::App& app);
+// From now on, remote packs report failed fetches to syslog (a mount's daemon, detached).
+void log_remote_to_syslog();
 
 Result<SourceKind> source_kind(std::string_view spec);
 

@@ -1,0 +1,56 @@
+// Remote packs (DESIGN §15, docs/REMOTE.md): a pack read from an HTTP server that honours Range
+// requests, fetching only the blocks that are read, each checked against its SHA-256 before it
+// is used or cached, and kept in a local block cache shared by every process on the machine.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "packfs/error.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs {
+
+struct RemoteOptions {
+    // The pack's image digest (64 hex digits, as `packfs info` prints it; "sha256:" may lead):
+    // the header and the metadata must match it, or the open fails. Without it the pack is
+    // trusted as its own header names it (which still catches damage, not a dishonest server).
+    std::string digest;
+    // Where fetched blocks are kept: a directory (created if missing), "" for the default
+    // ($XDG_CACHE_HOME/packfs, else ~/.cache/packfs), or "none" for a private file that goes
+    // when the pack is closed.
+    std::string cache_dir;
+    // The bound the cache is pruned to when a pack is opened: least recently opened packs not
+    // in use by any process go first. 0: a quarter of the free space of its filesystem.
+    uint64_t cache_bytes = 0;
+    // How long a read may wait for the server, retries included, before it fails with EIO.
+    std::chrono::milliseconds timeout{30'000};
+    // Connections kept open to the server (requests in flight at once).
+    unsigned connections = 8;
+    // The most a sequential reader makes one request fetch ahead of what it asked for.
+    uint64_t readahead_bytes = 8 << 20;
+    // Where the reasons for failed fetches go (one line each); empty: standard error.
+    std::function<void(std::string_view)> log;
+    // Decompressed blocks kept in memory (compressed packs), as PackOpenOptions.
+    std::size_t block_cache_bytes = 64 << 20;
+};
+
+// Whether `source` names a remote pack (http:// or https://) rather than a host path.
+bool is_remote_url(std::string_view source) noexcept;
+
+// Opens the pack at `url` (a fragment "#sha256:<digest>" pins the digest, as options.digest
+// does): fetches its header and metadata (two requests, or none when the
+// cache holds them and `digest` is given), checks them against the digest, and returns a
+// read-only backend that fetches data blocks on demand. Errors: EINVAL for a bad URL or digest;
+// ENOENT for a 404; ENOTSUP for a pack without block digests (rebuild it with `packfs convert`)
+// or a server that ignores Range; EUCLEAN when the pack does not match its digest; EIO or
+// ETIMEDOUT when the server cannot be reached in time.
+Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
+                                                      const RemoteOptions& options = {});
+
+}  // namespace packfs

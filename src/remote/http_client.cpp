@@ -1,0 +1,259 @@
+#include "remote/http_client.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <thread>
+
+namespace packfs::remote {
+
+namespace {
+
+constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
+constexpr auto kBackoffCap = std::chrono::milliseconds(2000);
+constexpr auto kConnectCap = std::chrono::milliseconds(10'000);
+
+void global_init() {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// One attempt's view of the answer, filled by the callbacks.
+struct Transfer {
+    std::span<std::byte> out;
+    std::size_t received = 0;
+    long status = 0;
+    bool have_range = false;
+    uint64_t range_first = 0, range_last = 0, range_total = 0;
+    std::string refused;  // why the callbacks stopped the transfer, if they did
+};
+
+bool starts_with_nocase(std::string_view text, std::string_view prefix) {
+    if (text.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+    }
+    return true;
+}
+
+// "Content-Range: bytes FIRST-LAST/TOTAL" (TOTAL may be "*", which is no use to us).
+bool parse_content_range(std::string_view value, Transfer& t) {
+    constexpr std::string_view kBytes = "bytes ";
+    if (!value.starts_with(kBytes)) return false;
+    value.remove_prefix(kBytes.size());
+    unsigned long long first = 0, last = 0, total = 0;
+    char tail = 0;
+    const std::string text(value);
+    if (std::sscanf(text.c_str(), "%llu-%llu/%llu%c", &first, &last, &total, &tail) < 3)
+        return false;
+    t.have_range = true;
+    t.range_first = first;
+    t.range_last = last;
+    t.range_total = total;
+    return true;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+    auto& t = *static_cast<Transfer*>(user);
+    const std::size_t n = size * count;
+    std::string_view line(data, n);
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+    if (line.starts_with("HTTP/")) {  // a new response (after a redirect): start over
+        t.have_range = false;
+        const auto space = line.find(' ');
+        t.status = space == std::string_view::npos
+                       ? 0
+                       : std::atol(std::string(line.substr(space + 1, 3)).c_str());
+        return n;
+    }
+    if (starts_with_nocase(line, "content-range:")) {
+        std::string_view value = line.substr(14);
+        while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+        parse_content_range(value, t);
+    }
+    return n;
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+    auto& t = *static_cast<Transfer*>(user);
+    const std::size_t n = size * count;
+    if (t.status >= 300 || t.status < 200) return n;  // an error page: read and dropped
+    if (t.status != 206) {
+        t.refused = fmt::format("HTTP {} to a ranged request (the server ignores Range)", t.status);
+        return CURL_WRITEFUNC_ERROR;
+    }
+    if (n > t.out.size() - t.received) {
+        t.refused = "more bytes than the range asked for";
+        return CURL_WRITEFUNC_ERROR;
+    }
+    std::memcpy(t.out.data() + t.received, data, n);
+    t.received += n;
+    return n;
+}
+
+long remaining_ms(Clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    return std::max<long>(1, static_cast<long>(left.count()));
+}
+
+}  // namespace
+
+HttpClient::HttpClient(unsigned connections) : max_handles_(std::max(1u, connections)) {
+    global_init();
+}
+
+HttpClient::~HttpClient() {
+    for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* HttpClient::acquire(Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        if (!idle_.empty()) {
+            void* h = idle_.back();
+            idle_.pop_back();
+            return h;
+        }
+        if (created_ < max_handles_) {
+            ++created_;
+            lock.unlock();
+            CURL* h = curl_easy_init();
+            if (h == nullptr) {
+                lock.lock();
+                --created_;
+                return nullptr;
+            }
+            return h;
+        }
+        if (idle_ready_.wait_until(lock, deadline) == std::cv_status::timeout) return nullptr;
+    }
+}
+
+void HttpClient::release(void* handle) {
+    {
+        std::lock_guard lock(mutex_);
+        idle_.push_back(handle);
+    }
+    idle_ready_.notify_one();
+}
+
+uint64_t HttpClient::requests() const noexcept {
+    std::lock_guard lock(mutex_);
+    return requests_;
+}
+
+uint64_t HttpClient::bytes_received() const noexcept {
+    std::lock_guard lock(mutex_);
+    return bytes_;
+}
+
+HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, uint64_t offset,
+                                        std::span<std::byte> out, Clock::time_point deadline,
+                                        uint64_t& total, HttpFailure& why) {
+    CURL* h = static_cast<CURL*>(handle);
+    Transfer t;
+    t.out = out;
+    const std::string range = fmt::format("{}-{}", offset, offset + out.size() - 1);
+    const long left = remaining_ms(deadline);
+    curl_easy_reset(h);  // keeps the live connection, drops the last request's options
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "packfs");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::min<long>(left, static_cast<long>(kConnectCap.count())));
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    const CURLcode code = curl_easy_perform(h);
+    {
+        std::lock_guard lock(mutex_);
+        ++requests_;
+        bytes_ += t.received;
+    }
+    if (!t.refused.empty()) {
+        why = {ENOTSUP, t.refused};
+        return Outcome::fail;
+    }
+    if (code != CURLE_OK) {
+        long os_errno = 0;
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        if (code == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) {
+            why = {ECONNREFUSED, "connection refused"};
+            return Outcome::fail;
+        }
+        if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
+            why = {EINVAL, curl_easy_strerror(code)};
+            return Outcome::fail;
+        }
+        if (code == CURLE_COULDNT_RESOLVE_HOST) {
+            why = {EHOSTUNREACH, curl_easy_strerror(code)};
+            return Outcome::fail;
+        }
+        why = {code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
+               fmt::format("{} after {} of {} bytes", curl_easy_strerror(code), t.received,
+                           out.size())};
+        return Outcome::retry;
+    }
+    if (t.status == 429 || t.status >= 500) {
+        why = {EIO, fmt::format("HTTP {}", t.status)};
+        return Outcome::retry;
+    }
+    if (t.status != 206) {
+        why = {t.status == 404                      ? ENOENT
+               : t.status == 401 || t.status == 403 ? EACCES
+                                                    : EIO,
+               t.status == 416
+                   ? fmt::format("HTTP 416: the resource ends before byte {}", offset + out.size())
+                   : fmt::format("HTTP {}", t.status)};
+        return Outcome::fail;
+    }
+    if (!t.have_range || t.range_first != offset || t.range_last != offset + out.size() - 1) {
+        why = {EIO, t.have_range ? fmt::format("Content-Range bytes {}-{} for a request of {}",
+                                               t.range_first, t.range_last, range)
+                                 : std::string("a 206 answer without a usable Content-Range")};
+        return Outcome::fail;
+    }
+    if (t.received != out.size()) {
+        why = {EIO, fmt::format("{} of {} bytes received", t.received, out.size())};
+        return Outcome::retry;
+    }
+    total = t.range_total;
+    return Outcome::ok;
+}
+
+bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,
+                           Clock::time_point deadline, uint64_t& total, HttpFailure& why) {
+    auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
+    for (;;) {
+        void* handle = acquire(deadline);
+        if (handle == nullptr) {
+            why = {ETIMEDOUT, "no connection free before the timeout"};
+            return false;
+        }
+        const Outcome outcome = attempt(handle, url, offset, out, deadline, total, why);
+        release(handle);
+        if (outcome == Outcome::ok) return true;
+        if (outcome == Outcome::fail) return false;
+        if (Clock::now() + backoff >= deadline) {
+            why.code = ETIMEDOUT;
+            why.detail += " (gave up at the timeout)";
+            return false;
+        }
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min<Clock::duration>(2 * backoff, kBackoffCap);
+    }
+}
+
+}  // namespace packfs::remote

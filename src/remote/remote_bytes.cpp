@@ -1,0 +1,263 @@
+#include "remote/remote_bytes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "pack/digest.hpp"
+
+namespace packfs::remote {
+
+namespace {
+
+constexpr uint64_t kMaxRequestBytes = 16 << 20;  // one GET fetches at most this much
+
+std::string hex(std::span<const uint8_t> bytes) {
+    return pack::to_hex(bytes);
+}
+
+}  // namespace
+
+HttpPackBytes::HttpPackBytes(std::string url, FetchOptions options)
+    : url_(std::move(url)), options_(std::move(options)), http_(options_.connections) {}
+
+void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {
+    cache_ = std::move(cache);
+    prefer_cache_ = prefer_cache;
+}
+
+bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline) {
+    uint64_t total = 0;
+    HttpFailure why;
+    if (!http_.get_range(url_, offset, out, deadline, total, why)) {
+        log(fmt::format("{}: bytes {}-{}: {}", url_, offset, offset + out.size() - 1, why.detail));
+        errno = why.code;
+        return false;
+    }
+    if (size_ != 0 && total != size_) {
+        log(fmt::format("{}: the resource is now {} bytes, the pack opened was {}", url_, total,
+                        size_));
+        errno = EIO;
+        return false;
+    }
+    size_ = total;
+    return true;
+}
+
+Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte> out) {
+    if (out.empty()) return {};
+    if (prefer_cache_ && cache_.valid() && cache_.read(offset, out)) return {};
+    const auto deadline = Clock::now() + options_.timeout;
+    if (size_ == 0 && offset == 0) {
+        // The first request: the size is not known yet, and a pack smaller than what is asked
+        // answers 416. Ask for the first byte alone when the whole header would not fit.
+        uint64_t total = 0;
+        HttpFailure why;
+        if (!http_.get_range(url_, 0, out, deadline, total, why)) {
+            if (why.detail.starts_with("HTTP 416")) {
+                return std::unexpected(Error::corrupt(
+                    "open_pack", url_,
+                    Corruption{0, out.size(), 0, "resource size (shorter than a pack header)"}));
+            }
+            log(fmt::format("{}: bytes 0-{}: {}", url_, out.size() - 1, why.detail));
+            return fail(why.code, "open_pack", fmt::format("{} ({})", url_, why.detail));
+        }
+        size_ = total;
+        return {};
+    }
+    if (!get(offset, out, deadline))
+        return fail(errno, "open_pack", fmt::format("{} (fetching the metadata)", url_));
+    if (cache_.valid()) cache_.write(offset, out);  // checked by the reader before any use
+    return {};
+}
+
+void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
+    blocks_ = std::move(blocks);
+    ends_.resize(blocks_.size());
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+        ends_[i] = blocks_[i].offset + blocks_[i].length;
+    verified_ = std::make_unique<std::atomic<uint64_t>[]>((blocks_.size() + 63) / 64);
+    prefer_cache_ = false;
+}
+
+bool HttpPackBytes::matches(std::size_t i, std::span<const std::byte> bytes) const noexcept {
+    const pack::Sha256Digest got = pack::sha256(bytes);
+    return std::memcmp(got.data(), blocks_[i].digest.data(), got.size()) == 0;
+}
+
+bool HttpPackBytes::in_cache(std::size_t i) const {
+    if (!cache_.valid()) return false;
+    std::vector<std::byte> bytes(blocks_[i].length);
+    return cache_.read(blocks_[i].offset, bytes) && matches(i, bytes);
+}
+
+bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try {
+    if (out.empty()) return true;
+    const uint64_t end = offset + out.size();
+    // The blocks [first, last] hold the range; holes (length 0) hold nothing and are skipped.
+    const auto first = static_cast<std::size_t>(
+        std::upper_bound(ends_.begin(), ends_.end(), offset) - ends_.begin());
+    std::size_t last = first;
+    std::vector<std::size_t> missing;
+    for (std::size_t i = first; i < blocks_.size() && blocks_[i].offset < end; ++i) {
+        last = i;
+        if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
+    }
+    if (first >= blocks_.size() || ends_[last] < end) {
+        log(fmt::format("{}: bytes {}-{} lie outside the data blocks", url_, offset, end - 1));
+        return false;
+    }
+    std::vector<Fetched> fetched;
+    if (!missing.empty() && !resolve(std::move(missing), fetched, Clock::now() + options_.timeout))
+        return false;
+    for (std::size_t i = first; i <= last; ++i) {
+        const pack::StoredBlockRef& b = blocks_[i];
+        const uint64_t from = std::max(offset, b.offset), to = std::min(end, ends_[i]);
+        if (from >= to) continue;
+        auto part = out.subspan(from - offset, to - from);
+        auto mine = std::find_if(fetched.begin(), fetched.end(),
+                                 [i](const Fetched& f) { return f.index == i; });
+        if (mine != fetched.end()) {
+            std::memcpy(part.data(), mine->buffer->data() + mine->at + (from - b.offset),
+                        part.size());
+        } else if (!cache_.read(from, part)) {
+            log(fmt::format("{}: the cache file could not be read at {}", url_, from));
+            return false;
+        }
+    }
+    return true;
+} catch (const std::bad_alloc&) {
+    return false;
+}
+
+bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
+                            Clock::time_point deadline) {
+    while (!missing.empty()) {
+        std::vector<std::size_t> mine, theirs;
+        {
+            std::lock_guard lock(mutex_);
+            for (std::size_t i : missing) {
+                if (verified(i)) continue;
+                if (in_flight_.contains(i)) {
+                    theirs.push_back(i);
+                } else {
+                    in_flight_.insert(i);
+                    mine.push_back(i);
+                }
+            }
+        }
+        bool ok = true;
+        // Runs of adjacent blocks this thread claimed, each fetched by one request.
+        for (std::size_t k = 0; k < mine.size() && ok;) {
+            std::size_t j = k;
+            while (j + 1 < mine.size() && mine[j + 1] == mine[j] + 1) ++j;
+            ok = fetch_run(mine[k], mine[j], mine[j], fetched, deadline);
+            k = j + 1;
+        }
+        {
+            std::lock_guard lock(mutex_);
+            for (std::size_t i : mine) in_flight_.erase(i);
+        }
+        landed_.notify_all();
+        if (!ok) return false;
+        // Blocks another thread was fetching: wait for it, then see whether it got them.
+        missing.clear();
+        std::unique_lock lock(mutex_);
+        for (std::size_t i : theirs) {
+            if (!landed_.wait_until(lock, deadline, [&] { return !in_flight_.contains(i); })) {
+                log(fmt::format("{}: block {} still on its way at the timeout", url_, i));
+                errno = ETIMEDOUT;
+                return false;
+            }
+            if (!verified(i)) missing.push_back(i);  // its fetch failed: try again ourselves
+        }
+    }
+    return true;
+}
+
+bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
+                              std::vector<Fetched>& fetched, Clock::time_point deadline) {
+    // Readahead: a run that starts where the last fetch ended is a sequential reader's; fetch
+    // more after it (blocks nobody has or fetches, claimed here), the window doubling each time.
+    std::vector<std::size_t> extra;
+    {
+        std::lock_guard lock(mutex_);
+        if (first == next_sequential_) {
+            window_ = std::clamp<uint64_t>(2 * window_, 2 * (ends_[last] - blocks_[first].offset),
+                                           options_.readahead_bytes);
+        } else {
+            window_ = 0;
+        }
+        uint64_t span = ends_[last] - blocks_[first].offset;
+        for (std::size_t i = last + 1;
+             i < blocks_.size() && span < window_ && span < kMaxRequestBytes && !verified(i) &&
+             !in_flight_.contains(i);
+             ++i) {
+            in_flight_.insert(i);
+            extra.push_back(i);
+            span = ends_[i] - blocks_[first].offset;
+            last = i;
+        }
+    }
+    struct Unclaim {  // the readahead claims go whatever happens
+        HttpPackBytes& self;
+        std::vector<std::size_t>& blocks;
+        ~Unclaim() {
+            if (blocks.empty()) return;
+            {
+                std::lock_guard lock(self.mutex_);
+                for (std::size_t i : blocks) self.in_flight_.erase(i);
+            }
+            self.landed_.notify_all();
+        }
+    } unclaim{*this, extra};
+
+    // Another process may hold or be fetching these: wait for its lock, then look in the file.
+    const uint64_t begin = blocks_[first].offset, end = ends_[last];
+    const auto lock = cache_.lock(begin, end - begin);
+    std::size_t from = first, to = last;
+    while (from <= to && (blocks_[from].length == 0 || in_cache(from))) {
+        if (blocks_[from].length != 0) mark_verified(from);
+        ++from;
+    }
+    while (to > from && (blocks_[to].length == 0 || in_cache(to))) {
+        if (blocks_[to].length != 0) mark_verified(to);
+        --to;
+    }
+    {
+        std::lock_guard guard(mutex_);
+        next_sequential_ = last + 1;
+    }
+    if (from > to) return true;
+
+    // One GET for [from, to], cut into its blocks and each one checked.
+    const uint64_t at = blocks_[from].offset;
+    auto buffer = std::make_shared<std::vector<std::byte>>(ends_[to] - at);
+    if (!get(at, *buffer, deadline)) return false;
+    for (std::size_t i = from; i <= to; ++i) {
+        const pack::StoredBlockRef& b = blocks_[i];
+        if (b.length == 0) continue;
+        if (verified(i)) continue;  // found in the cache between the two ends
+        auto bytes = std::span(*buffer).subspan(b.offset - at, b.length);
+        if (!matches(i, bytes)) {
+            const pack::Sha256Digest first_try = pack::sha256(bytes);
+            // Once more on its own: a flipped bit in transit, or a server mid-update.
+            if (!get(b.offset, bytes, deadline)) return false;
+            if (!matches(i, bytes)) {
+                log(fmt::format(
+                    "{}: block {} (bytes {}-{}) does not match its digest: expected {}, found {} "
+                    "(then {}); not used, not cached",
+                    url_, i, b.offset, b.offset + b.length - 1, hex(b.digest), hex(first_try),
+                    hex(pack::sha256(bytes))));
+                errno = EIO;
+                return false;
+            }
+        }
+        if (cache_.valid() && cache_.write(b.offset, bytes)) mark_verified(i);
+        if (i >= first && i <= wanted_last) fetched.push_back(Fetched{i, buffer, b.offset - at});
+    }
+    return true;
+}
+
+}  // namespace packfs::remote

@@ -1,0 +1,102 @@
+// The bytes of a pack behind an HTTP URL (pack::RemoteBytes): the header and metadata fetched
+// whole at open, data fetched by stored block, each block checked against its SHA-256 before it
+// is used or written to the cache file, and read from the cache file once it is there.
+//
+// A read of blocks that are not here yet:
+// 1. claims them in this process (a thread that finds a block claimed waits for it instead of
+//    fetching it again);
+// 2. looks for each in the cache file (another process, or an earlier run, may have fetched it),
+//    which counts only when its bytes match the digest;
+// 3. takes the cache file's lock over each run of adjacent blocks still missing, so another
+//    process that misses them too waits and then finds them, and fetches the run in one ranged
+//    GET; a run that starts where the last fetch ended (a sequential reader) is extended by a
+//    readahead window that doubles with each such fetch, up to readahead_bytes;
+// 4. checks every block of the answer; a block that does not match is fetched once more on its
+//    own, and if it still does not match the read fails (EIO, logged with the URL, offset and
+//    both digests) and nothing is cached.
+// A read waits at most the timeout for all of it, retries included; connection refused fails
+// at once. Nothing here outlives a failure: the next read tries the server again.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pack/image.hpp"
+#include "remote/cache_file.hpp"
+#include "remote/http_client.hpp"
+
+namespace packfs::remote {
+
+struct FetchOptions {
+    std::chrono::milliseconds timeout{30'000};
+    unsigned connections = 8;
+    uint64_t readahead_bytes = 8 << 20;
+    std::function<void(std::string_view)> log;  // never empty
+};
+
+class HttpPackBytes final : public pack::RemoteBytes {
+public:
+    HttpPackBytes(std::string url, FetchOptions options);
+
+    uint64_t size() const noexcept override { return size_; }
+    const std::string& name() const noexcept override { return url_; }
+    Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) override;
+    void set_blocks(std::vector<pack::StoredBlockRef> blocks) override;
+    bool read(uint64_t offset, std::span<std::byte> out) noexcept override;
+
+    // Where fetched blocks go from now on (and where fetch_unchecked looks first while
+    // `prefer_cache` is set: a warm open). Before set_cache, blocks are kept nowhere.
+    void set_cache(CacheFile cache, bool prefer_cache);
+    void prefer_cache(bool prefer) noexcept { prefer_cache_ = prefer; }
+    const CacheFile& cache() const noexcept { return cache_; }
+    // The size when it is known without a request (a warm open from the cache file).
+    void assume_size(uint64_t size) noexcept { size_ = size; }
+
+    HttpClient& http() noexcept { return http_; }
+
+private:
+    struct Fetched {  // a block this read fetched itself (served from memory, cache or not)
+        std::size_t index;
+        std::shared_ptr<std::vector<std::byte>> buffer;
+        std::size_t at;  // its bytes' place in `buffer`
+    };
+    bool verified(std::size_t i) const noexcept {
+        return (verified_[i / 64].load(std::memory_order_acquire) >> (i % 64)) & 1;
+    }
+    void mark_verified(std::size_t i) noexcept {
+        verified_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_acq_rel);
+    }
+    bool matches(std::size_t i, std::span<const std::byte> bytes) const noexcept;
+    bool in_cache(std::size_t i) const;
+    bool resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
+                 Clock::time_point deadline);
+    bool fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
+                   std::vector<Fetched>& fetched, Clock::time_point deadline);
+    bool get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline);
+    void log(std::string_view line) const { options_.log(line); }
+
+    std::string url_;
+    FetchOptions options_;
+    HttpClient http_;
+    uint64_t size_ = 0;
+    CacheFile cache_;
+    bool prefer_cache_ = false;
+
+    std::vector<pack::StoredBlockRef> blocks_;           // in offset order
+    std::vector<uint64_t> ends_;                         // blocks_[i].offset + length, for lookups
+    std::unique_ptr<std::atomic<uint64_t>[]> verified_;  // bit i: block i is good in the cache
+
+    std::mutex mutex_;  // guards in_flight_ and the readahead state
+    std::condition_variable landed_;
+    std::set<std::size_t> in_flight_;
+    std::size_t next_sequential_ = SIZE_MAX;  // the block after the last fetch's end
+    uint64_t window_ = 0;                     // readahead bytes for the next sequential fetch
+};
+
+}  // namespace packfs::remote

@@ -1,0 +1,182 @@
+// open_remote_pack (packfs/remote.hpp): the header and metadata fetched and checked against the
+// image digest, then a pack backend whose data reads go through HttpPackBytes.
+//
+// Opening, cold: GET the first 512 bytes (the header, and the pack's size from Content-Range),
+// then GET [meta_offset, end) (the metadata region and its sums: the format puts them last so
+// that this is one request). Warm, with the digest given and the cache holding the pack: no
+// request at all; the metadata read from the cache file is checked like fetched metadata, and a
+// cache copy that fails the checks is dropped for a fetch. Either way the image digest is
+// recomputed over the header and the whole metadata and must equal the header's and the pinned
+// one, so every block digest the metadata holds is vouched for.
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include "pack/digest.hpp"
+#include "pack/reader.hpp"
+#include "packfs/remote.hpp"
+#include "remote/cache_file.hpp"
+#include "remote/remote_bytes.hpp"
+
+namespace packfs {
+
+namespace {
+
+using remote::CacheFile;
+using remote::HttpPackBytes;
+
+constexpr std::string_view kOp = "open_pack";
+
+std::function<void(std::string_view)> stderr_log() {
+    return [](std::string_view line) {
+        static std::mutex m;
+        std::lock_guard lock(m);
+        std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()), line.data());
+    };
+}
+
+// "sha256:<64 hex>" or "<64 hex>", lowercased; "" when `text` is empty; nullopt when malformed.
+std::optional<std::string> parse_digest(std::string_view text) {
+    if (text.starts_with("sha256:")) text.remove_prefix(7);
+    if (text.empty()) return std::string();
+    if (text.size() != 64) return std::nullopt;
+    std::string out(text);
+    for (char& c : out) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    }
+    return out;
+}
+
+std::string hex_of(const uint8_t (&digest)[32]) {
+    return pack::to_hex(std::span<const uint8_t>(digest, 32));
+}
+
+std::unexpected<Error> mismatch(std::string_view url, std::string_view what,
+                                std::string_view expected, std::string_view found) {
+    return std::unexpected(
+        Error(kErrCorrupt, kOp,
+              fmt::format("{} ({}: expected {}, found {})", url, what, expected, found)));
+}
+
+struct Opened {
+    std::shared_ptr<HttpPackBytes> bytes;
+    std::unique_ptr<pack::PackReader> reader;
+};
+
+// One attempt. `warm`: the header and metadata from the cache file named by `pin`. Else the
+// header from the server, and the metadata from the cache file when it has one and
+// `trust_cache` (the reader checks it either way).
+Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
+                         const remote::FetchOptions& fetch, const std::string& cache_dir,
+                         const std::string& pin, bool warm, bool trust_cache) {
+    auto bytes = std::make_shared<HttpPackBytes>(url, fetch);
+    if (warm) {
+        struct stat st {};
+        const std::string path = fmt::format("{}/{}.pack", cache_dir, pin);
+        if (::stat(path.c_str(), &st) != 0 || st.st_size < pack::kHeaderSize)
+            return fail(ENOENT, kOp, path);
+        auto cache = CacheFile::open(cache_dir, pin, static_cast<uint64_t>(st.st_size));
+        if (!cache) return std::unexpected(cache.error());
+        bytes->assume_size(static_cast<uint64_t>(st.st_size));
+        bytes->set_cache(std::move(*cache), /*prefer_cache=*/true);
+    }
+    auto image = pack::PackImage::open_remote(bytes);
+    if (!image) return std::unexpected(image.error());
+    pack::Header header;
+    std::memcpy(&header, (*image)->header_bytes().data(), sizeof header);
+    // The header names the pack; the rest is checked against it below (a header whose checksum
+    // fails is refused by the reader before any of it is used).
+    const std::string named = hex_of(header.image_digest);
+    if (!pin.empty() && named != pin) return mismatch(url, "image digest", pin, named);
+    if (!warm) {
+        auto cache = CacheFile::open(cache_dir, named, bytes->size());
+        if (!cache) return std::unexpected(cache.error());
+        const bool existed = cache->existed();
+        bytes->set_cache(std::move(*cache), existed && trust_cache);
+    }
+    PackOpenOptions open_options;
+    open_options.access = PackAccess::pread;
+    open_options.block_cache_bytes = options.block_cache_bytes;
+    auto reader = pack::PackReader::open(std::move(*image), url, open_options);
+    if (!reader) return std::unexpected(reader.error());
+    const pack::Ctx ctx{kOp, url};
+    auto digest = (*reader)->image_digest(ctx);
+    if (!digest) return std::unexpected(digest.error());
+    if (pack::to_hex(*digest) != named)
+        return mismatch(url, "image digest of the header and metadata", named,
+                        pack::to_hex(*digest));
+    return Opened{std::move(bytes), std::move(*reader)};
+}
+
+}  // namespace
+
+bool is_remote_url(std::string_view source) noexcept {
+    return source.starts_with("http://") || source.starts_with("https://");
+}
+
+Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
+                                                      const RemoteOptions& options) {
+    std::string url(url_view);
+    if (!is_remote_url(url)) return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL)", url));
+    // A fragment "#sha256:<hex>" pins the digest too (it is never sent to the server).
+    std::string digest_text = options.digest;
+    if (const auto hash = url.find('#'); hash != std::string::npos) {
+        const std::string fragment = url.substr(hash + 1);
+        url.resize(hash);
+        if (!fragment.starts_with("sha256:"))
+            return fail(EINVAL, kOp,
+                        fmt::format("{} (the URL's fragment must be sha256:<digest>)", url));
+        if (!digest_text.empty() && parse_digest(digest_text) != parse_digest(fragment))
+            return fail(EINVAL, kOp, fmt::format("{} (two different digests given)", url));
+        digest_text = fragment;
+    }
+    const auto pin = parse_digest(digest_text);
+    if (!pin)
+        return fail(EINVAL, kOp,
+                    fmt::format("{} (digest '{}' is not 64 hex digits)", url, digest_text));
+    const remote::FetchOptions fetch{.timeout = options.timeout,
+                                     .connections = options.connections,
+                                     .readahead_bytes = options.readahead_bytes,
+                                     .log = options.log ? options.log : stderr_log()};
+    const std::string cache_dir =
+        options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
+
+    Result<Opened> opened = fail(ENOENT, kOp);
+    if (!pin->empty() && cache_dir != "none") {
+        opened = open_once(url, options, fetch, cache_dir, *pin, /*warm=*/true, true);
+        if (!opened && opened.error().code() != ENOENT)
+            fetch.log(fmt::format("{}: the cached copy is unusable ({}); fetching it again", url,
+                                  opened.error().message()));
+    }
+    if (!opened) opened = open_once(url, options, fetch, cache_dir, *pin, /*warm=*/false, true);
+    if (!opened && opened.error().code() == kErrCorrupt) {
+        // Perhaps a metadata copy in the cache that does not check out: once more, all of it
+        // from the server (which, if it is the server's copy that is bad, fails the same way).
+        opened = open_once(url, options, fetch, cache_dir, *pin, /*warm=*/false, false);
+    }
+    if (!opened) return std::unexpected(opened.error());
+
+    pack::PackReader& reader = *opened->reader;
+    const pack::Ctx ctx{kOp, url};
+    if (reader.stream_block_count() > 0 && !reader.has_block_digests())
+        return fail(ENOTSUP, kOp,
+                    fmt::format("{} (the pack has no block digests, so its blocks cannot be "
+                                "checked one by one: rebuild it with `packfs convert`)",
+                                url));
+    auto blocks = reader.stored_blocks(ctx);
+    if (!blocks) return std::unexpected(blocks.error());
+    opened->bytes->set_blocks(std::move(*blocks));
+    if (cache_dir != "none") {
+        const uint64_t bound =
+            options.cache_bytes != 0 ? options.cache_bytes : remote::default_cache_bound(cache_dir);
+        (void)remote::prune_cache(cache_dir, bound);  // this pack is held open: it stays
+    }
+    return pack::backend_over(std::move(opened->reader));
+}
+
+}  // namespace packfs

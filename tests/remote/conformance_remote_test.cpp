@@ -1,0 +1,65 @@
+// The conformance suite's read-only topic on remote packs: the fixture tree packed into the
+// directory a real nginx serves (tests/support/nginx_server.hpp) and opened by URL with
+// open_remote_pack, raw and zstd, with a private cache and with a shared cache directory.
+#include <cstdlib>
+#include <filesystem>
+
+#include "conformance/conformance_suite.hpp"
+#include "packfs/mem.hpp"
+#include "packfs/pack.hpp"
+#include "packfs/remote.hpp"
+#include "support/nginx_server.hpp"
+
+namespace {
+
+using packfs::conformance::BackendFactory;
+using packfs::conformance::Capabilities;
+using packfs::test_support::NginxServer;
+
+Capabilities remote_caps() {
+    Capabilities caps;
+    caps.read_only = true;
+    caps.snapshots = true;
+    return caps;
+}
+
+// The fixture packed under a name of its own in the served directory, then opened by URL. The
+// pack stays there (the server's directory goes when the process ends).
+std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std::string cache) {
+    NginxServer& server = NginxServer::shared();
+    if (server.url("x").empty()) {
+        std::fprintf(stderr, "%s\n", server.start_error().c_str());
+        return nullptr;
+    }
+    static int serial = 0;
+    const std::string name = "fixture-" + std::to_string(++serial) + ".pack";
+    auto mem = packfs::make_mem_backend();
+    if (!packfs::conformance::build_fixture_tree(*mem, remote_caps())) return nullptr;
+    write.times = packfs::PackTimes::all;  // the suite checks atimes to the nanosecond
+    if (!packfs::write_pack(*mem, (server.root() / name).string(), write)) return nullptr;
+    packfs::RemoteOptions options;
+    options.cache_dir = cache.empty() ? (server.root().parent_path() / "cache").string() : cache;
+    options.timeout = std::chrono::seconds(10);
+    auto pack = packfs::open_remote_pack(server.url(name), options);
+    if (!pack) {
+        std::fprintf(stderr, "%s\n", pack.error().message().c_str());
+        return nullptr;
+    }
+    return *pack;
+}
+
+packfs::PackWriteOptions zstd_small_blocks() {
+    packfs::PackWriteOptions o;
+    o.compression = packfs::Compression::zstd;
+    o.block_size = 16384;
+    return o;
+}
+
+BackendFactory remote_factory(std::string name, packfs::PackWriteOptions write, std::string cache) {
+    return {std::move(name), [write, cache] { return make_remote(write, cache); }, remote_caps()};
+}
+
+}  // namespace
+
+PACKFS_INSTANTIATE_CONFORMANCE(Remote, remote_factory("remote_raw_private_cache", {}, "none"),
+                               remote_factory("remote_zstd_shared_cache", zstd_small_blocks(), ""));
