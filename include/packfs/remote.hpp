@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
@@ -52,5 +53,24 @@ bool is_remote_url(std::string_view source) noexcept;
 // ETIMEDOUT when the server cannot be reached in time.
 Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
                                                       const RemoteOptions& options = {});
+
+// --- the block cache (docs/REMOTE.md, "The cache") ---------------------------------------------
+// The default directory: $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs.
+std::string remote_cache_dir();
+
+// One pack in a cache directory, for `packfs cache ls`.
+struct CachedPack {
+    std::string digest;  // the pack's image digest (the file's name)
+    std::string path;
+    uint64_t size = 0;      // the pack's size (the file's length)
+    uint64_t on_disk = 0;   // bytes its fetched blocks take
+    int64_t last_used = 0;  // when a process last opened it (seconds since the epoch)
+    bool in_use = false;    // some process has it open now
+};
+// The packs in `dir`, least recently used first (none when `dir` does not exist).
+Result<std::vector<CachedPack>> list_remote_cache(const std::string& dir);
+// Removes packs no process has open, least recently used first, until the rest take at most
+// `bound` bytes (0: all of them). Returns the bytes freed. A pack in use is never removed.
+Result<uint64_t> prune_remote_cache(const std::string& dir, uint64_t bound);
 
 }  // namespace packfs

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "packfs/error.hpp"
+#include "packfs/remote.hpp"
 
 namespace packfs::remote {
 
@@ -67,15 +68,6 @@ private:
 // /tmp/packfs-cache-<uid>.
 std::string default_cache_dir();
 
-// One pack in a cache directory, for `packfs cache ls` and pruning.
-struct CachedPack {
-    std::string digest;  // the file name's 64 hex digits
-    std::string path;
-    uint64_t size = 0;      // the pack's size (the file's length)
-    uint64_t on_disk = 0;   // bytes the file takes (its allocated blocks)
-    int64_t last_used = 0;  // mtime, seconds: set by every open
-    bool in_use = false;    // some process holds it open
-};
 Result<std::vector<CachedPack>> list_cache(const std::string& dir);
 
 // Removes packs not in use, least recently used first, until the directory's packs take at most

@@ -95,6 +95,10 @@ bool HttpPackBytes::in_cache(std::size_t i) const {
 bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try {
     if (out.empty()) return true;
     const uint64_t end = offset + out.size();
+    // Outside the data blocks (the header page's padding, the gap before the metadata: what
+    // verify reads to check they are zero) nothing is cached or checked by digest.
+    if (blocks_.empty() || end <= blocks_.front().offset || offset >= ends_.back())
+        return get(offset, out, Clock::now() + options_.timeout);
     // The blocks [first, last] hold the range; holes (length 0) hold nothing and are skipped.
     const auto first = static_cast<std::size_t>(
         std::upper_bound(ends_.begin(), ends_.end(), offset) - ends_.begin());

@@ -97,6 +97,8 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
         auto cache = CacheFile::open(cache_dir, named, bytes->size());
         if (!cache) return std::unexpected(cache.error());
         const bool existed = cache->existed();
+        // The header, so that a warm open needs no request (checked again when read back).
+        cache->write(0, (*image)->header_bytes());
         bytes->set_cache(std::move(*cache), existed && trust_cache);
     }
     PackOpenOptions open_options;
@@ -114,6 +116,18 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
 }
 
 }  // namespace
+
+std::string remote_cache_dir() {
+    return remote::default_cache_dir();
+}
+
+Result<std::vector<CachedPack>> list_remote_cache(const std::string& dir) {
+    return remote::list_cache(dir);
+}
+
+Result<uint64_t> prune_remote_cache(const std::string& dir, uint64_t bound) {
+    return remote::prune_cache(dir, bound);
+}
 
 bool is_remote_url(std::string_view source) noexcept {
     return source.starts_with("http://") || source.starts_with("https://");

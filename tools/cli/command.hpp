@@ -30,5 +30,6 @@ Command add_volume_command(CLI::App& parent);
 Command add_mount_command(CLI::App& parent);
 Command add_umount_command(CLI::App& parent);
 Command add_sync_command(CLI::App& parent);
+Command add_cache_command(CLI::App& parent);
 
 }  // namespace packfs::cli

@@ -59,6 +59,10 @@ void add_remote_options(CLI::App& app) {
     });
 }
 
+const RemoteOptions& remote_options() {
+    return remote_settings();
+}
+
 void log_remote_to_syslog() {
     remote_settings().log = [](std::string_view line) {
         ::syslog(LOG_WARNING, "remote: %.*s", static_cast<int>(line.size()), line.data());

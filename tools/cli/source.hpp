@@ -21,6 +21,8 @@ enum class SourceKind { pack, remote, volume, directory };
 // The tool's options for remote SOURCEs (--cache, --cache-size, --timeout), given before or
 // after the subcommand's name.
 void add_remote_options(CLI::App& app);
+// What those options said (after parsing).
+const RemoteOptions& remote_options();
 // From now on, remote packs report failed fetches to syslog (a mount's daemon, detached).
 void log_remote_to_syslog();
 

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Remote packs (docs/REMOTE.md) through the packfs tool and a mount, against a real nginx this
+# script starts on 127.0.0.1 at a free port (tests/support/nginx.sh):
+# - every command that takes a SOURCE answers for the URL exactly what it answers for the local
+#   pack (ls -lR, stat, cat, extract, verify, info, diff), raw and zstd;
+# - what is fetched, counted from nginx's access log: ls -lR is the header and the metadata
+#   (two requests, no data block); a 4 KiB file is one block more; a warm open with the digest
+#   pinned is no request at all;
+# - integrity: a wrong pinned digest, a block changed on the server (EIO naming the block and
+#   both digests, nothing cached, a read works again once the server has the right bytes), a
+#   truncated blob, a pack without block digests;
+# - failures: 404, 500 (EIO at the timeout), a stalled transfer (EIO at the timeout), the
+#   server stopped under a mount (uncached reads fail at once, cached ones still work, reads
+#   work again when it is back), a mount's daemon SIGKILLed while filling the cache then
+#   remounted (only verified blocks served);
+# - the cache: two mounts of one pack fetch each block once between them; a bound prunes the
+#   least recently used pack not in use; `packfs cache ls|prune|clear`.
+set -euo pipefail
+export LC_ALL=C
+packfs=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+cd "$work"
+source "$here/common.sh"
+source "$here/fuse_common.sh"
+source "$here/../support/nginx.sh"
+cleanup_all() {
+    local status=$?
+    stop_nginx || true
+    (exit $status)
+    fuse_cleanup
+}
+fuse_setup
+trap cleanup_all EXIT
+export XDG_CACHE_HOME="$work/xdg"  # the default cache, for every command below
+
+# ---- the tree: small and large files, a compressible one, links, a sparse file --------------
+src="$work/src"
+mkdir -p "$src/a/b" "$src/c" "$src/empty dir"
+head -c 4096 /dev/urandom >"$src/a/four-k"
+head -c 1500000 /dev/urandom >"$src/a/b/random"
+seq 1 400000 >"$src/c/numbers"
+printf 'hello\n' >"$src/small"
+: >"$src/empty"
+ln "$src/small" "$src/c/small hard"
+ln -s ../small "$src/a/link"
+truncate -s 3M "$src/sparse"
+printf 'end' | dd of="$src/sparse" bs=1 seek=3000000 conv=notrunc status=none
+touch -d '2020-01-02 03:04:05.123456789' "$src/a/four-k"
+
+www="$work/www"
+mkdir -p "$www/slow"
+"$packfs" build "$src" "$www/raw.pack" >/dev/null
+"$packfs" build --compress zstd --block-size 64K "$src" "$www/zstd.pack" >/dev/null
+raw_digest=$("$packfs" info --json "$www/raw.pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["digest"])')
+start_nginx "$www" "$work/nginx" '
+    location = /err500.pack { return 500; }
+    location /slow/ { alias '"$www"'/; limit_rate_after 200k; limit_rate 2k; }'
+
+# ---- 1. every command: the URL answers as the local pack does -----------------------------
+same() {  # same WHAT CMD...: the command's stdout for the local pack and for its URL agree
+    local what="$1" kind="$2"
+    shift 2
+    "$packfs" "$@" "$www/$kind.pack" "${extra[@]}" >"$work/local.out" 2>&1 || true
+    "$packfs" "$@" "$NGINX_URL/$kind.pack" "${extra[@]}" >"$work/remote.out" 2>&1 || true
+    sed -i "s#$NGINX_URL/$kind.pack#PACK#g; s#$www/$kind.pack#PACK#g" "$work/local.out" "$work/remote.out"
+    check "$kind: $what answers the same by URL" cmp -s "$work/local.out" "$work/remote.out"
+    if ! cmp -s "$work/local.out" "$work/remote.out"; then diff "$work/local.out" "$work/remote.out" | head -20 || true; fi
+}
+for kind in raw zstd; do
+    extra=(/); same "ls -lR" "$kind" ls -l -R
+    for p in /a/four-k /a/b/random /c/numbers /small /empty /a/link /sparse /a /; do
+        extra=("$p"); same "stat $p" "$kind" stat
+    done
+    for p in /a/four-k /a/b/random /c/numbers /small /sparse; do
+        extra=("$p"); same "cat $p" "$kind" cat
+    done
+    extra=(); same "verify" "$kind" verify
+    extra=(); same "info" "$kind" info
+    check "$kind: diff of the local pack and its URL finds nothing" \
+        "$packfs" diff "$www/$kind.pack" "$NGINX_URL/$kind.pack"
+    rm -rf "$work/x-local" "$work/x-remote"
+    "$packfs" extract "$www/$kind.pack" "$work/x-local" >/dev/null
+    "$packfs" extract "$NGINX_URL/$kind.pack" "$work/x-remote" >/dev/null
+    check "$kind: extract by URL gives the same tree" diff -r "$work/x-local" "$work/x-remote"
+    check "$kind: extract by URL keeps the hole" \
+        test "$(du -k "$work/x-remote/sparse" | cut -f1)" -lt 100
+done
+
+# ---- 2. what is fetched --------------------------------------------------------------------
+reset_nginx_log
+"$packfs" --cache "$work/c1" ls -l -R "$NGINX_URL/zstd.pack" / >/dev/null
+check "ls -lR fetched the header and the metadata: two requests" \
+    test "$(nginx_requests /zstd.pack)" -eq 2
+check "the first is the 512-byte header" grep -q '^GET /zstd.pack 206 512 "bytes=0-511"' "$NGINX_DIR/access.log"
+reset_nginx_log
+"$packfs" --cache "$work/c1" cat "$NGINX_URL/zstd.pack" /a/four-k >/dev/null
+# The metadata is in the cache now: the header (to learn which pack the URL holds) and one block.
+check "a 4 KiB file: the header and one block (2 requests)" test "$(nginx_requests /zstd.pack)" -eq 2
+block_bytes=$(awk '$2 == "/zstd.pack" && $5 != "\"bytes=0-511\"" { print $4 }' "$NGINX_DIR/access.log")
+check "that block is at most the 64 KiB block size ($block_bytes bytes)" test "${block_bytes:-0}" -le 65536 -a "${block_bytes:-0}" -gt 0
+reset_nginx_log
+"$packfs" --cache "$work/c1" cat "$NGINX_URL/raw.pack#sha256:$raw_digest" /small >/dev/null || true
+"$packfs" --cache "$work/c1" ls "$NGINX_URL/raw.pack#sha256:$raw_digest" / >/dev/null
+reset_nginx_log
+check "warm and pinned: cat works" "$packfs" --cache "$work/c1" cat "$NGINX_URL/raw.pack#sha256:$raw_digest" /small
+check "warm and pinned: no request at all" test "$(nginx_requests /raw.pack)" -eq 0
+
+# ---- 3. integrity --------------------------------------------------------------------------
+expect_code "a wrong pinned digest is refused" 1 \
+    "$packfs" --cache "$work/c2" ls "$NGINX_URL/raw.pack#sha256:$(printf '%064d' 0)" /
+check "  naming the digest" grep -q "image digest" "$work/last.err"
+cp "$www/raw.pack" "$www/bad.pack"
+# A byte of /a/b/random's data changed (found by its content in the pack).
+offset=$(python3 -c "import sys; d=open('$www/raw.pack','rb').read(); print(d.index(open('$src/a/b/random','rb').read()[:64]) + 100000)")
+printf '\xff' | dd of="$www/bad.pack" bs=1 seek="$offset" conv=notrunc status=none
+expect_code "a block changed on the server: EIO" 1 \
+    "$packfs" --cache "$work/c3" --timeout 5 cat "$NGINX_URL/bad.pack" /a/b/random
+check "  the log names the block and both digests" grep -q "does not match its digest: expected" "$work/last.err"
+cache_file="$work/c3/$raw_digest.pack"
+check "  the bad bytes are not in the cache" \
+    test "$(dd if="$cache_file" bs=1 skip="$offset" count=1 status=none | od -An -tx1 | tr -d ' ')" != ff
+cp "$www/raw.pack" "$www/bad.pack"
+check "  once the server has the right bytes the read works" \
+    sh -c "'$packfs' --cache '$work/c3' cat '$NGINX_URL/bad.pack' /a/b/random | cmp -s - '$src/a/b/random'"
+head -c 100000 "$www/raw.pack" >"$www/short.pack"
+expect_code "a truncated blob is refused" 1 "$packfs" --cache "$work/c3" ls "$NGINX_URL/short.pack" /
+check "  as a pack of the wrong size" grep -q "file size" "$work/last.err"
+"$packfs" build --no-block-digests "$src" "$www/nodigests.pack" >/dev/null
+expect_code "a pack without block digests is refused" 1 "$packfs" ls "$NGINX_URL/nodigests.pack" /
+check "  saying how to fix it" grep -q "packfs convert" "$work/last.err"
+
+# ---- 4. failures ---------------------------------------------------------------------------
+expect_code "404" 1 "$packfs" ls "$NGINX_URL/missing.pack" /
+check "  is 'No such file'" grep -qi "no such file" "$work/last.err"
+start=$(date +%s.%N)
+expect_code "500 answers: EIO at the timeout" 1 "$packfs" --timeout 2 ls "$NGINX_URL/err500.pack" /
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+check "  within the 2 s timeout + 1 s ($elapsed s)" test "$(echo "$elapsed < 3.5" | bc)" -eq 1
+start=$(date +%s.%N)
+expect_code "a stalled transfer: EIO at the timeout" 1 \
+    "$packfs" --cache "$work/c4" --timeout 2 cat "$NGINX_URL/slow/raw.pack" /a/b/random
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+check "  within the 2 s timeout + 1.5 s ($elapsed s)" test "$(echo "$elapsed < 3.5" | bc)" -eq 1
+
+# A mount, in the foreground so that its log is ours; the server stopped underneath it.
+mnt="$work/mnt"
+mkdir -p "$mnt"
+"$packfs" --cache "$work/c5" --timeout 3 mount -f "$NGINX_URL/raw.pack" "$mnt" 2>"$work/mount.log" &
+track_pid $!
+wait_for is_mounted "$mnt"
+check "mounted: a file read before the server goes" cmp -s "$mnt/a/b/random" "$src/a/b/random"
+stop_nginx
+start=$(date +%s.%N)
+check "server down: an uncached read fails" sh -c "! cat '$mnt/c/numbers' >/dev/null 2>&1"
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+check "  at once (connection refused: $elapsed s)" test "$(echo "$elapsed < 2" | bc)" -eq 1
+check "server down: cached data still reads" cmp -s "$mnt/a/b/random" "$src/a/b/random"
+check "server down: the mount is still up" is_mounted "$mnt"
+"$NGINX_BIN" -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"
+wait_for curl -s -o /dev/null "$NGINX_URL/raw.pack"
+check "server back: the read works again" cmp -s "$mnt/c/numbers" "$src/c/numbers"
+check "server back: the whole tree reads as the source" diff -r "$src" "$mnt"
+check "the daemon logged the refused connection" grep -q "connection refused" "$work/mount.log"
+do_umount "$mnt"
+
+# ---- 5. the cache --------------------------------------------------------------------------
+# Two mounts of one pack, read at the same time: each block fetched once between them.
+reset_nginx_log
+mkdir -p "$work/m1" "$work/m2"
+do_mount "$NGINX_URL/zstd.pack" "$work/m1" --cache "$work/c6"
+do_mount "$NGINX_URL/zstd.pack" "$work/m2" --cache "$work/c6"
+(cd "$work/m1" && find . -type f -exec cat {} + >/dev/null) &
+(cd "$work/m2" && find . -type f -exec cat {} + >/dev/null) &
+wait
+check "two mounts: both read the tree" diff -r "$src" "$work/m2"
+dupes=$(awk '$2 == "/zstd.pack" && $5 != "\"bytes=0-511\"" { print $5 }' "$NGINX_DIR/access.log" | sort | uniq -d | wc -l)
+check "two mounts: no range fetched twice" test "$dupes" -eq 0
+overlap=$(awk '$2 == "/zstd.pack" && $5 ~ /bytes=[0-9]+-[0-9]+/ && $5 != "\"bytes=0-511\"" {
+    gsub(/"|bytes=/, "", $5); split($5, r, "-"); print r[1], r[2] }' "$NGINX_DIR/access.log" |
+    sort -n | awk 'NR > 1 && $1 <= last { n++ } { if ($2 > last) last = $2 } END { print n + 0 }')
+check "two mounts: no byte fetched twice ($overlap overlaps)" test "$overlap" -eq 0
+do_umount "$work/m1"
+do_umount "$work/m2"
+
+# A daemon killed while it fills the cache (reading through the slow location), then a mount
+# of the same pack: every block it serves was checked.
+"$packfs" --cache "$work/c7" mount -f "$NGINX_URL/slow/raw.pack" "$work/m1" 2>/dev/null &
+killed=$!
+track_pid $killed
+wait_for is_mounted "$work/m1"
+(cat "$work/m1/a/b/random" >/dev/null 2>&1 &)
+sleep 1
+kill -9 $killed
+wait_for sh -c "! kill -0 $killed 2>/dev/null"
+fusermount3 -uz "$work/m1" 2>/dev/null || umount -l "$work/m1"
+do_mount "$NGINX_URL/raw.pack" "$work/m2" --cache "$work/c7"
+check "after a SIGKILL mid-fill, the remount reads every file right" diff -r "$src" "$work/m2"
+do_umount "$work/m2"
+
+# A bound: opening the zstd pack with a 1-byte bound prunes the raw pack, not in use.
+"$packfs" --cache "$work/c8" cat "$NGINX_URL/raw.pack" /c/numbers >/dev/null
+"$packfs" --cache "$work/c8" --cache-size 1 cat "$NGINX_URL/zstd.pack" /small >/dev/null
+"$packfs" --cache "$work/c8" cache ls --json >"$work/ls.json"
+check "a bound prunes the least recently used pack not in use" \
+    python3 -c "import json; d = json.load(open('$work/ls.json')); assert len(d['packs']) == 1, d"
+check "cache ls names the pack left" grep -q "\"size\": $(stat -c %s "$www/zstd.pack")" "$work/ls.json"
+do_mount "$NGINX_URL/raw.pack" "$work/m1" --cache "$work/c8"
+"$packfs" --cache "$work/c8" cache clear >/dev/null
+"$packfs" --cache "$work/c8" cache ls --json >"$work/ls.json"
+check "cache clear keeps the pack a mount has open" \
+    python3 -c "import json; d = json.load(open('$work/ls.json')); assert [p['in_use'] for p in d['packs']] == [True], d"
+do_umount "$work/m1"
+"$packfs" --cache "$work/c8" cache clear >/dev/null
+check "and removes it once it is closed" test -z "$(ls "$work/c8")"
+
+echo "remote_cli_test: $failures failure(s)"
+[ "$failures" -eq 0 ]
