@@ -35,13 +35,14 @@ bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_p
         errno = why.code;
         return false;
     }
-    if (size_ != 0 && total != size_) {
+    if (size_ == 0) {  // only while opening, before any other thread reads
+        size_ = total;
+    } else if (total != size_) {
         log(fmt::format("{}: the resource is now {} bytes, the pack opened was {}", url_, total,
                         size_));
         errno = EIO;
         return false;
     }
-    size_ = total;
     return true;
 }
 
