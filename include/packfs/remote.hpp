@@ -1,6 +1,7 @@
 // Remote packs (DESIGN §15, docs/REMOTE.md): a pack read from an HTTP server that honours Range
-// requests, fetching only the blocks that are read, each checked against its SHA-256 before it
-// is used or cached, and kept in a local block cache shared by every process on the machine.
+// requests or from an OCI registry, fetching only the blocks that are read, each checked against
+// its SHA-256 before it is used or cached, and kept in a local block cache shared by every process
+// on the machine.
 #pragma once
 
 #include <chrono>
@@ -41,7 +42,7 @@ struct RemoteOptions {
     std::size_t block_cache_bytes = 64 << 20;
 };
 
-// Whether `source` names a remote pack (http:// or https://) rather than a host path.
+// Whether `source` names a remote pack (http://, https:// or oci://) rather than a host path.
 bool is_remote_url(std::string_view source) noexcept;
 
 // Opens the pack at `url` (a fragment "#sha256:<digest>" pins the digest, as options.digest
@@ -53,6 +54,21 @@ bool is_remote_url(std::string_view source) noexcept;
 // ETIMEDOUT when the server cannot be reached in time.
 Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
                                                       const RemoteOptions& options = {});
+
+// --- whole packs: registries and full copies (docs/REMOTE.md, "Registries") -------------------
+// Uploads the pack at `pack_path` to `reference` (oci://REGISTRY/REPOSITORY[:TAG], tag "latest"
+// when none) as an artifact: a manifest whose one layer is the pack and which names its image
+// digest. Returns the reference by digest, oci://REGISTRY/REPOSITORY@sha256:<manifest digest>.
+// ENOTSUP for a pack without block digests (it could not be read remotely).
+Result<std::string> push_pack(std::string_view pack_path, std::string_view reference,
+                              const RemoteOptions& options = {});
+
+// Copies the whole pack at `source` (an http(s) URL or an oci:// reference) to `out_path`
+// (through a temporary file, renamed into place once checked: the blob's digest for a
+// registry, the image digest against the pin or the manifest, the header and metadata as
+// open_pack checks them). Returns the pack's size.
+Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
+                           const RemoteOptions& options = {});
 
 // --- the block cache (docs/REMOTE.md, "The cache") ---------------------------------------------
 // The default directory: $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs.

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -95,6 +96,86 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     return n;
 }
 
+// The answer to a general request, filled by its callbacks.
+struct Exchange {
+    const HttpRequest* request;
+    HttpResponse* response;
+    uint64_t sent = 0;
+    std::string failed;
+};
+
+constexpr std::size_t kMaxBodyInMemory = 64 << 20;  // a registry's JSON, not a blob
+
+size_t on_exchange_header(char* data, size_t size, size_t count, void* user) {
+    auto& x = *static_cast<Exchange*>(user);
+    const std::size_t n = size * count;
+    std::string_view line(data, n);
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+    if (line.starts_with("HTTP/")) {
+        x.response->headers.clear();
+        const auto space = line.find(' ');
+        x.response->status = space == std::string_view::npos
+                                 ? 0
+                                 : std::atol(std::string(line.substr(space + 1, 3)).c_str());
+        return n;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) return n;
+    std::string name(line.substr(0, colon));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    x.response->headers.emplace_back(std::move(name), std::string(value));
+    return n;
+}
+
+size_t on_exchange_body(char* data, size_t size, size_t count, void* user) {
+    auto& x = *static_cast<Exchange*>(user);
+    const std::size_t n = size * count;
+    if (x.request->out_fd >= 0 && x.response->status / 100 == 2) {
+        for (std::size_t done = 0; done < n;) {
+            const ssize_t w = ::write(x.request->out_fd, data + done, n - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                x.failed = fmt::format("writing the body: {}", std::strerror(errno));
+                return CURL_WRITEFUNC_ERROR;
+            }
+            done += static_cast<std::size_t>(w);
+        }
+        return n;
+    }
+    if (x.response->body.size() + n > kMaxBodyInMemory) {
+        x.failed = "an answer larger than 64 MiB";
+        return CURL_WRITEFUNC_ERROR;
+    }
+    x.response->body.append(data, n);
+    return n;
+}
+
+size_t on_exchange_read(char* buffer, size_t size, size_t count, void* user) {
+    auto& x = *static_cast<Exchange*>(user);
+    const HttpRequest& r = *x.request;
+    const std::size_t room = size * count;
+    if (r.in_fd < 0) {
+        const std::size_t n = std::min<std::size_t>(room, r.body.size() - x.sent);
+        std::memcpy(buffer, r.body.data() + x.sent, n);
+        x.sent += n;
+        return n;
+    }
+    const std::size_t want = static_cast<std::size_t>(std::min<uint64_t>(room, r.in_size - x.sent));
+    if (want == 0) return 0;
+    for (;;) {
+        const ssize_t got = ::pread(r.in_fd, buffer, want, static_cast<off_t>(x.sent));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            x.failed = "reading the file to send";
+            return CURL_READFUNC_ABORT;
+        }
+        x.sent += static_cast<uint64_t>(got);
+        return static_cast<std::size_t>(got);
+    }
+}
+
 long remaining_ms(Clock::time_point deadline) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -176,7 +257,14 @@ HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, ui
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    curl_slist* headers = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        for (const std::string& line : headers_) headers = curl_slist_append(headers, line.c_str());
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     const CURLcode code = curl_easy_perform(h);
+    curl_slist_free_all(headers);
     {
         std::lock_guard lock(mutex_);
         ++requests_;
@@ -231,6 +319,123 @@ HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, ui
     }
     total = t.range_total;
     return Outcome::ok;
+}
+
+std::string HttpResponse::header(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+        if (n == name) return v;
+    }
+    return {};
+}
+
+void HttpClient::set_headers(std::vector<std::string> headers) {
+    std::lock_guard lock(mutex_);
+    headers_ = std::move(headers);
+}
+
+HttpClient::Outcome HttpClient::send_once(void* handle, const HttpRequest& request,
+                                          Clock::time_point deadline, HttpResponse& response,
+                                          HttpFailure& why) {
+    CURL* h = static_cast<CURL*>(handle);
+    response = HttpResponse{};
+    Exchange x{&request, &response, 0, {}};
+    const long left = remaining_ms(deadline);
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "packfs");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::min<long>(left, static_cast<long>(kConnectCap.count())));
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_exchange_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_exchange_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+    if (request.stall_seconds > 0) {
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, request.stall_seconds);
+    }
+    const uint64_t body_size = request.in_fd >= 0 ? request.in_size : request.body.size();
+    if (request.method == "HEAD") {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (request.method == "PUT" || request.method == "POST" || request.method == "PATCH") {
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT, with the body from the read callback
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_exchange_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, &x);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body_size));
+        if (request.method != "PUT")
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
+    curl_slist* headers = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        for (const std::string& line : headers_) headers = curl_slist_append(headers, line.c_str());
+    }
+    for (const std::string& line : request.headers)
+        headers = curl_slist_append(headers, line.c_str());
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    const CURLcode code = curl_easy_perform(h);
+    curl_slist_free_all(headers);
+    {
+        std::lock_guard lock(mutex_);
+        ++requests_;
+        bytes_ += response.body.size();
+    }
+    if (!x.failed.empty()) {
+        why = {EIO, x.failed};
+        return Outcome::fail;
+    }
+    if (code != CURLE_OK) {
+        long os_errno = 0;
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        if (code == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) {
+            why = {ECONNREFUSED, "connection refused"};
+            return Outcome::fail;
+        }
+        if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
+            why = {EINVAL, curl_easy_strerror(code)};
+            return Outcome::fail;
+        }
+        if (code == CURLE_COULDNT_RESOLVE_HOST) {
+            why = {EHOSTUNREACH, curl_easy_strerror(code)};
+            return Outcome::fail;
+        }
+        why = {code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, curl_easy_strerror(code)};
+        return Outcome::retry;
+    }
+    if (response.status == 429 || response.status >= 500) {
+        why = {EIO, fmt::format("HTTP {}", response.status)};
+        return Outcome::retry;
+    }
+    return Outcome::ok;
+}
+
+bool HttpClient::send(const HttpRequest& request, Clock::time_point deadline,
+                      HttpResponse& response, HttpFailure& why) {
+    const bool idempotent = request.method == "GET" || request.method == "HEAD";
+    auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
+    for (;;) {
+        void* handle = acquire(deadline);
+        if (handle == nullptr) {
+            why = {ETIMEDOUT, "no connection free before the timeout"};
+            return false;
+        }
+        const Outcome outcome = send_once(handle, request, deadline, response, why);
+        release(handle);
+        if (outcome == Outcome::ok) return true;
+        // A retried GET that writes to a file would append twice: retry only into memory.
+        if (outcome == Outcome::fail || !idempotent || request.out_fd >= 0) return false;
+        if (Clock::now() + backoff >= deadline) {
+            why.code = ETIMEDOUT;
+            why.detail += " (gave up at the timeout)";
+            return false;
+        }
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min<Clock::duration>(2 * backoff, kBackoffCap);
+    }
 }
 
 bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,

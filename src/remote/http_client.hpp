@@ -16,6 +16,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "packfs/error.hpp"
@@ -30,6 +32,26 @@ struct HttpFailure {
     std::string detail;  // e.g. "HTTP 500", "connection refused", "Content-Range bytes 0-9/10"
 };
 
+// One request of any kind (the registry's API): the whole answer's body in `body`, or written
+// to `out_fd` when that is set; the request's body from `body` or, when `in_fd` is set, the
+// file's `in_size` bytes from its start.
+struct HttpRequest {
+    std::string method = "GET";
+    std::string url;
+    std::vector<std::string> headers;  // "Name: value"
+    std::string body;
+    int in_fd = -1;
+    uint64_t in_size = 0;
+    int out_fd = -1;
+    long stall_seconds = 0;  // fail when no byte moved for this long (0: only the deadline)
+};
+struct HttpResponse {
+    long status = 0;
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;  // names lowercased, final answer
+    std::string header(std::string_view name) const;           // "" when absent
+};
+
 class HttpClient {
 public:
     explicit HttpClient(unsigned connections);
@@ -42,6 +64,14 @@ public:
     bool get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,
                    Clock::time_point deadline, uint64_t& total, HttpFailure& why);
 
+    // Headers sent with every request from now on (a registry's Authorization).
+    void set_headers(std::vector<std::string> headers);
+
+    // One request, retried (for GET and HEAD) as a ranged GET is, until `deadline`. Any status
+    // is a success here; what it means is the caller's to decide.
+    bool send(const HttpRequest& request, Clock::time_point deadline, HttpResponse& response,
+              HttpFailure& why);
+
     // Requests made and bytes received so far (every attempt counts).
     uint64_t requests() const noexcept;
     uint64_t bytes_received() const noexcept;
@@ -50,6 +80,8 @@ private:
     enum class Outcome { ok, retry, fail };
     Outcome attempt(void* handle, const std::string& url, uint64_t offset, std::span<std::byte> out,
                     Clock::time_point deadline, uint64_t& total, HttpFailure& why);
+    Outcome send_once(void* handle, const HttpRequest& request, Clock::time_point deadline,
+                      HttpResponse& response, HttpFailure& why);
     void* acquire(Clock::time_point deadline);
     void release(void* handle);
 
@@ -57,6 +89,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable idle_ready_;
     std::vector<void*> idle_;  // CURL easy handles, each with its live connection
+    std::vector<std::string> headers_;
     unsigned created_ = 0;
     uint64_t requests_ = 0, bytes_ = 0;
 };

@@ -20,7 +20,9 @@ std::string hex(std::span<const uint8_t> bytes) {
 }  // namespace
 
 HttpPackBytes::HttpPackBytes(std::string url, FetchOptions options)
-    : url_(std::move(url)), options_(std::move(options)), http_(options_.connections) {}
+    : url_(std::move(url)), options_(std::move(options)), http_(options_.connections) {
+    http_.set_headers(options_.headers);
+}
 
 void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {
     cache_ = std::move(cache);

@@ -38,6 +38,7 @@ struct FetchOptions {
     unsigned connections = 8;
     uint64_t readahead_bytes = 8 << 20;
     std::function<void(std::string_view)> log;  // never empty
+    std::vector<std::string> headers;           // sent with every request (a registry's auth)
 };
 
 class HttpPackBytes final : public pack::RemoteBytes {

@@ -20,6 +20,7 @@
 #include "pack/reader.hpp"
 #include "packfs/remote.hpp"
 #include "remote/cache_file.hpp"
+#include "remote/oci.hpp"
 #include "remote/remote_bytes.hpp"
 
 namespace packfs {
@@ -130,13 +131,30 @@ Result<uint64_t> prune_remote_cache(const std::string& dir, uint64_t bound) {
 }
 
 bool is_remote_url(std::string_view source) noexcept {
-    return source.starts_with("http://") || source.starts_with("https://");
+    return source.starts_with("http://") || source.starts_with("https://") ||
+           remote::is_oci_url(source);
 }
 
 Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
                                                       const RemoteOptions& options) {
     std::string url(url_view);
-    if (!is_remote_url(url)) return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL)", url));
+    if (!is_remote_url(url))
+        return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
+    auto log = options.log ? options.log : stderr_log();
+    std::vector<std::string> headers;
+    std::string pinned_by_manifest;
+    if (remote::is_oci_url(url)) {
+        // The manifest (checked against the reference's digest, when it has one) names the
+        // blob and the pack's image digest, which then pins the pack like a fragment would.
+        auto ref = remote::parse_oci_reference(url);
+        if (!ref) return std::unexpected(ref.error());
+        remote::Registry registry(*ref, options.timeout, log);
+        auto found = registry.resolve();
+        if (!found) return std::unexpected(found.error());
+        url = found->blob_url;
+        headers = registry.auth_headers();
+        pinned_by_manifest = found->image_digest;
+    }
     // A fragment "#sha256:<hex>" pins the digest too (it is never sent to the server).
     std::string digest_text = options.digest;
     if (const auto hash = url.find('#'); hash != std::string::npos) {
@@ -149,6 +167,12 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
             return fail(EINVAL, kOp, fmt::format("{} (two different digests given)", url));
         digest_text = fragment;
     }
+    if (!pinned_by_manifest.empty()) {
+        if (!digest_text.empty() && parse_digest(digest_text) != parse_digest(pinned_by_manifest))
+            return mismatch(url, "image digest (given, and named by the manifest)", digest_text,
+                            pinned_by_manifest);
+        digest_text = pinned_by_manifest;
+    }
     const auto pin = parse_digest(digest_text);
     if (!pin)
         return fail(EINVAL, kOp,
@@ -156,7 +180,8 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     const remote::FetchOptions fetch{.timeout = options.timeout,
                                      .connections = options.connections,
                                      .readahead_bytes = options.readahead_bytes,
-                                     .log = options.log ? options.log : stderr_log()};
+                                     .log = log,
+                                     .headers = headers};
     const std::string cache_dir =
         options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
 

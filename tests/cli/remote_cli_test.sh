@@ -13,6 +13,9 @@
 #   server stopped under a mount (uncached reads fail at once, cached ones still work, reads
 #   work again when it is back), a mount's daemon SIGKILLed while filling the cache then
 #   remounted (only verified blocks served);
+# - registries: push to a real OCI registry (docker-registry), then every command by tag and by
+#   digest, a mount, pull (checked byte for byte), a wrong manifest digest, a missing repository,
+#   a pack without block digests refused by push;
 # - the cache: two mounts of one pack fetch each block once between them; a bound prunes the
 #   least recently used pack not in use; `packfs cache ls|prune|clear`.
 set -euo pipefail
@@ -24,9 +27,11 @@ cd "$work"
 source "$here/common.sh"
 source "$here/fuse_common.sh"
 source "$here/../support/nginx.sh"
+source "$here/../support/registry.sh"
 cleanup_all() {
     local status=$?
     stop_nginx || true
+    stop_registry || true
     (exit $status)
     fuse_cleanup
 }
@@ -213,6 +218,48 @@ check "cache clear keeps the pack a mount has open" \
 do_umount "$work/m1"
 "$packfs" --cache "$work/c8" cache clear >/dev/null
 check "and removes it once it is closed" test -z "$(ls "$work/c8")"
+
+# ---- 6. an OCI registry --------------------------------------------------------------------
+start_registry "$work/registry"
+for kind in raw zstd; do
+    ref=$("$packfs" push "$www/$kind.pack" "oci://$REGISTRY/packs/$kind:v1")
+    check "$kind: push prints the reference by digest" \
+        sh -c "echo '$ref' | grep -qE '^oci://$REGISTRY/packs/$kind@sha256:[0-9a-f]{64}\$'"
+    check "$kind: a second push gives the same digest" \
+        test "$("$packfs" push "$www/$kind.pack" "oci://$REGISTRY/packs/$kind:v1")" = "$ref"
+    for source in "oci://$REGISTRY/packs/$kind:v1" "$ref"; do
+        "$packfs" ls -l -R "$www/$kind.pack" / >"$work/local.out"
+        "$packfs" ls -l -R "$source" / >"$work/remote.out"
+        check "$kind: ls -lR of $source" cmp -s "$work/local.out" "$work/remote.out"
+        check "$kind: cat by reference" \
+            sh -c "'$packfs' cat '$source' /a/b/random | cmp -s - '$src/a/b/random'"
+    done
+    check "$kind: verify by reference" "$packfs" verify "$ref"
+    check "$kind: diff of the local pack and the reference finds nothing" \
+        "$packfs" diff "$www/$kind.pack" "$ref"
+    rm -f "$work/pulled.pack"
+    check "$kind: pull by reference" "$packfs" pull "$ref" "$work/pulled.pack"
+    check "  gives the pushed file byte for byte" cmp -s "$work/pulled.pack" "$www/$kind.pack"
+done
+rm -f "$work/pulled.pack"
+check "pull of an http URL" "$packfs" pull "$NGINX_URL/raw.pack#sha256:$raw_digest" "$work/pulled.pack"
+check "  byte for byte" cmp -s "$work/pulled.pack" "$www/raw.pack"
+expect_code "pull with a wrong digest leaves nothing" 1 \
+    "$packfs" pull "$NGINX_URL/raw.pack#sha256:$(printf '%064d' 0)" "$work/nothing.pack"
+check "  (no file, no temporary)" sh -c "! ls '$work' | grep -q nothing.pack"
+mkdir -p "$work/m3"
+do_mount "oci://$REGISTRY/packs/zstd:v1" "$work/m3"
+check "a mount of a registry reference reads the tree" diff -r "$src" "$work/m3"
+do_umount "$work/m3"
+good=$("$packfs" push "$www/raw.pack" "oci://$REGISTRY/packs/raw:v1")
+expect_code "a reference whose manifest digest does not match is refused" 1 \
+    "$packfs" ls "${good%@*}@sha256:$(printf '%064d' 0)" /
+expect_code "a repository that does not exist" 1 "$packfs" ls "oci://$REGISTRY/nothing/here:v1" /
+check "  is 'No such file'" grep -qi "no such" "$work/last.err"
+expect_code "push of a pack without block digests is refused" 1 \
+    "$packfs" push "$www/nodigests.pack" "oci://$REGISTRY/packs/nodigests:v1"
+expect_code "a malformed reference is a usage of the wrong kind" 1 "$packfs" ls "oci://$REGISTRY/UPPER:v1" /
+check "  naming the rule" grep -q "lower-case" "$work/last.err"
 
 echo "remote_cli_test: $failures failure(s)"
 [ "$failures" -eq 0 ]

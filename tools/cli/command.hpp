@@ -31,5 +31,7 @@ Command add_mount_command(CLI::App& parent);
 Command add_umount_command(CLI::App& parent);
 Command add_sync_command(CLI::App& parent);
 Command add_cache_command(CLI::App& parent);
+Command add_push_command(CLI::App& parent);
+Command add_pull_command(CLI::App& parent);
 
 }  // namespace packfs::cli

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
         packfs::cli::add_volume_command(app),  packfs::cli::add_bench_command(app),
         packfs::cli::add_mount_command(app),   packfs::cli::add_umount_command(app),
         packfs::cli::add_sync_command(app),    packfs::cli::add_convert_command(app),
-        packfs::cli::add_cache_command(app),
+        packfs::cli::add_cache_command(app),   packfs::cli::add_push_command(app),
+        packfs::cli::add_pull_command(app),
     };
     try {
         app.parse(argc, argv);

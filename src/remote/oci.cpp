@@ -1,0 +1,350 @@
+#include "remote/oci.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "pack/digest.hpp"
+
+namespace packfs::remote {
+
+namespace {
+
+using Json = nlohmann::json;
+constexpr std::string_view kOciScheme = "oci://";
+constexpr std::string_view kManifestType = "application/vnd.oci.image.manifest.v1+json";
+constexpr std::string_view kEmptyType = "application/vnd.oci.empty.v1+json";
+constexpr std::string_view kEmptyBody = "{}";
+
+bool is_hex(std::string_view s) {
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool valid_digest(std::string_view d) {
+    return d.starts_with("sha256:") && d.size() == 7 + 64 && is_hex(d.substr(7));
+}
+
+// The repository grammar of the distribution spec: lower-case components of [a-z0-9] joined
+// by '.', '_', '__', '-' runs, separated by '/'. Checked loosely: the characters and no empty
+// component.
+bool valid_repository(std::string_view r) {
+    if (r.empty() || r.front() == '/' || r.back() == '/' || r.find("//") != std::string_view::npos)
+        return false;
+    return std::all_of(r.begin(), r.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '-' || c == '/';
+    });
+}
+
+bool valid_tag(std::string_view t) {
+    if (t.empty() || t.size() > 128 || t.front() == '.' || t.front() == '-') return false;
+    return std::all_of(t.begin(), t.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+}
+
+std::string sha256_text(std::span<const std::byte> bytes) {
+    return "sha256:" + pack::to_hex(pack::sha256(bytes));
+}
+
+// key="value" pairs of a WWW-Authenticate challenge after its scheme.
+std::string challenge_param(std::string_view header, std::string_view key) {
+    const std::string needle = std::string(key) + "=\"";
+    const auto at = header.find(needle);
+    if (at == std::string_view::npos) return {};
+    const auto start = at + needle.size();
+    const auto end = header.find('"', start);
+    return std::string(header.substr(start, end == std::string_view::npos ? end : end - start));
+}
+
+std::string url_escape(std::string_view text) {
+    std::string out;
+    for (char c : text) {
+        if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+            c == '~')
+            out += c;
+        else
+            out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    }
+    return out;
+}
+
+std::string base64(std::string_view in) {
+    static constexpr char kTable[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        const uint32_t v = (static_cast<uint8_t>(in[i]) << 16) |
+                           (static_cast<uint8_t>(in[i + 1]) << 8) | static_cast<uint8_t>(in[i + 2]);
+        for (int k = 18; k >= 0; k -= 6) out += kTable[(v >> k) & 63];
+    }
+    if (i < in.size()) {
+        uint32_t v = static_cast<uint8_t>(in[i]) << 16;
+        if (i + 1 < in.size()) v |= static_cast<uint8_t>(in[i + 1]) << 8;
+        out += kTable[(v >> 18) & 63];
+        out += kTable[(v >> 12) & 63];
+        out += i + 1 < in.size() ? kTable[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string OciReference::base() const {
+    const std::string host =
+        registry.substr(0, registry.rfind(':') == std::string::npos || registry.front() == '['
+                               ? registry.size()
+                               : registry.rfind(':'));
+    const bool local = host == "localhost" || host == "127.0.0.1" || registry.starts_with("[::1]");
+    return (local ? "http://" : "https://") + registry;
+}
+
+std::string OciReference::reference() const {
+    return digest.empty() ? tag : digest;
+}
+
+std::string OciReference::text() const {
+    return fmt::format("oci://{}/{}{}{}", registry, repository, digest.empty() ? ":" : "@",
+                       reference());
+}
+
+bool is_oci_url(std::string_view text) noexcept {
+    return text.starts_with(kOciScheme);
+}
+
+Result<OciReference> parse_oci_reference(std::string_view text) {
+    auto bad = [&](std::string_view why) {
+        return fail(EINVAL, "oci", fmt::format("{} ({})", text, why));
+    };
+    if (!is_oci_url(text)) return bad("not an oci:// reference");
+    std::string_view rest = text.substr(kOciScheme.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0) return bad("no registry/repository");
+    OciReference ref;
+    ref.registry = std::string(rest.substr(0, slash));
+    rest.remove_prefix(slash + 1);
+    if (const auto at = rest.find('@'); at != std::string_view::npos) {
+        ref.digest = std::string(rest.substr(at + 1));
+        rest = rest.substr(0, at);
+        if (!valid_digest(ref.digest)) return bad("the digest must be sha256:<64 hex digits>");
+    } else if (const auto colon = rest.rfind(':');
+               colon != std::string_view::npos && rest.find('/', colon) == std::string_view::npos) {
+        ref.tag = std::string(rest.substr(colon + 1));
+        rest = rest.substr(0, colon);
+        if (!valid_tag(ref.tag))
+            return bad("a tag is 1-128 of [A-Za-z0-9_.-], not starting . or -");
+    }
+    ref.repository = std::string(rest);
+    if (!valid_repository(ref.repository))
+        return bad("a repository is lower-case [a-z0-9._-] components separated by /");
+    if (ref.tag.empty() && ref.digest.empty()) ref.tag = "latest";
+    return ref;
+}
+
+Registry::Registry(OciReference ref, std::chrono::milliseconds timeout,
+                   std::function<void(std::string_view)> log)
+    : ref_(std::move(ref)), timeout_(timeout), log_(std::move(log)), http_(4) {}
+
+bool Registry::authenticate(const HttpResponse& challenge) {
+    const std::string header = challenge.header("www-authenticate");
+    const char* creds = std::getenv("PACKFS_REGISTRY_AUTH");
+    if (header.starts_with("Basic")) {
+        if (creds == nullptr) return false;
+        auth_ = {"Authorization: Basic " + base64(creds)};
+        http_.set_headers(auth_);
+        return true;
+    }
+    if (!header.starts_with("Bearer")) return false;
+    const std::string realm = challenge_param(header, "realm");
+    if (realm.empty()) return false;
+    std::string url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
+    url += "service=" + url_escape(challenge_param(header, "service"));
+    if (const std::string scope = challenge_param(header, "scope"); !scope.empty())
+        url += "&scope=" + url_escape(scope);
+    HttpRequest token_request;
+    token_request.url = url;
+    if (creds != nullptr) token_request.headers.push_back("Authorization: Basic " + base64(creds));
+    HttpResponse token;
+    HttpFailure why;
+    HttpClient once(1);  // without the auth headers the registry's client carries
+    if (!once.send(token_request, Clock::now() + timeout_, token, why) || token.status != 200) {
+        log_(fmt::format("{}: the token service {} answered {}", ref_.text(), realm,
+                         why.detail.empty() ? fmt::format("HTTP {}", token.status) : why.detail));
+        return false;
+    }
+    const Json body = Json::parse(token.body, nullptr, false);
+    std::string value;
+    if (body.is_object()) {
+        if (body.contains("token") && body["token"].is_string())
+            value = body["token"];
+        else if (body.contains("access_token") && body["access_token"].is_string())
+            value = body["access_token"];
+    }
+    if (value.empty()) return false;
+    auth_ = {"Authorization: Bearer " + value};
+    http_.set_headers(auth_);
+    return true;
+}
+
+Result<HttpResponse> Registry::request(HttpRequest request, std::string_view what) {
+    HttpResponse response;
+    HttpFailure why;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (!http_.send(request, Clock::now() + timeout_, response, why)) {
+            log_(fmt::format("{}: {}: {}", ref_.text(), what, why.detail));
+            return fail(why.code, "oci", fmt::format("{} ({}: {})", ref_.text(), what, why.detail));
+        }
+        if (response.status != 401 || attempt == 1 || !authenticate(response)) break;
+    }
+    if (response.status == 401 || response.status == 403)
+        return fail(EACCES, "oci",
+                    fmt::format("{} ({}: HTTP {}; set PACKFS_REGISTRY_AUTH=user:password)",
+                                ref_.text(), what, response.status));
+    return response;
+}
+
+Result<OciPack> Registry::resolve() {
+    HttpRequest get;
+    get.url = fmt::format("{}/v2/{}/manifests/{}", ref_.base(), ref_.repository, ref_.reference());
+    get.headers = {fmt::format("Accept: {}", kManifestType)};
+    auto response = request(get, "manifest");
+    if (!response) return std::unexpected(response.error());
+    if (response->status == 404)
+        return fail(ENOENT, "oci", fmt::format("{} (no such manifest)", ref_.text()));
+    if (response->status != 200)
+        return fail(EIO, "oci",
+                    fmt::format("{} (manifest: HTTP {})", ref_.text(), response->status));
+    OciPack out;
+    out.manifest_digest = sha256_text(std::as_bytes(std::span(response->body)));
+    if (!ref_.digest.empty() && out.manifest_digest != ref_.digest)
+        return std::unexpected(Error(kErrCorrupt, "oci",
+                                     fmt::format("{} (manifest digest: expected {}, found {})",
+                                                 ref_.text(), ref_.digest, out.manifest_digest)));
+    const Json manifest = Json::parse(response->body, nullptr, false);
+    auto no_pack = [&](std::string_view why) {
+        return fail(EINVAL, "oci", fmt::format("{} (not a PackFS pack: {})", ref_.text(), why));
+    };
+    if (!manifest.is_object() || !manifest.contains("layers") || !manifest["layers"].is_array())
+        return no_pack("the manifest has no layers");
+    for (const Json& layer : manifest["layers"]) {
+        if (!layer.is_object() || layer.value("mediaType", "") != kPackMediaType) continue;
+        const std::string digest = layer.value("digest", "");
+        if (!valid_digest(digest)) return no_pack("its layer digest is malformed");
+        if (!layer.contains("size") || !layer["size"].is_number_unsigned())
+            return no_pack("its layer has no size");
+        out.blob_digest = digest;
+        out.size = layer["size"].get<uint64_t>();
+        if (layer.contains("annotations") && layer["annotations"].is_object())
+            out.image_digest = layer["annotations"].value(std::string(kImageDigestAnnotation), "");
+        if (out.image_digest.size() != 64 || !is_hex(out.image_digest))
+            return no_pack("its layer does not name the pack's image digest");
+        out.blob_url = fmt::format("{}/v2/{}/blobs/{}", ref_.base(), ref_.repository, digest);
+        return out;
+    }
+    return no_pack(fmt::format("no layer of media type {}", kPackMediaType));
+}
+
+Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int fd,
+                                   std::string body) {
+    HttpRequest head;
+    head.method = "HEAD";
+    head.url = fmt::format("{}/v2/{}/blobs/{}", ref_.base(), ref_.repository, digest);
+    auto exists = request(head, "blob check");
+    if (!exists) return std::unexpected(exists.error());
+    if (exists->status == 200) return {};  // already there: nothing to send
+
+    HttpRequest start;
+    start.method = "POST";
+    start.url = fmt::format("{}/v2/{}/blobs/uploads/", ref_.base(), ref_.repository);
+    auto started = request(start, "upload start");
+    if (!started) return std::unexpected(started.error());
+    std::string location = started->header("location");
+    if (started->status != 202 || location.empty())
+        return fail(EIO, "oci",
+                    fmt::format("{} (upload start: HTTP {})", ref_.text(), started->status));
+    if (location.starts_with("/")) location = ref_.base() + location;
+    HttpRequest put;
+    put.method = "PUT";
+    put.url = location + (location.find('?') == std::string::npos ? "?" : "&") +
+              "digest=" + url_escape(digest);
+    put.headers = {"Content-Type: application/octet-stream"};
+    put.in_fd = fd;
+    put.in_size = size;
+    put.body = std::move(body);
+    auto done = request(put, "upload");
+    if (!done) return std::unexpected(done.error());
+    if (done->status != 201)
+        return fail(EIO, "oci",
+                    fmt::format("{} (upload of {}: HTTP {} {})", ref_.text(), digest, done->status,
+                                done->body.substr(0, 200)));
+    return {};
+}
+
+Result<std::string> Registry::push(const std::string& pack_path, const std::string& image_digest) {
+    const int fd = ::open(pack_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(errno, "push", pack_path);
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(errno, "push", pack_path);
+    const auto size = static_cast<uint64_t>(st.st_size);
+    pack::Sha256 sha;
+    std::vector<std::byte> buffer(1 << 20);
+    for (uint64_t at = 0; at < size;) {
+        const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(at));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return fail(EIO, "push", pack_path);
+        sha.update(std::span(buffer.data(), static_cast<std::size_t>(n)));
+        at += static_cast<uint64_t>(n);
+    }
+    const std::string blob = "sha256:" + pack::to_hex(sha.finish());
+    if (auto ok = upload_blob(blob, size, fd, {}); !ok) return std::unexpected(ok.error());
+    const std::string empty = sha256_text(std::as_bytes(std::span(kEmptyBody)));
+    if (auto ok = upload_blob(empty, kEmptyBody.size(), -1, std::string(kEmptyBody)); !ok)
+        return std::unexpected(ok.error());
+
+    const std::string title = pack_path.substr(pack_path.rfind('/') + 1);
+    const Json manifest = {
+        {"schemaVersion", 2},
+        {"mediaType", kManifestType},
+        {"artifactType", kPackMediaType},
+        {"config", {{"mediaType", kEmptyType}, {"digest", empty}, {"size", kEmptyBody.size()}}},
+        {"layers", Json::array({{{"mediaType", kPackMediaType},
+                                 {"digest", blob},
+                                 {"size", size},
+                                 {"annotations",
+                                  {{std::string(kImageDigestAnnotation), image_digest},
+                                   {"org.opencontainers.image.title", title}}}}})},
+        {"annotations", {{std::string(kImageDigestAnnotation), image_digest}}}};
+    HttpRequest put;
+    put.method = "PUT";
+    put.url = fmt::format("{}/v2/{}/manifests/{}", ref_.base(), ref_.repository,
+                          ref_.tag.empty() ? std::string("latest") : ref_.tag);
+    put.headers = {fmt::format("Content-Type: {}", kManifestType)};
+    put.body = manifest.dump();
+    const std::string digest = sha256_text(std::as_bytes(std::span(put.body)));
+    auto done = request(put, "manifest upload");
+    if (!done) return std::unexpected(done.error());
+    if (done->status != 201)
+        return fail(EIO, "oci",
+                    fmt::format("{} (manifest upload: HTTP {} {})", ref_.text(), done->status,
+                                done->body.substr(0, 300)));
+    if (const std::string said = done->header("docker-content-digest");
+        !said.empty() && said != digest)
+        return fail(EIO, "oci",
+                    fmt::format("{} (the registry stored the manifest as {}, not {})", ref_.text(),
+                                said, digest));
+    return digest;
+}
+
+}  // namespace packfs::remote

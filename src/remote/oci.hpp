@@ -1,0 +1,78 @@
+// Packs in OCI registries (the distribution API, docs/REMOTE.md "Registries"): a pack is pushed
+// as an artifact, a manifest whose one layer is the pack file and which names the pack's image
+// digest, and read back by resolving a reference to that layer's blob URL, which is then read
+// with range requests like any HTTP pack.
+//
+// References: oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:<manifest
+// digest>. A registry on localhost (or 127.0.0.1, [::1]) is spoken to over HTTP, any other over
+// HTTPS. Auth: anonymous, or what the registry asks for in its 401 (Bearer: a token from its
+// realm; Basic), with credentials from $PACKFS_REGISTRY_AUTH ("user:password") when set.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "packfs/error.hpp"
+#include "remote/http_client.hpp"
+
+namespace packfs::remote {
+
+inline constexpr std::string_view kPackMediaType = "application/vnd.packfs.pack.v2";
+inline constexpr std::string_view kImageDigestAnnotation = "org.packfs.image-digest";
+
+struct OciReference {
+    std::string registry;           // host[:port]
+    std::string repository;         // lower case, slashes allowed
+    std::string tag;                // or empty
+    std::string digest;             // "sha256:<hex>", or empty
+    std::string base() const;       // http(s)://registry
+    std::string reference() const;  // the tag or the digest
+    std::string text() const;       // oci://registry/repository(:tag|@digest)
+};
+
+bool is_oci_url(std::string_view text) noexcept;
+// EINVAL, naming what is wrong, for anything but the two forms above.
+Result<OciReference> parse_oci_reference(std::string_view text);
+
+// What a reference resolves to.
+struct OciPack {
+    std::string blob_url;     // GET it with Range
+    std::string blob_digest;  // "sha256:<hex>" of the whole pack file
+    uint64_t size = 0;
+    std::string image_digest;     // the pack's, from the manifest (64 hex digits)
+    std::string manifest_digest;  // "sha256:<hex>"
+};
+
+class Registry {
+public:
+    Registry(OciReference ref, std::chrono::milliseconds timeout,
+             std::function<void(std::string_view)> log);
+
+    // The manifest the reference names (checked against the digest when it names one), and
+    // its pack layer. ENOENT: no such manifest; EINVAL: a manifest with no pack layer.
+    Result<OciPack> resolve();
+    // Uploads `pack_path` (its blob unless the registry has it, the empty config, then the
+    // manifest under the reference's tag, or "latest") and returns the manifest's digest.
+    Result<std::string> push(const std::string& pack_path, const std::string& image_digest);
+
+    // The headers every request needs from now on (auth), for a client reading the blob.
+    std::vector<std::string> auth_headers() const { return auth_; }
+    HttpClient& http() noexcept { return http_; }
+
+private:
+    // One request, with the auth the registry asks for on a 401 (then once more).
+    Result<HttpResponse> request(HttpRequest request, std::string_view what);
+    bool authenticate(const HttpResponse& challenge);
+    Result<void> upload_blob(const std::string& digest, uint64_t size, int fd, std::string body);
+
+    OciReference ref_;
+    std::chrono::milliseconds timeout_;
+    std::function<void(std::string_view)> log_;
+    HttpClient http_;
+    std::vector<std::string> auth_;
+};
+
+}  // namespace packfs::remote

@@ -1,0 +1,148 @@
+// Whole packs: push_pack to a registry, pull_pack of a URL or reference (packfs/remote.hpp).
+// A pull is the baseline a lazy open is measured against, and a way to keep a local copy: it
+// writes beside the target and renames only what checked out.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "pack/digest.hpp"
+#include "packfs/remote.hpp"
+#include "remote/oci.hpp"
+
+namespace packfs {
+
+namespace {
+
+void to_stderr(std::string_view line) {
+    std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()), line.data());
+}
+
+std::string strip_digest(std::string text) {
+    if (text.starts_with("sha256:")) text.erase(0, 7);
+    return text;
+}
+
+// The SHA-256 of the file's bytes, "sha256:<hex>".
+Result<std::string> file_sha256(int fd, std::string_view path) {
+    pack::Sha256 sha;
+    std::vector<std::byte> buffer(1 << 20);
+    for (off_t at = 0;;) {
+        const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(errno, "pull", path);
+        if (n == 0) break;
+        sha.update(std::span(buffer.data(), static_cast<std::size_t>(n)));
+        at += n;
+    }
+    return "sha256:" + pack::to_hex(sha.finish());
+}
+
+}  // namespace
+
+Result<std::string> push_pack(std::string_view pack_path, std::string_view reference,
+                              const RemoteOptions& options) {
+    auto ref = remote::parse_oci_reference(reference);
+    if (!ref) return std::unexpected(ref.error());
+    if (!ref->digest.empty())
+        return fail(
+            EINVAL, "push",
+            fmt::format("{} (push to a tag; the digest is what the push answers)", reference));
+    auto pack = open_pack(pack_path);
+    if (!pack) return std::unexpected(pack.error());
+    const PackInfo info = (*pack)->info();
+    if (!info.has_block_digests && info.stream_size > 0)
+        return fail(
+            ENOTSUP, "push",
+            fmt::format("{} (no block digests, so it could not be read remotely: rebuild it "
+                        "with `packfs convert`)",
+                        pack_path));
+    remote::Registry registry(*ref, options.timeout, options.log ? options.log : to_stderr);
+    auto digest = registry.push(std::string(pack_path), info.digest);
+    if (!digest) return std::unexpected(digest.error());
+    remote::OciReference by_digest = *ref;
+    by_digest.tag.clear();
+    by_digest.digest = *digest;
+    return by_digest.text();
+}
+
+Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
+                           const RemoteOptions& options) {
+    std::string url(source);
+    std::string pin = strip_digest(options.digest), blob_digest;
+    if (const auto hash = url.find('#'); hash != std::string::npos) {
+        pin = strip_digest(url.substr(hash + 1));
+        url.resize(hash);
+    }
+    auto log = options.log ? options.log : to_stderr;
+    remote::HttpRequest get;
+    std::optional<remote::Registry> registry;
+    if (remote::is_oci_url(url)) {
+        auto ref = remote::parse_oci_reference(url);
+        if (!ref) return std::unexpected(ref.error());
+        registry.emplace(*ref, options.timeout, log);
+        auto found = registry->resolve();
+        if (!found) return std::unexpected(found.error());
+        if (!pin.empty() && pin != found->image_digest)
+            return fail(kErrCorrupt, "pull",
+                        fmt::format("{} (image digest: given {}, the manifest names {})", url, pin,
+                                    found->image_digest));
+        pin = found->image_digest;
+        blob_digest = found->blob_digest;
+        url = found->blob_url;
+    } else if (!is_remote_url(url)) {
+        return fail(EINVAL, "pull",
+                    fmt::format("{} (not an http(s) URL or oci:// reference)", url));
+    }
+    const std::string target(out_path);
+    const std::string temp =
+        fmt::format("{}.pull-{}-{:08x}", target, ::getpid(), std::random_device{}());
+    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return fail(errno, "pull", target);
+    struct Temp {
+        int fd;
+        const std::string& path;
+        bool keep = false;
+        ~Temp() {
+            ::close(fd);
+            if (!keep) ::unlink(path.c_str());
+        }
+    } guard{fd, temp};
+
+    get.url = url;
+    get.out_fd = fd;
+    get.stall_seconds = std::max<long>(1, static_cast<long>(options.timeout.count() / 1000));
+    remote::HttpResponse response;
+    remote::HttpFailure why;
+    remote::HttpClient own(1);
+    remote::HttpClient& http = registry ? registry->http() : own;
+    // No deadline for the whole body (a big pack on a slow link takes what it takes): the
+    // timeout bounds connecting and each stall (libcurl's low-speed limit below 1 byte/s).
+    if (!http.send(get, remote::Clock::now() + std::chrono::hours(24 * 7), response, why))
+        return fail(why.code, "pull", fmt::format("{} ({})", url, why.detail));
+    if (response.status != 200)
+        return fail(response.status == 404 ? ENOENT : EIO, "pull",
+                    fmt::format("{} (HTTP {})", url, response.status));
+    if (!blob_digest.empty()) {
+        auto got = file_sha256(fd, target);
+        if (!got) return std::unexpected(got.error());
+        if (*got != blob_digest)
+            return fail(
+                kErrCorrupt, "pull",
+                fmt::format("{} (blob digest: expected {}, found {})", url, blob_digest, *got));
+    }
+    if (::fsync(fd) != 0) return fail(errno, "pull", target);
+    auto pack = open_pack(temp);
+    if (!pack) return std::unexpected(pack.error().relabeled("pull", url));
+    const PackInfo info = (*pack)->info();
+    if (!pin.empty() && info.digest != pin)
+        return fail(kErrCorrupt, "pull",
+                    fmt::format("{} (image digest: expected {}, found {})", url, pin, info.digest));
+    if (::rename(temp.c_str(), target.c_str()) != 0) return fail(errno, "pull", target);
+    guard.keep = true;
+    return info.file_size;
+}
+
+}  // namespace packfs

@@ -1,0 +1,45 @@
+# A real OCI registry (Debian's docker-registry, CNCF distribution 2.8) on 127.0.0.1 at a free
+# port with filesystem storage under DIR, for the remote-pack tests. Sourced after nginx.sh
+# (for free_port); `start_registry DIR` sets REGISTRY (127.0.0.1:PORT). A test whose registry
+# cannot start fails with the reason (scripts/install-deps.sh installs docker-registry).
+start_registry() {
+    local dir="$1" bin
+    bin=$(command -v docker-registry || true)
+    [ -n "$bin" ] || { echo "FAIL: docker-registry is not installed (scripts/install-deps.sh installs it)"; exit 1; }
+    mkdir -p "$dir/storage"
+    for attempt in 1 2 3 4 5; do
+        REGISTRY_PORT=$(free_port)
+        cat >"$dir/config.yml" <<EOF2
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $dir/storage
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$REGISTRY_PORT
+EOF2
+        "$bin" serve "$dir/config.yml" >"$dir/registry.log" 2>&1 &
+        REGISTRY_PID=$!
+        for _ in $(seq 100); do
+            if curl -s -o /dev/null "http://127.0.0.1:$REGISTRY_PORT/v2/"; then
+                REGISTRY="127.0.0.1:$REGISTRY_PORT"
+                return 0
+            fi
+            kill -0 "$REGISTRY_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill "$REGISTRY_PID" 2>/dev/null || true
+        grep -q "address already in use" "$dir/registry.log" || break
+    done
+    echo "FAIL: docker-registry did not start: $(tail -5 "$dir/registry.log")"
+    exit 1
+}
+
+stop_registry() {
+    [ -n "${REGISTRY_PID:-}" ] || return 0
+    kill "$REGISTRY_PID" 2>/dev/null || true
+    wait "$REGISTRY_PID" 2>/dev/null || true
+}
