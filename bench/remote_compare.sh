@@ -69,26 +69,31 @@ fetched_requests() { awk '$2 == "/tree.pack"' "$NGINX_DIR/access.log" | wc -l; }
 (cd /usr && find share include -type f -size +0 | sort | awk 'BEGIN { srand(42) } rand() < 0.01') >"$work/sample"
 sample_bytes=$(cd /usr && tr '\n' '\0' <"$work/sample" | xargs -0 stat -c %s | awk '{ s += $1 } END { print s }')
 
-# ---- A and B: 20 ms ------------------------------------------------------------------------
-link 20 0
-: >"$work/A.remote"; : >"$work/A.pull"; : >"$work/B.remote"; : >"$work/B.fetched"; : >"$work/pull"
-for run in $(seq "$runs"); do
-    log "A/B run $run"
-    rm -rf "$work/cache"; reset_nginx_log
-    t0=$(now); remote_mount "$LINK_URL"; ls -lR "$mnt" >/dev/null; t1=$(now)
-    echo "$t1 - $t0" | bc >>"$work/A.remote"; echo "$(fetched_requests) requests, $(fetched_bytes) bytes" >"$work/A.fetched"
-    drop
-    t0=$(now); curl -s -o "$work/pulled.pack" "$LINK_URL"; t1=$(now)
-    echo "$t1 - $t0" | bc >>"$work/pull"
-    "$packfs" mount "$work/pulled.pack" "$work/local"; ls -lR "$work/local" >/dev/null; t2=$(now)
-    echo "$t2 - $t0" | bc >>"$work/A.pull"
-    "$packfs" umount "$work/local"; rm -f "$work/pulled.pack"
-    rm -rf "$work/cache"; reset_nginx_log
-    t0=$(now); remote_mount "$LINK_URL"
-    (cd "$mnt" && tr '\n' '\0' <"$work/sample" | xargs -0 -P 16 -n 4 cat >/dev/null); t1=$(now)
-    echo "$t1 - $t0" | bc >>"$work/B.remote"; fetched_bytes >>"$work/B.fetched"
-    drop
-done
+# ---- A and B: 20 ms, without a bandwidth cap (suffix 0) and at 200 Mbit/s (suffix 200) ----
+ab() {
+    local rate="$1"
+    link 20 "$rate"
+    : >"$work/A.remote.$rate"; : >"$work/A.pull.$rate"; : >"$work/B.remote.$rate"; : >"$work/B.fetched.$rate"; : >"$work/pull.$rate"
+    for run in $(seq "$runs"); do
+        log "A/B at $rate Mbit/s, run $run"
+        rm -rf "$work/cache"; reset_nginx_log
+        t0=$(now); remote_mount "$LINK_URL"; ls -lR "$mnt" >/dev/null; t1=$(now)
+        echo "$t1 - $t0" | bc >>"$work/A.remote.$rate"; echo "$(fetched_requests) requests, $(fetched_bytes) bytes" >"$work/A.fetched.$rate"
+        drop
+        t0=$(now); curl -s -o "$work/pulled.pack" "$LINK_URL"; t1=$(now)
+        echo "$t1 - $t0" | bc >>"$work/pull.$rate"
+        "$packfs" mount "$work/pulled.pack" "$work/local"; ls -lR "$work/local" >/dev/null; t2=$(now)
+        echo "$t2 - $t0" | bc >>"$work/A.pull.$rate"
+        "$packfs" umount "$work/local"; rm -f "$work/pulled.pack"
+        rm -rf "$work/cache"; reset_nginx_log
+        t0=$(now); remote_mount "$LINK_URL"
+        (cd "$mnt" && tr '\n' '\0' <"$work/sample" | xargs -0 -P 16 -n 4 cat >/dev/null); t1=$(now)
+        echo "$t1 - $t0" | bc >>"$work/B.remote.$rate"; fetched_bytes >>"$work/B.fetched.$rate"
+        drop
+    done
+}
+ab 0
+ab 200
 
 # ---- C: 5 ms, 200 Mbit/s -------------------------------------------------------------------
 link 5 200
@@ -144,8 +149,10 @@ remote_compare: pack of /usr/share + /usr/include, zstd 64 KiB blocks: $(mib "$p
 metadata $(mib "$meta_bytes") MiB; $(wc -l <"$work/sample") sampled files of $(mib "$sample_bytes") MiB; medians of $runs runs
 | figure | PackFS remote | anchor | ratio |
 | --- | --- | --- | --- |
-| A. mount + ls -lR, 20 ms RTT | $(median <"$work/A.remote") s ($(cat "$work/A.fetched")) | pull + mount + ls -lR $(median <"$work/A.pull") s (pull alone $(median <"$work/pull") s) | $(echo "scale=1; $(median <"$work/A.pull") / $(median <"$work/A.remote")" | bc)x faster |
-| B. read 1% of the files, 20 ms RTT, 16 readers | $(median <"$work/B.remote") s, $(mib "$(median <"$work/B.fetched")") MiB fetched | pull $(median <"$work/pull") s; metadata + 1.5x read = $(mib "$((meta_bytes + sample_bytes * 3 / 2))") MiB | $(echo "scale=1; $(median <"$work/pull") / $(median <"$work/B.remote")" | bc)x faster |
+| A. mount + ls -lR, 20 ms RTT | $(median <"$work/A.remote.0") s ($(cat "$work/A.fetched.0")) | pull + mount + ls -lR $(median <"$work/A.pull.0") s (pull alone $(median <"$work/pull.0") s) | $(echo "scale=1; $(median <"$work/A.pull.0") / $(median <"$work/A.remote.0")" | bc)x faster |
+| A. the same at 200 Mbit/s | $(median <"$work/A.remote.200") s | $(median <"$work/A.pull.200") s (pull alone $(median <"$work/pull.200") s) | $(echo "scale=1; $(median <"$work/A.pull.200") / $(median <"$work/A.remote.200")" | bc)x faster |
+| B. read 1% of the files, 20 ms RTT, 16 readers | $(median <"$work/B.remote.0") s, $(mib "$(median <"$work/B.fetched.0")") MiB fetched | pull $(median <"$work/pull.0") s; metadata + 1.5x read = $(mib "$((meta_bytes + sample_bytes * 3 / 2))") MiB | $(echo "scale=1; $(median <"$work/pull.0") / $(median <"$work/B.remote.0")" | bc)x faster |
+| B. the same at 200 Mbit/s | $(median <"$work/B.remote.200") s, $(mib "$(median <"$work/B.fetched.200")") MiB fetched | pull $(median <"$work/pull.200") s | $(echo "scale=1; $(median <"$work/pull.200") / $(median <"$work/B.remote.200")" | bc)x faster |
 | C. read every file, 5 ms RTT, 200 Mbit/s | $(median <"$work/C.remote") s ($(mib "$(cat "$work/C.fetched")") MiB fetched) | curl of the pack $(median <"$work/C.curl") s | $(echo "scale=2; $(median <"$work/C.curl") / $(median <"$work/C.remote")" | bc)x curl's throughput |
 | D. warm ls -lR | $(median <"$work/D.ls.remote") s ($(cat "$work/D.requests") requests) | local pack $(median <"$work/D.ls.local") s | $(echo "scale=2; $(median <"$work/D.ls.remote") / $(median <"$work/D.ls.local")" | bc)x local |
 | D. warm read-all | $(median <"$work/D.read.remote") s | local pack $(median <"$work/D.read.local") s | $(echo "scale=2; $(median <"$work/D.read.remote") / $(median <"$work/D.read.local")" | bc)x local |

@@ -79,6 +79,10 @@ public:
     // Exactly out.size() bytes at `offset`, which lie inside the data region, from blocks
     // checked against their digests. False (the reason logged) when they cannot be had.
     virtual bool read(uint64_t offset, std::span<std::byte> out) noexcept = 0;
+    // A hint for this thread's next reads: the caller is reading something whose stored bytes
+    // end at `end` (a file's content), so fetching on to there now saves round trips and
+    // fetches nothing the caller will not want.
+    virtual void expect(uint64_t end) noexcept = 0;
 };
 
 class PackImage {

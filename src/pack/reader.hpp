@@ -307,6 +307,8 @@ private:
     Result<std::string_view> bytes(uint64_t offset, uint64_t length, uint64_t field_rel,
                                    std::string_view what, const Ctx& ctx) const;
 
+    // A remote pack: tells it where `content`'s stored bytes end (RemoteBytes::expect).
+    void expect_content(const ContentRef& content) const noexcept;
     // The data stream.
     Result<void> read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx) const;
     struct StoredBlock {

@@ -159,6 +159,16 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
     return {};
 }
 
+void PackReader::expect_content(const ContentRef& content) const noexcept {
+    RemoteBytes* remote = image_->remote();
+    if (remote == nullptr || content.where != ContentRef::Where::stream || content.size == 0)
+        return;
+    const uint64_t last = content.offset + content.size - 1;  // its last byte in the stream
+    if (codec_ == Codec::none && !holes_) return remote->expect(data_offset_ + last + 1);
+    if (auto block = block_extent(last / block_size_, Ctx{"read", {}}))
+        remote->expect(block->offset + block->length);
+}
+
 Result<std::size_t> PackReader::read(const ContentRef& content, uint64_t offset,
                                      std::span<std::byte> out, const Ctx& ctx) const {
     if (offset >= content.size || out.empty()) return 0;
@@ -167,6 +177,7 @@ Result<std::size_t> PackReader::read(const ContentRef& content, uint64_t offset,
         std::memcpy(out.data(), content.inline_data + offset, n);
         return n;
     }
+    expect_content(content);
     if (auto ok = read_stream(content.offset + offset, out.first(n), ctx); !ok)
         return std::unexpected(ok.error());
     return n;
@@ -183,6 +194,7 @@ Result<std::span<const std::byte>> PackReader::view(const ContentRef& content, u
         if (auto at = raw_offset(content.offset + offset, n))
             return std::span(image_->mapping() + *at, n);
     }
+    expect_content(content);
     scratch.resize(n);
     auto out = std::as_writable_bytes(std::span(scratch.data(), n));
     if (auto ok = read_stream(content.offset + offset, out, ctx); !ok)

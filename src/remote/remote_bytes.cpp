@@ -12,10 +12,18 @@ namespace packfs::remote {
 namespace {
 
 constexpr uint64_t kMaxRequestBytes = 16 << 20;  // one GET fetches at most this much
+constexpr std::size_t kSweepBlocks = 32;         // how far back a sweep is looked for
 
 std::string hex(std::span<const uint8_t> bytes) {
     return pack::to_hex(bytes);
 }
+
+// This thread's hint (expect()): whose, and where the content being read ends.
+struct Expected {
+    const void* owner = nullptr;
+    uint64_t end = 0;
+};
+thread_local Expected t_expected;
 
 }  // namespace
 
@@ -95,6 +103,10 @@ bool HttpPackBytes::in_cache(std::size_t i) const {
     return cache_.read(blocks_[i].offset, bytes) && matches(i, bytes);
 }
 
+void HttpPackBytes::expect(uint64_t end) noexcept {
+    t_expected = {this, end};
+}
+
 bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try {
     if (out.empty()) return true;
     const uint64_t end = offset + out.size();
@@ -116,7 +128,9 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
         return false;
     }
     std::vector<Fetched> fetched;
-    if (!missing.empty() && !resolve(std::move(missing), fetched, Clock::now() + options_.timeout))
+    const uint64_t expected_end = t_expected.owner == this ? t_expected.end : 0;
+    if (!missing.empty() &&
+        !resolve(std::move(missing), fetched, expected_end, Clock::now() + options_.timeout))
         return false;
     for (std::size_t i = first; i <= last; ++i) {
         const pack::StoredBlockRef& b = blocks_[i];
@@ -139,7 +153,7 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
 }
 
 bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
-                            Clock::time_point deadline) {
+                            uint64_t expected_end, Clock::time_point deadline) {
     while (!missing.empty()) {
         std::vector<std::size_t> mine, theirs;
         {
@@ -159,7 +173,9 @@ bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetche
         for (std::size_t k = 0; k < mine.size() && ok;) {
             std::size_t j = k;
             while (j + 1 < mine.size() && mine[j + 1] == mine[j] + 1) ++j;
-            ok = fetch_run(mine[k], mine[j], mine[j], fetched, deadline);
+            // Only the last run may reach on towards what the caller expects to read.
+            ok = fetch_run(mine[k], mine[j], mine[j], j + 1 == mine.size() ? expected_end : 0,
+                           fetched, deadline);
             k = j + 1;
         }
         {
@@ -183,29 +199,85 @@ bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetche
     return true;
 }
 
+bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
+                               std::size_t wanted_last, std::vector<Fetched>& fetched,
+                               Clock::time_point deadline) {
+    // One GET for [from, to], cut into its blocks and each one checked.
+    const uint64_t at = blocks_[from].offset;
+    auto buffer = std::make_shared<std::vector<std::byte>>(ends_[to] - at);
+    if (!get(at, *buffer, deadline)) return false;
+    for (std::size_t i = from; i <= to; ++i) {
+        const pack::StoredBlockRef& b = blocks_[i];
+        if (b.length == 0) continue;
+        auto bytes = std::span(*buffer).subspan(b.offset - at, b.length);
+        if (!matches(i, bytes)) {
+            const pack::Sha256Digest first_try = pack::sha256(bytes);
+            // Once more on its own: a flipped bit in transit, or a server mid-update.
+            if (!get(b.offset, bytes, deadline)) return false;
+            if (!matches(i, bytes)) {
+                log(fmt::format(
+                    "{}: block {} (bytes {}-{}) does not match its digest: expected {}, found {} "
+                    "(then {}); not used, not cached",
+                    url_, i, b.offset, b.offset + b.length - 1, hex(b.digest), hex(first_try),
+                    hex(pack::sha256(bytes))));
+                errno = EIO;
+                return false;
+            }
+        }
+        if (cache_.valid() && cache_.write(b.offset, bytes)) mark_verified(i);
+        if (i >= wanted_first && i <= wanted_last)
+            fetched.push_back(Fetched{i, buffer, b.offset - at});
+    }
+    return true;
+}
+
 bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
-                              std::vector<Fetched>& fetched, Clock::time_point deadline) {
-    // Readahead: a run that starts where the last fetch ended is a sequential reader's; fetch
-    // more after it (blocks nobody has or fetches, claimed here), the window doubling each time.
+                              uint64_t expected_end, std::vector<Fetched>& fetched,
+                              Clock::time_point deadline) {
+    // Fetching ahead, of blocks nobody has or fetches (claimed here), for two reasons: the rest
+    // of the content being read (expected_end, up to the readahead bound), and a sequential
+    // reader: a run that starts where one of the recent fetches ended gets a window that
+    // doubles with each such fetch.
     std::vector<std::size_t> extra;
     {
         std::lock_guard lock(mutex_);
-        if (first == next_sequential_) {
-            window_ = std::clamp<uint64_t>(2 * window_, 2 * (ends_[last] - blocks_[first].offset),
-                                           options_.readahead_bytes);
-        } else {
-            window_ = 0;
+        Stream* stream = nullptr;
+        for (Stream& s : streams_) {
+            if (s.next == first) stream = &s;
         }
-        uint64_t span = ends_[last] - blocks_[first].offset;
+        if (stream != nullptr) {
+            stream->window =
+                std::clamp<uint64_t>(2 * stream->window, 2 * (ends_[last] - blocks_[first].offset),
+                                     options_.readahead_bytes);
+        } else {
+            stream = &*std::min_element(
+                std::begin(streams_), std::end(streams_),
+                [](const Stream& a, const Stream& b) { return a.last_use < b.last_use; });
+            stream->window = 0;
+        }
+        const uint64_t begin = blocks_[first].offset;
+        uint64_t reach = std::max(
+            begin + stream->window,
+            std::min(expected_end,
+                     begin + std::max<uint64_t>(options_.readahead_bytes, ends_[last] - begin)));
+        // A sweep: readers that take most of the blocks just before this one (a walk reading
+        // every file, in whatever order) will want the ones after it too.
+        if (first >= kSweepBlocks) {
+            std::size_t have = 0;
+            for (std::size_t i = first - kSweepBlocks; i < first; ++i) have += verified(i) ? 1 : 0;
+            if (have * 4 >= kSweepBlocks * 3)
+                reach = std::max(reach, begin + options_.readahead_bytes / 4);
+        }
         for (std::size_t i = last + 1;
-             i < blocks_.size() && span < window_ && span < kMaxRequestBytes && !verified(i) &&
-             !in_flight_.contains(i);
+             i < blocks_.size() && ends_[i] <= reach && ends_[i] - begin <= kMaxRequestBytes &&
+             !verified(i) && !in_flight_.contains(i);
              ++i) {
             in_flight_.insert(i);
             extra.push_back(i);
-            span = ends_[i] - blocks_[first].offset;
             last = i;
         }
+        stream->next = last + 1;
+        stream->last_use = ++stream_clock_;
     }
     struct Unclaim {  // the readahead claims go whatever happens
         HttpPackBytes& self;
@@ -223,46 +295,23 @@ bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t w
     // Another process may hold or be fetching these: wait for its lock, then look in the file.
     const uint64_t begin = blocks_[first].offset, end = ends_[last];
     const auto lock = cache_.lock(begin, end - begin);
-    std::size_t from = first, to = last;
-    while (from <= to && (blocks_[from].length == 0 || in_cache(from))) {
-        if (blocks_[from].length != 0) mark_verified(from);
-        ++from;
-    }
-    while (to > from && (blocks_[to].length == 0 || in_cache(to))) {
-        if (blocks_[to].length != 0) mark_verified(to);
-        --to;
-    }
-    {
-        std::lock_guard guard(mutex_);
-        next_sequential_ = last + 1;
-    }
-    if (from > to) return true;
-
-    // One GET for [from, to], cut into its blocks and each one checked.
-    const uint64_t at = blocks_[from].offset;
-    auto buffer = std::make_shared<std::vector<std::byte>>(ends_[to] - at);
-    if (!get(at, *buffer, deadline)) return false;
-    for (std::size_t i = from; i <= to; ++i) {
-        const pack::StoredBlockRef& b = blocks_[i];
-        if (b.length == 0) continue;
-        if (verified(i)) continue;  // found in the cache between the two ends
-        auto bytes = std::span(*buffer).subspan(b.offset - at, b.length);
-        if (!matches(i, bytes)) {
-            const pack::Sha256Digest first_try = pack::sha256(bytes);
-            // Once more on its own: a flipped bit in transit, or a server mid-update.
-            if (!get(b.offset, bytes, deadline)) return false;
-            if (!matches(i, bytes)) {
-                log(fmt::format(
-                    "{}: block {} (bytes {}-{}) does not match its digest: expected {}, found {} "
-                    "(then {}); not used, not cached",
-                    url_, i, b.offset, b.offset + b.length - 1, hex(b.digest), hex(first_try),
-                    hex(pack::sha256(bytes))));
-                errno = EIO;
-                return false;
-            }
+    // What is still missing once the lock is ours (another process may have fetched some),
+    // fetched as maximal runs of adjacent blocks, one GET each.
+    std::vector<std::size_t> missing;
+    for (std::size_t i = first; i <= last; ++i) {
+        if (blocks_[i].length == 0 || verified(i)) continue;
+        if (in_cache(i)) {
+            mark_verified(i);
+            continue;
         }
-        if (cache_.valid() && cache_.write(b.offset, bytes)) mark_verified(i);
-        if (i >= first && i <= wanted_last) fetched.push_back(Fetched{i, buffer, b.offset - at});
+        missing.push_back(i);
+    }
+    for (std::size_t k = 0; k < missing.size();) {
+        std::size_t j = k;
+        while (j + 1 < missing.size() && missing[j + 1] == missing[j] + 1) ++j;
+        if (!fetch_span(missing[k], missing[j], first, wanted_last, fetched, deadline))
+            return false;
+        k = j + 1;
     }
     return true;
 }

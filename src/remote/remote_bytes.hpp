@@ -50,6 +50,7 @@ public:
     Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) override;
     void set_blocks(std::vector<pack::StoredBlockRef> blocks) override;
     bool read(uint64_t offset, std::span<std::byte> out) noexcept override;
+    void expect(uint64_t end) noexcept override;
 
     // Where fetched blocks go from now on (and where fetch_unchecked looks first while
     // `prefer_cache` is set: a warm open). Before set_cache, blocks are kept nowhere.
@@ -76,9 +77,13 @@ private:
     bool matches(std::size_t i, std::span<const std::byte> bytes) const noexcept;
     bool in_cache(std::size_t i) const;
     bool resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
-                 Clock::time_point deadline);
+                 uint64_t expected_end, Clock::time_point deadline);
     bool fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
-                   std::vector<Fetched>& fetched, Clock::time_point deadline);
+                   uint64_t expected_end, std::vector<Fetched>& fetched,
+                   Clock::time_point deadline);
+    bool fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
+                    std::size_t wanted_last, std::vector<Fetched>& fetched,
+                    Clock::time_point deadline);
     bool get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline);
     void log(std::string_view line) const { options_.log(line); }
 
@@ -96,8 +101,16 @@ private:
     std::mutex mutex_;  // guards in_flight_ and the readahead state
     std::condition_variable landed_;
     std::set<std::size_t> in_flight_;
-    std::size_t next_sequential_ = SIZE_MAX;  // the block after the last fetch's end
-    uint64_t window_ = 0;                     // readahead bytes for the next sequential fetch
+    // Sequential readers, several at once (interleaved readers of different files): for each,
+    // the block after its last fetch and the readahead its next sequential fetch gets.
+    struct Stream {
+        std::size_t next = SIZE_MAX;
+        uint64_t window = 0;
+        uint64_t last_use = 0;
+    };
+    static constexpr std::size_t kStreams = 16;
+    Stream streams_[kStreams];
+    uint64_t stream_clock_ = 0;
 };
 
 }  // namespace packfs::remote

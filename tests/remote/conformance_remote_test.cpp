@@ -1,6 +1,7 @@
 // The conformance suite's read-only topic on remote packs: the fixture tree packed into the
 // directory a real nginx serves (tests/support/nginx_server.hpp) and opened by URL with
-// open_remote_pack, raw and zstd, with a private cache and with a shared cache directory.
+// open_remote_pack, raw and zstd, with a private cache and with a shared cache directory; and
+// pushed to a real OCI registry (tests/support/registry_server.hpp) and opened by reference.
 #include <cstdlib>
 #include <filesystem>
 
@@ -9,6 +10,7 @@
 #include "packfs/pack.hpp"
 #include "packfs/remote.hpp"
 #include "support/nginx_server.hpp"
+#include "support/registry_server.hpp"
 
 namespace {
 
@@ -48,6 +50,37 @@ std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std
     return *pack;
 }
 
+// The fixture pushed to a real registry, then opened by its reference (by digest).
+std::shared_ptr<packfs::Backend> make_oci(packfs::PackWriteOptions write) {
+    auto& registry = packfs::test_support::RegistryServer::shared();
+    NginxServer& server = NginxServer::shared();  // only for a place to build the pack
+    if (registry.registry().empty()) {
+        std::fprintf(stderr, "%s\n", registry.start_error().c_str());
+        return nullptr;
+    }
+    static int serial = 0;
+    const std::string name = "oci-fixture-" + std::to_string(++serial) + ".pack";
+    auto mem = packfs::make_mem_backend();
+    if (!packfs::conformance::build_fixture_tree(*mem, remote_caps())) return nullptr;
+    write.times = packfs::PackTimes::all;
+    const std::string path = (server.root() / name).string();
+    if (!packfs::write_pack(*mem, path, write)) return nullptr;
+    auto ref = packfs::push_pack(
+        path, "oci://" + registry.registry() + "/conformance/fixture:" + std::to_string(serial));
+    if (!ref) {
+        std::fprintf(stderr, "%s\n", ref.error().message().c_str());
+        return nullptr;
+    }
+    packfs::RemoteOptions options;
+    options.cache_dir = "none";
+    auto pack = packfs::open_remote_pack(*ref, options);
+    if (!pack) {
+        std::fprintf(stderr, "%s\n", pack.error().message().c_str());
+        return nullptr;
+    }
+    return *pack;
+}
+
 packfs::PackWriteOptions zstd_small_blocks() {
     packfs::PackWriteOptions o;
     o.compression = packfs::Compression::zstd;
@@ -62,4 +95,7 @@ BackendFactory remote_factory(std::string name, packfs::PackWriteOptions write, 
 }  // namespace
 
 PACKFS_INSTANTIATE_CONFORMANCE(Remote, remote_factory("remote_raw_private_cache", {}, "none"),
-                               remote_factory("remote_zstd_shared_cache", zstd_small_blocks(), ""));
+                               remote_factory("remote_zstd_shared_cache", zstd_small_blocks(), ""),
+                               BackendFactory{"oci_zstd",
+                                              [] { return make_oci(zstd_small_blocks()); },
+                                              remote_caps()});

@@ -84,6 +84,7 @@ private:
         return ss.str();
     }
 
+public:  // also for the registry's starter
     static int free_port() {
         const int s = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};
@@ -113,6 +114,7 @@ private:
         return false;
     }
 
+private:
     void write_config(int port) const {
         const std::string d = dir_.string();
         std::ofstream conf(dir_ / "nginx.conf");
