@@ -16,6 +16,8 @@
 # - registries: push to a real OCI registry (docker-registry), then every command by tag and by
 #   digest, a mount, pull (checked byte for byte), a wrong manifest digest, a missing repository,
 #   a pack without block digests refused by push;
+# - a trace recorded by one mount (--record-trace) prefetched by the next (--prefetch), which
+#   then reads those files with the server gone;
 # - the cache: two mounts of one pack fetch each block once between them; a bound prunes the
 #   least recently used pack not in use; `packfs cache ls|prune|clear`.
 set -euo pipefail
@@ -260,6 +262,29 @@ expect_code "push of a pack without block digests is refused" 1 \
     "$packfs" push "$www/nodigests.pack" "oci://$REGISTRY/packs/nodigests:v1"
 expect_code "a malformed reference is a usage of the wrong kind" 1 "$packfs" ls "oci://$REGISTRY/UPPER:v1" /
 check "  naming the rule" grep -q "lower-case" "$work/last.err"
+
+# ---- 7. a recorded trace, then a prefetch from it --------------------------------------------
+mkdir -p "$work/m4"
+do_mount "$NGINX_URL/raw.pack" "$work/m4" --cache "$work/c10" --record-trace "$work/trace"
+cat "$work/m4/c/numbers" "$work/m4/a/four-k" >/dev/null
+cat "$work/m4/c/numbers" >/dev/null
+do_umount "$work/m4"
+check "the trace lists the files opened, once each, in the order first opened" \
+    test "$(cat "$work/trace")" = "$(printf '/c/numbers\n/a/four-k')"
+reset_nginx_log
+do_mount "$NGINX_URL/raw.pack" "$work/m4" --cache "$work/c11" --prefetch "$work/trace"
+# The prefetch is done once /c/numbers' last block was fetched (the file ends the biggest run).
+numbers_size=$(stat -c %s "$src/c/numbers")
+prefetched() { test "$(nginx_bytes /raw.pack)" -gt "$numbers_size"; }
+check "a mount with --prefetch fetches the listed files by itself" wait_for prefetched
+sleep 0.5
+stop_nginx
+check "  which then read with the server gone" cmp -s "$work/m4/c/numbers" "$src/c/numbers"
+check "  (and the other one)" cmp -s "$work/m4/a/four-k" "$src/a/four-k"
+check "  while a file not listed does not" sh -c "! cat '$work/m4/a/b/random' >/dev/null 2>&1"
+do_umount "$work/m4"
+expect_code "--prefetch of a missing list fails the mount, saying so" 1 \
+    "$packfs" mount "$NGINX_URL/raw.pack" "$work/m4" --prefetch "$work/no-such-list"
 
 echo "remote_cli_test: $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -21,6 +21,7 @@
 #include <memory>
 #include <thread>
 
+#include "access_trace.hpp"
 #include "command.hpp"
 #include "format.hpp"
 #include "fuse/control.hpp"
@@ -47,6 +48,8 @@ struct MountArgs {
     std::string compact_at;  // volume: compact by itself past this journal size (auto, off)
     double commit_interval = 5;  // volume, explicit mode: seconds between syncs; 0: never
     bool lazy = false;       // umount: detach now, finish when no longer busy
+    std::string record_trace;  // where to write the paths of the files opened
+    std::string prefetch;      // a list of paths to read in the background once mounted
 };
 
 std::optional<std::string> absolute(const std::string& path) {
@@ -201,8 +204,21 @@ int serve_mount(MountArgs args, int ready_fd) {
     auto compact_at = parse_compact_at(args.compact_at);
     if (!compact_at) return out.usage("--compact-at wants auto, off or a size such as 64M");
     raise_fd_limit();  // before the backend sizes its directory fd cache from it
+    std::vector<std::string> prefetch;
+    if (!args.prefetch.empty()) {
+        auto list = read_path_list(args.prefetch);
+        if (!list) return out.fail(list.error());
+        prefetch = std::move(*list);
+    }
     auto served = open_served(args, read_only, *compact_at);
     if (!served) return out.fail(mount_failure(served.error(), args));
+    const std::shared_ptr<Backend> untraced = served->mount.fs;  // prefetch reads stay out of it
+    if (!args.record_trace.empty()) {
+        auto traced = record_trace(served->mount.fs, args.record_trace);
+        if (!traced) return out.fail(traced.error());
+        served->mount.fs = std::move(*traced);
+    }
+    std::vector<std::jthread> prefetching;  // stopped and joined when the mount ends
 
     fuse::ServeOptions options;
     options.mountpoint = args.mountpoint;
@@ -212,6 +228,7 @@ int serve_mount(MountArgs args, int ready_fd) {
     options.max_threads = args.threads;
     const std::string what = served->description;
     options.on_ready = [&] {
+        if (!prefetch.empty()) prefetching = start_prefetch(untraced, std::move(prefetch));
         if (ready_fd >= 0) {
             write_all(ready_fd, "ready\n");
             ::close(ready_fd);
@@ -248,6 +265,13 @@ int run_mount(MountArgs args) {
     auto mountpoint = absolute(args.mountpoint);
     if (!mountpoint) return out.fail(Error(errno, "mount", args.mountpoint));
     args.mountpoint = *mountpoint;
+    // The daemon works from /: the lists it reads and writes are named from here.
+    for (std::string* path : {&args.record_trace, &args.prefetch}) {
+        if (path->empty() || path->front() == '/') continue;
+        char cwd[PATH_MAX];
+        if (::getcwd(cwd, sizeof cwd) == nullptr) return out.fail(Error(errno, "mount", *path));
+        *path = std::string(cwd) + "/" + *path;
+    }
     if (auto ok = fuse::check_can_mount(args.mountpoint); !ok)
         return out.fail(mount_failure(ok.error(), args));
     // A request log needs a terminal to go to: -d stays in the foreground, as libfuse's does.
@@ -367,6 +391,12 @@ Command add_mount_command(CLI::App& parent) {
     sub->add_flag("-d,--debug", args->debug,
                   "Log every request on stderr (libfuse's log; implies -f)");
     sub->add_option("--threads", args->threads, "At most this many worker threads");
+    sub->add_option("--record-trace", args->record_trace,
+                    "Write the path of every file opened through the mount to FILE (one per "
+                    "line, first opens only), for a later --prefetch");
+    sub->add_option("--prefetch", args->prefetch,
+                    "Read the files FILE lists (one path per line) in the background once "
+                    "mounted: a remote pack's blocks are then cached before they are asked for");
     sub->add_option("--compact-at", args->compact_at,
                     "Volume: compact by itself once the journal passes this size (e.g. 1G); "
                     "auto (the default): past 256M and past the pack's size; off: never")
