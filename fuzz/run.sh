@@ -17,7 +17,7 @@ done
 # target:corpus:extra flags
 for spec in "fuzz_pack_reader:pack:-timeout=30" "fuzz_path:path:-max_len=4200" \
             "fuzz_dir_resolver:dir:-max_len=2048" "fuzz_journal_reader:journal:-max_len=65536" \
-            "fuzz_journal_records:records:-max_len=4096"; do
+            "fuzz_journal_records:records:-max_len=4096" "fuzz_oci:oci:-max_len=8192"; do
   IFS=: read -r target corpus flags <<<"$spec"
   work="$build/corpus/$corpus"
   mkdir -p "$work" "$build/artifacts"

@@ -223,16 +223,6 @@ void HttpClient::release(void* handle) {
     idle_ready_.notify_one();
 }
 
-uint64_t HttpClient::requests() const noexcept {
-    std::lock_guard lock(mutex_);
-    return requests_;
-}
-
-uint64_t HttpClient::bytes_received() const noexcept {
-    std::lock_guard lock(mutex_);
-    return bytes_;
-}
-
 HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, uint64_t offset,
                                         std::span<std::byte> out, Clock::time_point deadline,
                                         uint64_t& total, HttpFailure& why) {
@@ -240,60 +230,20 @@ HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, ui
     Transfer t;
     t.out = out;
     const std::string range = fmt::format("{}-{}", offset, offset + out.size() - 1);
-    const long left = remaining_ms(deadline);
-    curl_easy_reset(h);  // keeps the live connection, drops the last request's options
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    set_common(h, url, deadline);
     curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "packfs");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     std::min<long>(left, static_cast<long>(kConnectCap.count())));
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-    curl_slist* headers = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        for (const std::string& line : headers_) headers = curl_slist_append(headers, line.c_str());
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    const CURLcode code = curl_easy_perform(h);
-    curl_slist_free_all(headers);
-    {
-        std::lock_guard lock(mutex_);
-        ++requests_;
-        bytes_ += t.received;
-    }
+    const auto code = static_cast<CURLcode>(perform(h, {}));
     if (!t.refused.empty()) {
         why = {ENOTSUP, t.refused};
         return Outcome::fail;
     }
-    if (code != CURLE_OK) {
-        long os_errno = 0;
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        if (code == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) {
-            why = {ECONNREFUSED, "connection refused"};
-            return Outcome::fail;
-        }
-        if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
-            why = {EINVAL, curl_easy_strerror(code)};
-            return Outcome::fail;
-        }
-        if (code == CURLE_COULDNT_RESOLVE_HOST) {
-            why = {EHOSTUNREACH, curl_easy_strerror(code)};
-            return Outcome::fail;
-        }
-        why = {code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
-               fmt::format("{} after {} of {} bytes", curl_easy_strerror(code), t.received,
-                           out.size())};
-        return Outcome::retry;
-    }
+    if (code != CURLE_OK)
+        return transport_failure(h, code,
+                                 fmt::format("after {} of {} bytes", t.received, out.size()), why);
     if (t.status == 429 || t.status >= 500) {
         why = {EIO, fmt::format("HTTP {}", t.status)};
         return Outcome::retry;
@@ -339,16 +289,7 @@ HttpClient::Outcome HttpClient::send_once(void* handle, const HttpRequest& reque
     CURL* h = static_cast<CURL*>(handle);
     response = HttpResponse{};
     Exchange x{&request, &response, 0, {}};
-    const long left = remaining_ms(deadline);
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "packfs");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     std::min<long>(left, static_cast<long>(kConnectCap.count())));
+    set_common(h, request.url, deadline);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_exchange_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_exchange_body);
@@ -368,44 +309,12 @@ HttpClient::Outcome HttpClient::send_once(void* handle, const HttpRequest& reque
         if (request.method != "PUT")
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
-    curl_slist* headers = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        for (const std::string& line : headers_) headers = curl_slist_append(headers, line.c_str());
-    }
-    for (const std::string& line : request.headers)
-        headers = curl_slist_append(headers, line.c_str());
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    const CURLcode code = curl_easy_perform(h);
-    curl_slist_free_all(headers);
-    {
-        std::lock_guard lock(mutex_);
-        ++requests_;
-        bytes_ += response.body.size();
-    }
+    const auto code = static_cast<CURLcode>(perform(h, request.headers));
     if (!x.failed.empty()) {
         why = {EIO, x.failed};
         return Outcome::fail;
     }
-    if (code != CURLE_OK) {
-        long os_errno = 0;
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        if (code == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) {
-            why = {ECONNREFUSED, "connection refused"};
-            return Outcome::fail;
-        }
-        if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
-            why = {EINVAL, curl_easy_strerror(code)};
-            return Outcome::fail;
-        }
-        if (code == CURLE_COULDNT_RESOLVE_HOST) {
-            why = {EHOSTUNREACH, curl_easy_strerror(code)};
-            return Outcome::fail;
-        }
-        why = {code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, curl_easy_strerror(code)};
-        return Outcome::retry;
-    }
+    if (code != CURLE_OK) return transport_failure(h, code, {}, why);
     if (response.status == 429 || response.status >= 500) {
         why = {EIO, fmt::format("HTTP {}", response.status)};
         return Outcome::retry;
@@ -415,31 +324,16 @@ HttpClient::Outcome HttpClient::send_once(void* handle, const HttpRequest& reque
 
 bool HttpClient::send(const HttpRequest& request, Clock::time_point deadline,
                       HttpResponse& response, HttpFailure& why) {
-    const bool idempotent = request.method == "GET" || request.method == "HEAD";
-    auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
-    for (;;) {
-        void* handle = acquire(deadline);
-        if (handle == nullptr) {
-            why = {ETIMEDOUT, "no connection free before the timeout"};
-            return false;
-        }
+    // A retried GET that writes to a file would append twice: retry only into memory.
+    const bool retry = (request.method == "GET" || request.method == "HEAD") && request.out_fd < 0;
+    return with_retries(deadline, why, [&](void* handle) {
         const Outcome outcome = send_once(handle, request, deadline, response, why);
-        release(handle);
-        if (outcome == Outcome::ok) return true;
-        // A retried GET that writes to a file would append twice: retry only into memory.
-        if (outcome == Outcome::fail || !idempotent || request.out_fd >= 0) return false;
-        if (Clock::now() + backoff >= deadline) {
-            why.code = ETIMEDOUT;
-            why.detail += " (gave up at the timeout)";
-            return false;
-        }
-        std::this_thread::sleep_for(backoff);
-        backoff = std::min<Clock::duration>(2 * backoff, kBackoffCap);
-    }
+        return outcome == Outcome::retry && !retry ? Outcome::fail : outcome;
+    });
 }
 
-bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,
-                           Clock::time_point deadline, uint64_t& total, HttpFailure& why) {
+bool HttpClient::with_retries(Clock::time_point deadline, HttpFailure& why,
+                              const std::function<Outcome(void*)>& once) {
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     for (;;) {
         void* handle = acquire(deadline);
@@ -447,7 +341,7 @@ bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<st
             why = {ETIMEDOUT, "no connection free before the timeout"};
             return false;
         }
-        const Outcome outcome = attempt(handle, url, offset, out, deadline, total, why);
+        const Outcome outcome = once(handle);
         release(handle);
         if (outcome == Outcome::ok) return true;
         if (outcome == Outcome::fail) return false;
@@ -459,6 +353,67 @@ bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<st
         std::this_thread::sleep_for(backoff);
         backoff = std::min<Clock::duration>(2 * backoff, kBackoffCap);
     }
+}
+
+void HttpClient::set_common(void* handle, const std::string& url, Clock::time_point deadline) {
+    CURL* h = static_cast<CURL*>(handle);
+    const long left = remaining_ms(deadline);
+    curl_easy_reset(h);  // keeps the live connection, drops the last request's options
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "packfs");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::min<long>(left, static_cast<long>(kConnectCap.count())));
+}
+
+int HttpClient::perform(void* handle, const std::vector<std::string>& extra) {
+    CURL* h = static_cast<CURL*>(handle);
+    curl_slist* headers = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        for (const std::string& line : headers_) headers = curl_slist_append(headers, line.c_str());
+    }
+    for (const std::string& line : extra) headers = curl_slist_append(headers, line.c_str());
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    const CURLcode code = curl_easy_perform(h);
+    curl_slist_free_all(headers);
+    return code;
+}
+
+HttpClient::Outcome HttpClient::transport_failure(void* handle, int code, std::string_view detail,
+                                                  HttpFailure& why) {
+    const auto c = static_cast<CURLcode>(code);
+    long os_errno = 0;
+    curl_easy_getinfo(static_cast<CURL*>(handle), CURLINFO_OS_ERRNO, &os_errno);
+    if (c == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) {
+        why = {ECONNREFUSED, "connection refused"};
+        return Outcome::fail;
+    }
+    if (c == CURLE_URL_MALFORMAT || c == CURLE_UNSUPPORTED_PROTOCOL) {
+        why = {EINVAL, curl_easy_strerror(c)};
+        return Outcome::fail;
+    }
+    if (c == CURLE_COULDNT_RESOLVE_HOST) {
+        why = {EHOSTUNREACH, curl_easy_strerror(c)};
+        return Outcome::fail;
+    }
+    why = {c == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
+           detail.empty() ? std::string(curl_easy_strerror(c))
+                          : fmt::format("{} {}", curl_easy_strerror(c), detail)};
+    return Outcome::retry;
+}
+
+bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,
+                           Clock::time_point deadline, uint64_t& total, HttpFailure& why) {
+    return with_retries(deadline, why, [&](void* handle) {
+        return attempt(handle, url, offset, out, deadline, total, why);
+    });
 }
 
 }  // namespace packfs::remote

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -72,16 +73,23 @@ public:
     bool send(const HttpRequest& request, Clock::time_point deadline, HttpResponse& response,
               HttpFailure& why);
 
-    // Requests made and bytes received so far (every attempt counts).
-    uint64_t requests() const noexcept;
-    uint64_t bytes_received() const noexcept;
-
 private:
     enum class Outcome { ok, retry, fail };
     Outcome attempt(void* handle, const std::string& url, uint64_t offset, std::span<std::byte> out,
                     Clock::time_point deadline, uint64_t& total, HttpFailure& why);
     Outcome send_once(void* handle, const HttpRequest& request, Clock::time_point deadline,
                       HttpResponse& response, HttpFailure& why);
+    // Takes a connection and runs `once` on it until it succeeds, fails for good, or the
+    // deadline is too near for another try (exponential backoff between tries).
+    bool with_retries(Clock::time_point deadline, HttpFailure& why,
+                      const std::function<Outcome(void*)>& once);
+    // The options every request sets: the URL, redirects, timeouts against the deadline.
+    static void set_common(void* handle, const std::string& url, Clock::time_point deadline);
+    // Runs the transfer with this client's headers and `extra`. Returns the CURLcode.
+    int perform(void* handle, const std::vector<std::string>& extra);
+    // What a failed transfer (CURLcode `code`) means, and whether to try again.
+    static Outcome transport_failure(void* handle, int code, std::string_view detail,
+                                     HttpFailure& why);
     void* acquire(Clock::time_point deadline);
     void release(void* handle);
 
@@ -91,7 +99,6 @@ private:
     std::vector<void*> idle_;  // CURL easy handles, each with its live connection
     std::vector<std::string> headers_;
     unsigned created_ = 0;
-    uint64_t requests_ = 0, bytes_ = 0;
 };
 
 }  // namespace packfs::remote

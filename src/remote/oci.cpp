@@ -222,31 +222,43 @@ Result<OciPack> Registry::resolve() {
     if (response->status != 200)
         return fail(EIO, "oci",
                     fmt::format("{} (manifest: HTTP {})", ref_.text(), response->status));
-    OciPack out;
-    out.manifest_digest = sha256_text(std::as_bytes(std::span(response->body)));
-    if (!ref_.digest.empty() && out.manifest_digest != ref_.digest)
+    auto pack = parse_pack_manifest(response->body, ref_);
+    if (!pack) return std::unexpected(pack.error());
+    if (!ref_.digest.empty() && pack->manifest_digest != ref_.digest)
         return std::unexpected(Error(kErrCorrupt, "oci",
                                      fmt::format("{} (manifest digest: expected {}, found {})",
-                                                 ref_.text(), ref_.digest, out.manifest_digest)));
-    const Json manifest = Json::parse(response->body, nullptr, false);
+                                                 ref_.text(), ref_.digest, pack->manifest_digest)));
+    return pack;
+}
+
+Result<OciPack> parse_pack_manifest(std::string_view body, const OciReference& ref) {
+    OciPack out;
+    out.manifest_digest = sha256_text(std::as_bytes(std::span(body)));
+    const Json manifest = Json::parse(body, nullptr, false);
     auto no_pack = [&](std::string_view why) {
-        return fail(EINVAL, "oci", fmt::format("{} (not a PackFS pack: {})", ref_.text(), why));
+        return fail(EINVAL, "oci", fmt::format("{} (not a PackFS pack: {})", ref.text(), why));
     };
     if (!manifest.is_object() || !manifest.contains("layers") || !manifest["layers"].is_array())
         return no_pack("the manifest has no layers");
     for (const Json& layer : manifest["layers"]) {
-        if (!layer.is_object() || layer.value("mediaType", "") != kPackMediaType) continue;
-        const std::string digest = layer.value("digest", "");
-        if (!valid_digest(digest)) return no_pack("its layer digest is malformed");
+        if (!layer.is_object() || !layer.contains("mediaType") || !layer["mediaType"].is_string() ||
+            layer["mediaType"].get<std::string>() != kPackMediaType)
+            continue;
+        if (!layer.contains("digest") || !layer["digest"].is_string() ||
+            !valid_digest(layer["digest"].get<std::string>()))
+            return no_pack("its layer digest is malformed");
         if (!layer.contains("size") || !layer["size"].is_number_unsigned())
             return no_pack("its layer has no size");
-        out.blob_digest = digest;
+        out.blob_digest = layer["digest"].get<std::string>();
         out.size = layer["size"].get<uint64_t>();
-        if (layer.contains("annotations") && layer["annotations"].is_object())
-            out.image_digest = layer["annotations"].value(std::string(kImageDigestAnnotation), "");
+        const auto key = std::string(kImageDigestAnnotation);
+        if (layer.contains("annotations") && layer["annotations"].is_object() &&
+            layer["annotations"].contains(key) && layer["annotations"][key].is_string())
+            out.image_digest = layer["annotations"][key].get<std::string>();
         if (out.image_digest.size() != 64 || !is_hex(out.image_digest))
             return no_pack("its layer does not name the pack's image digest");
-        out.blob_url = fmt::format("{}/v2/{}/blobs/{}", ref_.base(), ref_.repository, digest);
+        out.blob_url =
+            fmt::format("{}/v2/{}/blobs/{}", ref.base(), ref.repository, out.blob_digest);
         return out;
     }
     return no_pack(fmt::format("no layer of media type {}", kPackMediaType));

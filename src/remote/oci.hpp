@@ -46,6 +46,11 @@ struct OciPack {
     std::string manifest_digest;  // "sha256:<hex>"
 };
 
+// The pack layer of a manifest's bytes (hostile: any JSON, or none): EINVAL naming what is
+// missing or malformed. `ref` gives the blob's URL and the name in errors; the manifest's
+// digest is computed, not checked (the caller compares it with the reference's).
+Result<OciPack> parse_pack_manifest(std::string_view body, const OciReference& ref);
+
 class Registry {
 public:
     Registry(OciReference ref, std::chrono::milliseconds timeout,

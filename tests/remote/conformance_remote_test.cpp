@@ -25,20 +25,27 @@ Capabilities remote_caps() {
     return caps;
 }
 
-// The fixture packed under a name of its own in the served directory, then opened by URL. The
-// pack stays there (the server's directory goes when the process ends).
+// The fixture tree packed under a name of its own in the served directory (it stays there; the
+// server's directory goes when the process ends). Returns the name, or "" on failure.
+std::string fixture_pack(packfs::PackWriteOptions write) {
+    static int serial = 0;
+    const std::string name = "fixture-" + std::to_string(++serial) + ".pack";
+    auto mem = packfs::make_mem_backend();
+    if (!packfs::conformance::build_fixture_tree(*mem, remote_caps())) return {};
+    write.times = packfs::PackTimes::all;  // the suite checks atimes to the nanosecond
+    const std::string path = (NginxServer::shared().root() / name).string();
+    return packfs::write_pack(*mem, path, write) ? name : std::string();
+}
+
+// The fixture opened by URL.
 std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std::string cache) {
     NginxServer& server = NginxServer::shared();
     if (server.url("x").empty()) {
         std::fprintf(stderr, "%s\n", server.start_error().c_str());
         return nullptr;
     }
-    static int serial = 0;
-    const std::string name = "fixture-" + std::to_string(++serial) + ".pack";
-    auto mem = packfs::make_mem_backend();
-    if (!packfs::conformance::build_fixture_tree(*mem, remote_caps())) return nullptr;
-    write.times = packfs::PackTimes::all;  // the suite checks atimes to the nanosecond
-    if (!packfs::write_pack(*mem, (server.root() / name).string(), write)) return nullptr;
+    const std::string name = fixture_pack(write);
+    if (name.empty()) return nullptr;
     packfs::RemoteOptions options;
     options.cache_dir = cache.empty() ? (server.root().parent_path() / "cache").string() : cache;
     options.timeout = std::chrono::seconds(10);
@@ -53,20 +60,15 @@ std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std
 // The fixture pushed to a real registry, then opened by its reference (by digest).
 std::shared_ptr<packfs::Backend> make_oci(packfs::PackWriteOptions write) {
     auto& registry = packfs::test_support::RegistryServer::shared();
-    NginxServer& server = NginxServer::shared();  // only for a place to build the pack
     if (registry.registry().empty()) {
         std::fprintf(stderr, "%s\n", registry.start_error().c_str());
         return nullptr;
     }
-    static int serial = 0;
-    const std::string name = "oci-fixture-" + std::to_string(++serial) + ".pack";
-    auto mem = packfs::make_mem_backend();
-    if (!packfs::conformance::build_fixture_tree(*mem, remote_caps())) return nullptr;
-    write.times = packfs::PackTimes::all;
-    const std::string path = (server.root() / name).string();
-    if (!packfs::write_pack(*mem, path, write)) return nullptr;
-    auto ref = packfs::push_pack(
-        path, "oci://" + registry.registry() + "/conformance/fixture:" + std::to_string(serial));
+    const std::string name = fixture_pack(write);  // built where nginx would serve it
+    if (name.empty()) return nullptr;
+    const std::string path = (NginxServer::shared().root() / name).string();
+    auto ref = packfs::push_pack(path, "oci://" + registry.registry() + "/conformance/" +
+                                           name.substr(0, name.size() - 5) + ":v1");
     if (!ref) {
         std::fprintf(stderr, "%s\n", ref.error().message().c_str());
         return nullptr;
