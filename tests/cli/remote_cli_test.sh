@@ -9,7 +9,8 @@
 # - integrity: a wrong pinned digest, a block changed on the server (EIO naming the block and
 #   both digests, nothing cached, a read works again once the server has the right bytes), a
 #   truncated blob, a pack without block digests;
-# - failures: 404, 500 (EIO at the timeout), a stalled transfer (EIO at the timeout), the
+# - failures: 404, 500 (EIO at the timeout), a stalled transfer (EIO at the timeout), a blob
+#   truncated under a mount (416: EIO at once, reads work again when it is whole), the
 #   server stopped under a mount (uncached reads fail at once, cached ones still work, reads
 #   work again when it is back), a mount's daemon SIGKILLed while filling the cache then
 #   remounted (only verified blocks served);
@@ -170,6 +171,23 @@ check "server back: the read works again" cmp -s "$mnt/c/numbers" "$src/c/number
 check "server back: the whole tree reads as the source" diff -r "$src" "$mnt"
 check "the daemon logged the refused connection" grep -q "connection refused" "$work/mount.log"
 do_umount "$mnt"
+
+# A blob cut short under a mount: reads past its new end get 416, those before it a size that
+# is no longer the pack's; both EIO at once, and reads work again once the blob is whole.
+cp "$www/raw.pack" "$www/shrink.pack"
+mkdir -p "$work/m5"
+"$packfs" --cache "$work/c12" --timeout 5 mount -f "$NGINX_URL/shrink.pack" "$work/m5" 2>"$work/shrink.log" &
+track_pid $!
+wait_for is_mounted "$work/m5"
+truncate -s 8192 "$www/shrink.pack"
+start=$(date +%s.%N)
+check "blob truncated on the server: a read fails" sh -c "! cat '$work/m5/c/numbers' >/dev/null 2>&1"
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+check "  at once ($elapsed s)" test "$(echo "$elapsed < 2" | bc)" -eq 1
+check "  the daemon logged the 416 or the new size" grep -qE "HTTP 416|the resource is now" "$work/shrink.log"
+cp "$www/raw.pack" "$www/shrink.pack"
+check "  the blob whole again: the read works" cmp -s "$work/m5/c/numbers" "$src/c/numbers"
+do_umount "$work/m5"
 
 # ---- 5. the cache --------------------------------------------------------------------------
 # Two mounts of one pack, read at the same time: each block fetched once between them.
