@@ -10,7 +10,7 @@ packages=(
   gnuplot-nox
   squashfs-tools erofs-utils squashfuse attr e2fsprogs
   # remote packs: libcurl, and the servers the remote tests start on 127.0.0.1
-  libcurl4-openssl-dev nginx-light docker-registry iproute2 curl
+  libcurl4-openssl-dev nginx-light docker-registry curl bc
   # make fuzz: libFuzzer needs clang, and clang 19 is the first whose __cpp_concepts lets
   # GCC 12's <expected> declare std::expected; llvm-19 symbolizes the sanitizers' stacks.
   clang-19 libclang-rt-19-dev llvm-19

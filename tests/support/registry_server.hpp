@@ -4,7 +4,9 @@
 // why and `registry()` is empty. tests/support/registry.sh is the shell twin.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,13 +59,16 @@ private:
                                   << "    rootdirectory: " << (dir_ / "storage").string()
                                   << "\nhttp:\n  addr: 127.0.0.1:" << port << "\n";
             const std::string log = (dir_ / "registry.log").string();
-            pid_ = ::fork();
-            if (pid_ == 0) {
-                std::freopen(log.c_str(), "w", stdout);
-                std::freopen(log.c_str(), "a", stderr);
-                ::execl(bin, bin, "serve", config.c_str(), static_cast<char*>(nullptr));
-                ::_exit(127);
-            }
+            // posix_spawn, not fork: a fork of this multi-threaded process is what TSan refuses.
+            posix_spawn_file_actions_t actions;
+            posix_spawn_file_actions_init(&actions);
+            posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                             0644);
+            posix_spawn_file_actions_adddup2(&actions, 1, 2);
+            char* const argv[] = {const_cast<char*>(bin), const_cast<char*>("serve"),
+                                  const_cast<char*>(config.c_str()), nullptr};
+            if (::posix_spawn(&pid_, bin, &actions, nullptr, argv, environ) != 0) pid_ = -1;
+            posix_spawn_file_actions_destroy(&actions);
             if (pid_ > 0 && NginxServer::wait_listening(port)) {
                 registry_ = "127.0.0.1:" + std::to_string(port);
             } else if (pid_ > 0) {
