@@ -46,7 +46,9 @@ int run_cat(const CatArgs& args) {
 Command add_cat_command(CLI::App& parent) {
     auto args = std::make_shared<CatArgs>();
     CLI::App* sub = parent.add_subcommand("cat", "Write files of a SOURCE to stdout");
-    sub->add_option("SOURCE", args->source, "Pack file or directory")->required();
+    sub->add_option("SOURCE", args->source,
+                    "Pack file or URL (http(s)://, oci://), volume or directory")
+        ->required();
     sub->add_option("PATH", args->paths, "Paths inside SOURCE")->required();
     return {sub, [args](const std::string&) { return run_cat(*args); }};
 }

@@ -130,7 +130,9 @@ Command add_extract_command(CLI::App& parent) {
     CLI::App* sub = parent.add_subcommand(
         "extract", "Recreate a SOURCE's tree in a host directory (empty or missing)");
     sub->add_flag("--json", args->json, "Print the report as one JSON object");
-    sub->add_option("SOURCE", args->source, "Pack file or directory")->required();
+    sub->add_option("SOURCE", args->source,
+                    "Pack file or URL (http(s)://, oci://), volume or directory")
+        ->required();
     sub->add_option("DIR", args->dir, "Host directory to create the tree in")->required();
     return {sub, [args](const std::string&) { return run_extract(*args); }};
 }

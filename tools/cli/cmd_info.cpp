@@ -72,7 +72,7 @@ Command add_info_command(CLI::App& parent) {
     CLI::App* sub = parent.add_subcommand(
         "info", "Show a pack's counts, sizes, dedup savings, compression and digest");
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
-    sub->add_option("PACK", args->pack, "Pack file")->required();
+    sub->add_option("PACK", args->pack, "Pack file or URL (http(s)://, oci://)")->required();
     return {sub, [args](const std::string&) { return run_info(*args); }};
 }
 

@@ -136,11 +136,13 @@ private:
 
 Command add_ls_command(CLI::App& parent) {
     auto args = std::make_shared<LsArgs>();
-    CLI::App* sub = parent.add_subcommand("ls", "List a directory of a SOURCE (a pack file)");
+    CLI::App* sub = parent.add_subcommand("ls", "List a directory of a SOURCE");
     sub->add_flag("-l", args->long_format, "Long format: mode, links, owner, size, mtime");
     sub->add_flag("-R", args->recursive, "List subdirectories recursively");
     sub->add_flag("--json", args->json, "Print the listing as one JSON object");
-    sub->add_option("SOURCE", args->source, "Pack file or directory")->required();
+    sub->add_option("SOURCE", args->source,
+                    "Pack file or URL (http(s)://, oci://), volume or directory")
+        ->required();
     sub->add_option("PATH", args->path, "Path inside SOURCE (default /)");
     return {sub, [args](const std::string&) {
                 const Output out(args->json);

@@ -61,7 +61,9 @@ Command add_stat_command(CLI::App& parent) {
     auto args = std::make_shared<StatArgs>();
     CLI::App* sub = parent.add_subcommand("stat", "Show one entry's metadata (like stat(1))");
     sub->add_flag("--json", args->json, "Print the metadata as one JSON object");
-    sub->add_option("SOURCE", args->source, "Pack file or directory")->required();
+    sub->add_option("SOURCE", args->source,
+                    "Pack file or URL (http(s)://, oci://), volume or directory")
+        ->required();
     sub->add_option("PATH", args->path, "Path inside SOURCE")->required();
     return {sub, [args](const std::string&) { return run_stat(*args); }};
 }

@@ -67,7 +67,7 @@ Command add_verify_command(CLI::App& parent) {
     CLI::App* sub = parent.add_subcommand(
         "verify", "Check every byte of a pack against its checksums and digests");
     sub->add_flag("--json", args->json, "Print the report as one JSON object");
-    sub->add_option("PACK", args->pack, "Pack file")->required();
+    sub->add_option("PACK", args->pack, "Pack file or URL (http(s)://, oci://)")->required();
     return {sub, [args](const std::string&) { return run_verify(*args); }};
 }
 

@@ -32,7 +32,7 @@ void add_remote_options(CLI::App& app) {
         double timeout = 30;
     };
     auto texts = std::make_shared<Texts>();
-    const char* group = "Remote SOURCEs (http:// and https:// URLs; see docs/REMOTE.md)";
+    const char* group = "Remote SOURCEs (http(s):// URLs and oci:// references; docs/REMOTE.md)";
     app.add_option("--cache", texts->cache,
                    "Where fetched blocks are kept (default $XDG_CACHE_HOME/packfs, else "
                    "~/.cache/packfs; 'none' keeps them only while the pack is open)")
