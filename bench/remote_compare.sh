@@ -5,6 +5,7 @@
 #
 #   bench/remote_compare.sh PACKFS [RUNS]      (root: it bind-mounts the tree and mounts FUSE)
 #   BLOCK=16K bench/remote_compare.sh ...      (the pack's block size; default 64K)
+#   LAYOUT=walk bench/remote_compare.sh ...    (packfs build --layout; default inodes)
 #
 # Figures (each the median of RUNS runs, default 3; the cache emptied before each cold run):
 #   A. 20 ms RTT: mount + first `ls -lR`, against a pull (curl of the whole pack through the
@@ -43,7 +44,7 @@ mkdir -p "$work/tree/share" "$work/tree/include" "$work/www"
 mount --bind /usr/share "$work/tree/share"
 mount --bind /usr/include "$work/tree/include"
 log "building the pack of /usr/share + /usr/include"
-"$packfs" build --compress zstd --block-size "${BLOCK:-64K}" "$work/tree" "$work/www/tree.pack" >"$work/build.out"
+"$packfs" build --compress zstd --block-size "${BLOCK:-64K}" --layout "${LAYOUT:-inodes}" "$work/tree" "$work/www/tree.pack" >"$work/build.out"
 umount "$work/tree/share" "$work/tree/include"
 pack_bytes=$(stat -c %s "$work/www/tree.pack")
 digest=$("$packfs" info --json "$work/www/tree.pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["digest"])')
@@ -146,7 +147,7 @@ e_bytes=$(fetched_bytes)
 
 mib() { echo "scale=1; $1 / 1048576" | bc; }
 cat <<EOF
-remote_compare: pack of /usr/share + /usr/include, zstd ${BLOCK:-64K} blocks: $(mib "$pack_bytes") MiB,
+remote_compare: pack of /usr/share + /usr/include, zstd ${BLOCK:-64K} blocks, ${LAYOUT:-inodes} layout: $(mib "$pack_bytes") MiB,
 metadata $(mib "$meta_bytes") MiB; $(wc -l <"$work/sample") sampled files of $(mib "$sample_bytes") MiB; medians of $runs runs
 | figure | PackFS remote | anchor | ratio |
 | --- | --- | --- | --- |

@@ -10,6 +10,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "pack/name_hash.hpp"
+
 namespace packfs::pack {
 
 // A whole content read into `bytes`, reusing its capacity (below).
@@ -326,11 +328,59 @@ Result<void> read_whole(TreeSource& source, SourceRef file, uint64_t size, std::
     return {};
 }
 
+namespace {
+
+// The regular inodes with data in the order a depth-first walk of the finished pack meets
+// them: each directory's entries in the order it lists them (format 2: by name hash, then
+// name), a hard-linked file at its first name (PackWriteOptions::Layout::walk).
+std::vector<uint32_t> walk_order(const ScannedTree& tree, uint32_t (*hash)(std::string_view)) {
+    std::vector<uint32_t> out;
+    std::vector<bool> seen(tree.inodes.size() + 1, false);
+    struct Level {
+        std::vector<uint32_t> entries;  // dirent indexes, in listing order
+        std::size_t next = 0;
+    };
+    auto listing = [&](uint32_t dir) {
+        const ScannedInode& d = tree.inodes[dir - 1];
+        Level level;
+        level.entries.resize(d.entry_count);
+        for (uint64_t k = 0; k < d.entry_count; ++k)
+            level.entries[k] = static_cast<uint32_t>(d.first_dirent + k);
+        std::sort(level.entries.begin(), level.entries.end(), [&](uint32_t a, uint32_t b) {
+            const std::string& na = tree.dirents[a].name;
+            const std::string& nb = tree.dirents[b].name;
+            const uint32_t ha = hash(na), hb = hash(nb);
+            return ha != hb ? ha < hb : na < nb;
+        });
+        return level;
+    };
+    std::vector<Level> stack;
+    stack.push_back(listing(static_cast<uint32_t>(kRootIno)));
+    while (!stack.empty()) {
+        Level& top = stack.back();
+        if (top.next == top.entries.size()) {
+            stack.pop_back();
+            continue;
+        }
+        const uint32_t ino = tree.dirents[top.entries[top.next++]].ino;
+        const ScannedInode& inode = tree.inodes[ino - 1];
+        if (inode.stat.type == FileType::directory) {
+            stack.push_back(listing(ino));  // `top` is not used after this
+        } else if (inode.stat.type == FileType::regular && inode.stat.size > 0 && !seen[ino]) {
+            seen[ino] = true;
+            out.push_back(ino);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                                   const PackWriteOptions& options, unsigned jobs,
                                   const std::function<void(uint64_t, uint64_t)>& progress,
                                   const ContentSink& write) {
-    std::vector<uint32_t> files;  // regular inodes with data, in inode order
+    std::vector<uint32_t> files;  // regular inodes with data, in the order they are laid out
     ContentPlan plan;
     for (std::size_t i = 0; i < tree.inodes.size(); ++i) {
         const Stat& st = tree.inodes[i].stat;
@@ -338,10 +388,17 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         plan.file_bytes += st.size;
         if (st.size > 0) files.push_back(static_cast<uint32_t>(i + 1));
     }
+    if (options.layout == PackWriteOptions::Layout::walk && options.format >= 2) {
+        auto walked = walk_order(
+            tree, options.name_hash_for_tests != nullptr
+                      ? options.name_hash_for_tests
+                      : +[](std::string_view n) { return name_hash(n); });
+        if (walked.size() == files.size()) files = std::move(walked);
+    }
     plan.contents.reserve(files.size());  // at most one content per file
     HashAhead hashing(source, tree, files, options, jobs);
 
-    // Dedup, in inode order, so the result does not depend on thread timing. Contents with
+    // Dedup, in layout order, so the result does not depend on thread timing. Contents with
     // the same (hash, size) are chained, newest first. Each new content is laid out (first
     // appearance order, large ones page-aligned in raw packs) and written at once.
     constexpr uint32_t kNone = UINT32_MAX;

@@ -31,6 +31,7 @@ struct BuildArgs {
     unsigned jobs = 0;
     bool no_dedup = false;
     bool no_block_digests = false;
+    std::string layout = "inodes";
     bool json = false;
     std::string keep_times = "mtime";
     std::string metadata = "compressed";
@@ -81,6 +82,8 @@ int run_build(const BuildArgs& args) {
     options.jobs = args.jobs;
     options.dedup = !args.no_dedup;
     options.block_digests = !args.no_block_digests;
+    options.layout =
+        args.layout == "walk" ? PackWriteOptions::Layout::walk : PackWriteOptions::Layout::inodes;
     options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
     options.format = args.format;
     options.compress_metadata = args.metadata == "compressed";
@@ -174,6 +177,10 @@ Command add_build_command(CLI::App& parent) {
                     "Files up to this size are stored in the metadata (default 64)")
         ->check(kInlineMaxValidator);
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
+    sub->add_option("--layout", args->layout,
+                    "Where contents go: inodes (breadth-first, by name; the default) or walk "
+                    "(the order find and tar read them: sequential reads, for remote packs)")
+        ->check(CLI::IsMember({"inodes", "walk"}));
     sub->add_flag("--no-block-digests", args->no_block_digests,
                   "Leave out the SHA-256 of each block (32 bytes per block) that reading the pack "
                   "remotely needs");
