@@ -115,6 +115,10 @@ check "warm and pinned: cat works" "$packfs" --cache "$work/c1" cat "$NGINX_URL/
 check "warm and pinned: no request at all" test "$(nginx_requests /raw.pack)" -eq 0
 
 # ---- 3. integrity --------------------------------------------------------------------------
+check "--digest pins like the fragment" \
+    "$packfs" --cache "$work/c2" --digest "$raw_digest" ls "$NGINX_URL/raw.pack" /
+expect_code "a wrong --digest is refused" 1 \
+    "$packfs" --cache "$work/c2" --digest "sha256:$(printf '%064d' 0)" ls "$NGINX_URL/raw.pack" /
 expect_code "a wrong pinned digest is refused" 1 \
     "$packfs" --cache "$work/c2" ls "$NGINX_URL/raw.pack#sha256:$(printf '%064d' 0)" /
 check "  naming the digest" grep -q "image digest" "$work/last.err"

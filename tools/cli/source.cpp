@@ -28,7 +28,7 @@ RemoteOptions& remote_settings() {
 
 void add_remote_options(CLI::App& app) {
     struct Texts {
-        std::string cache, cache_size;
+        std::string cache, cache_size, digest;
         double timeout = 30;
     };
     auto texts = std::make_shared<Texts>();
@@ -41,6 +41,11 @@ void add_remote_options(CLI::App& app) {
                    "Bound the cache is pruned to, least recently used packs first (e.g. 10G; "
                    "default a quarter of its filesystem's free space)")
         ->group(group);
+    app.add_option(
+           "--digest", texts->digest,
+           "The pack's image digest (as `packfs info` prints it): the remote SOURCE must be "
+           "that pack, or it is refused (the same as a URL's #sha256:DIGEST)")
+        ->group(group);
     app.add_option("--timeout", texts->timeout,
                    "Seconds a read waits for the server, retries included, before it fails "
                    "with an I/O error")
@@ -50,6 +55,7 @@ void add_remote_options(CLI::App& app) {
     app.parse_complete_callback([texts] {
         RemoteOptions& o = remote_settings();
         o.cache_dir = texts->cache;
+        o.digest = texts->digest;
         o.timeout = std::chrono::milliseconds(static_cast<int64_t>(texts->timeout * 1000));
         if (!texts->cache_size.empty()) {
             auto bytes = parse_size(texts->cache_size);
