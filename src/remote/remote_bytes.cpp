@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "pack/digest.hpp"
@@ -30,6 +31,15 @@ thread_local Expected t_expected;
 HttpPackBytes::HttpPackBytes(std::string url, FetchOptions options)
     : url_(std::move(url)), options_(std::move(options)), http_(options_.connections) {
     http_.set_headers(options_.headers);
+}
+
+std::function<void(std::string_view)> log_or_stderr(std::function<void(std::string_view)> log) {
+    if (log) return log;
+    return [](std::string_view line) {
+        static std::mutex m;  // one line at a time from every thread
+        std::lock_guard lock(m);
+        std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()), line.data());
+    };
 }
 
 void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {

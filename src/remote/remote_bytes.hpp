@@ -41,6 +41,9 @@ struct FetchOptions {
     std::vector<std::string> headers;           // sent with every request (a registry's auth)
 };
 
+// `log` when set, else a logger to standard error ("packfs: remote: ..." lines, whole).
+std::function<void(std::string_view)> log_or_stderr(std::function<void(std::string_view)> log);
+
 class HttpPackBytes final : public pack::RemoteBytes {
 public:
     HttpPackBytes(std::string url, FetchOptions options);
@@ -55,12 +58,8 @@ public:
     // Where fetched blocks go from now on (and where fetch_unchecked looks first while
     // `prefer_cache` is set: a warm open). Before set_cache, blocks are kept nowhere.
     void set_cache(CacheFile cache, bool prefer_cache);
-    void prefer_cache(bool prefer) noexcept { prefer_cache_ = prefer; }
-    const CacheFile& cache() const noexcept { return cache_; }
     // The size when it is known without a request (a warm open from the cache file).
     void assume_size(uint64_t size) noexcept { size_ = size; }
-
-    HttpClient& http() noexcept { return http_; }
 
 private:
     struct Fetched {  // a block this read fetched itself (served from memory, cache or not)

@@ -32,14 +32,6 @@ using remote::HttpPackBytes;
 
 constexpr std::string_view kOp = "open_pack";
 
-std::function<void(std::string_view)> stderr_log() {
-    return [](std::string_view line) {
-        static std::mutex m;
-        std::lock_guard lock(m);
-        std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()), line.data());
-    };
-}
-
 // "sha256:<64 hex>" or "<64 hex>", lowercased; "" when `text` is empty; nullopt when malformed.
 std::optional<std::string> parse_digest(std::string_view text) {
     if (text.starts_with("sha256:")) text.remove_prefix(7);
@@ -140,7 +132,7 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     std::string url(url_view);
     if (!is_remote_url(url))
         return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
-    auto log = options.log ? options.log : stderr_log();
+    auto log = remote::log_or_stderr(options.log);
     std::vector<std::string> headers;
     std::string pinned_by_manifest;
     if (remote::is_oci_url(url)) {

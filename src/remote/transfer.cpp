@@ -11,14 +11,11 @@
 #include "pack/digest.hpp"
 #include "packfs/remote.hpp"
 #include "remote/oci.hpp"
+#include "remote/remote_bytes.hpp"
 
 namespace packfs {
 
 namespace {
-
-void to_stderr(std::string_view line) {
-    std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()), line.data());
-}
 
 std::string strip_digest(std::string text) {
     if (text.starts_with("sha256:")) text.erase(0, 7);
@@ -59,7 +56,7 @@ Result<std::string> push_pack(std::string_view pack_path, std::string_view refer
             fmt::format("{} (no block digests, so it could not be read remotely: rebuild it "
                         "with `packfs convert`)",
                         pack_path));
-    remote::Registry registry(*ref, options.timeout, options.log ? options.log : to_stderr);
+    remote::Registry registry(*ref, options.timeout, remote::log_or_stderr(options.log));
     auto digest = registry.push(std::string(pack_path), info.digest);
     if (!digest) return std::unexpected(digest.error());
     remote::OciReference by_digest = *ref;
@@ -76,7 +73,7 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
         pin = strip_digest(url.substr(hash + 1));
         url.resize(hash);
     }
-    auto log = options.log ? options.log : to_stderr;
+    auto log = remote::log_or_stderr(options.log);
     remote::HttpRequest get;
     std::optional<remote::Registry> registry;
     if (remote::is_oci_url(url)) {

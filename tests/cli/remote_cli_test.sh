@@ -282,7 +282,7 @@ expect_code "a repository that does not exist" 1 "$packfs" ls "oci://$REGISTRY/n
 check "  is 'No such file'" grep -qi "no such" "$work/last.err"
 expect_code "push of a pack without block digests is refused" 1 \
     "$packfs" push "$www/nodigests.pack" "oci://$REGISTRY/packs/nodigests:v1"
-expect_code "a malformed reference is a usage of the wrong kind" 1 "$packfs" ls "oci://$REGISTRY/UPPER:v1" /
+expect_code "a malformed reference is refused" 1 "$packfs" ls "oci://$REGISTRY/UPPER:v1" /
 check "  naming the rule" grep -q "lower-case" "$work/last.err"
 
 # ---- 7. a recorded trace, then a prefetch from it --------------------------------------------
