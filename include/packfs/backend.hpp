@@ -83,18 +83,6 @@ public:
     // a handle opened read-only.
     virtual Result<void> allocate(int mode, uint64_t offset, uint64_t length);
 
-    // copy_file_range(2) / FICLONERANGE: this file's bytes [offset, offset + length) into
-    // `dest` at `dest_offset`. Returns how many were copied: `length`, fewer at this file's end,
-    // 0 at or past it. Where both handles are one mem tree's or one volume's and the offsets
-    // are equal modulo 64 KiB, whole chunks are shared copy-on-write instead of copied (a
-    // reflink: O(chunks) metadata, no data); anything else is copied through pread and pwrite
-    // (this default). EBADF unless this handle reads and `dest` writes.
-    virtual Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                        uint64_t length);
-    // The handle this one forwards to (itself unless it wraps another), so copy_range can tell
-    // that two handles reach one backend's storage.
-    virtual File& innermost() { return *this; }
-
     // Where bytes [offset, offset + length) of the file lie, unchanged, in a host file (a
     // pack's uncompressed data), so a server can splice them from there without copying them
     // through memory. nullopt when they do not (read them with pread).
@@ -202,6 +190,17 @@ public:
     // Changes what `change` sets and answers the attributes after it. A size on a directory is
     // EISDIR, on anything else but a regular file EINVAL.
     virtual Result<Stat> setattr(Node node, const SetAttr& change);
+    // copy_file_range(2) / FICLONERANGE by node, as the kernel hands it to a filesystem once it
+    // has checked the descriptors: regular file `from`'s bytes [offset, offset + length) into
+    // regular file `to` at `to_offset`. Returns how many were copied: `length`, fewer at the
+    // source's end (as it is when the call starts), 0 at or past it. Overlapping ranges of one
+    // file are EINVAL, a directory EISDIR, another type EINVAL, EROFS on a read-only backend.
+    // Where both are one mem tree's or one volume's files and the offsets are equal modulo
+    // 64 KiB, whole chunks are shared copy-on-write (a reflink: O(chunks) metadata, no data); a
+    // dir backend uses the host's copy_file_range; anything else is copied through pread and
+    // pwrite of handles it opens (this default).
+    virtual Result<uint64_t> copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                        uint64_t length);
 
     // Extended attributes of a node (the symlink itself, for a symlink).
     virtual Result<std::string> getxattr(Node node, std::string_view name);
@@ -294,6 +293,14 @@ private:
 // The node a path names (walked with the generic walker through the node calls; a final symlink
 // followed when `follow`), with one reference the caller gives back with forget().
 Result<Entry> lookup_path(Backend& fs, std::string_view path, Follow follow = Follow::yes);
+
+// Bytes [offset, offset + length) of the file open as `from` into the one open as `to` at
+// `to_offset`, through pread and pwrite, for a caller that holds handles and no nodes; returns
+// what Backend::copy_range would (EBADF unless `from` reads and `to` writes; handles with one
+// st_ino are taken for one file, whose overlapping ranges are EINVAL). It never shares chunks:
+// that takes the node call.
+Result<uint64_t> copy_bytes(File& from, uint64_t offset, File& to, uint64_t to_offset,
+                            uint64_t length);
 
 // Convenience over the contract, for callers and tests: whole-file read and write.
 Result<std::string> read_file(Backend& fs, std::string_view path);

@@ -65,6 +65,10 @@ public:
     Result<Stat> setattr(Node node, const SetAttr& change) override {
         return inner_->setattr(node, change);
     }
+    Result<uint64_t> copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                uint64_t length) override {
+        return inner_->copy_range(from, offset, to, to_offset, length);
+    }
     Result<std::string> getxattr(Node node, std::string_view name) override {
         return inner_->getxattr(node, name);
     }

@@ -10,39 +10,63 @@ Result<void> File::allocate(int, uint64_t, uint64_t) {
     return fail(EOPNOTSUPP, "fallocate");
 }
 
+namespace {
+
 // Bytes copied through a buffer, slice by slice (a pread past the end returns 0: done).
-Result<uint64_t> File::copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                  uint64_t length) {
-    // Both handles answer for themselves first (EBADF before a byte moves, as Linux checks
-    // the descriptors), with calls of no bytes.
-    if (auto r = pread({}, offset); !r) return std::unexpected(r.error());
-    if (auto w = dest.pwrite({}, dest_offset); !w) return std::unexpected(w.error());
+// `same_file`: the two handles are on one file.
+Result<uint64_t> copy_through(File& from, uint64_t offset, File& to, uint64_t to_offset,
+                              uint64_t length, bool same_file) {
     // As Linux: the copy is clipped to the source's end as it is now (so a copy into the same
     // file never chases its own growth), and overlapping ranges of one file are EINVAL.
-    auto st = fstat();
+    auto st = from.fstat();
     if (!st) return std::unexpected(st.error());
+    if (st->type == FileType::directory) return fail(EISDIR, "copy_file_range");
+    if (st->type != FileType::regular) return fail(EINVAL, "copy_file_range");
     if (offset >= st->size) return 0;
     length = std::min(length, st->size - offset);
-    if (&innermost() == &dest.innermost() && dest_offset < offset + length &&
-        offset < dest_offset + length)
+    if (same_file && to_offset < offset + length && offset < to_offset + length)
         return fail(EINVAL, "copy_file_range");
     constexpr std::size_t kSlice = 1 << 20;
     std::vector<std::byte> buffer(static_cast<std::size_t>(std::min<uint64_t>(length, kSlice)));
     uint64_t done = 0;
     while (done < length) {
         const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, kSlice));
-        auto n = pread(std::span(buffer).first(want), offset + done);
+        auto n = from.pread(std::span(buffer).first(want), offset + done);
         if (!n) return std::unexpected(n.error());
         if (*n == 0) break;
         for (std::size_t put = 0; put < *n;) {
-            auto w =
-                dest.pwrite(std::span(buffer).subspan(put, *n - put), dest_offset + done + put);
+            auto w = to.pwrite(std::span(buffer).subspan(put, *n - put), to_offset + done + put);
             if (!w) return std::unexpected(w.error());
             put += *w;
         }
         done += *n;
     }
     return done;
+}
+
+}  // namespace
+
+Result<uint64_t> copy_bytes(File& from, uint64_t offset, File& to, uint64_t to_offset,
+                            uint64_t length) {
+    // Both handles answer for themselves first (EBADF before a byte moves, as Linux checks
+    // the descriptors), with calls of no bytes.
+    if (auto r = from.pread({}, offset); !r) return std::unexpected(r.error());
+    if (auto w = to.pwrite({}, to_offset); !w) return std::unexpected(w.error());
+    auto a = from.fstat();
+    if (!a) return std::unexpected(a.error());
+    auto b = to.fstat();
+    if (!b) return std::unexpected(b.error());
+    return copy_through(from, offset, to, to_offset, length, a->ino == b->ino);
+}
+
+// The default: handles opened on both nodes, the bytes through them.
+Result<uint64_t> Backend::copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                     uint64_t length) {
+    auto source = open(from, O_RDONLY);
+    if (!source) return std::unexpected(source.error());
+    auto target = open(to, O_WRONLY);
+    if (!target) return std::unexpected(target.error());
+    return copy_through(**source, offset, **target, to_offset, length, from == to);
 }
 
 // A file without holes: data from anywhere before the end, the end the only hole.

@@ -67,6 +67,8 @@ public:
     Result<std::string> readlink(Node node) override;
     Result<StatFs> statfs(Node node) override;
     Result<FileHandle> open(Node node, int flags) override;
+    Result<uint64_t> copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                uint64_t length) override;
     Result<Created> create(Node dir, std::string_view name, int flags, uint32_t mode,
                            std::optional<Owner> owner) override;
     Result<Entry> mkdir(Node dir, std::string_view name, uint32_t mode,

@@ -61,30 +61,6 @@ public:
         return static_cast<uint64_t>(at);
     }
 
-    // Into another file of a dir backend: the host's copy_file_range (a reflink where the host
-    // filesystem can, e.g. btrfs and XFS; in-kernel otherwise), looped to the end as cp does.
-    Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                uint64_t length) override {
-        auto* to = dynamic_cast<DirFile*>(&dest.innermost());
-        if (to == nullptr) return File::copy_range(offset, dest, dest_offset, length);
-        constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
-        if (offset > kMax || dest_offset > kMax) return fail(EFBIG, "copy_file_range");
-        uint64_t done = 0;
-        do {
-            auto in = static_cast<off_t>(offset + done);
-            auto out = static_cast<off_t>(dest_offset + done);
-            const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
-            const ssize_t n = ::copy_file_range(fd_.get(), &in, to->fd_.get(), &out, want, 0);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                return fail(errno, "copy_file_range");
-            }
-            if (n == 0) break;
-            done += static_cast<uint64_t>(n);
-        } while (done < length);
-        return done;
-    }
-
     Result<void> allocate(int mode, uint64_t offset, uint64_t length) override {
         constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
         if (offset > kMax || length > kMax) return fail(EFBIG, "fallocate");

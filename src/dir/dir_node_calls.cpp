@@ -205,6 +205,41 @@ Result<FileHandle> DirBackend::open(Node node, int flags) {
     return make_dir_file(std::move(*fd));
 }
 
+// Between two of the directory's files: the host's copy_file_range (a reflink where the host
+// filesystem can, e.g. btrfs and XFS; in-kernel otherwise), looped to the end as cp does.
+Result<uint64_t> DirBackend::copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                        uint64_t length) {
+    auto source = held(from, "copy_file_range");
+    if (!source) return std::unexpected(source.error());
+    auto target = held(to, "copy_file_range");
+    if (!target) return std::unexpected(target.error());
+    for (const DirNode* n : {&**source, &**target}) {
+        if (n->is_dir()) return fail(EISDIR, "copy_file_range");
+        if (n->type != FileType::regular) return fail(EINVAL, "copy_file_range");
+    }
+    if (read_only_) return fail(EROFS, "copy_file_range");
+    constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+    if (offset > kMax || to_offset > kMax) return fail(EFBIG, "copy_file_range");
+    auto in_fd = reopen(**source, O_RDONLY);
+    if (!in_fd) return fail(in_fd.error(), "copy_file_range");
+    auto out_fd = reopen(**target, O_WRONLY);
+    if (!out_fd) return fail(out_fd.error(), "copy_file_range");
+    uint64_t done = 0;
+    do {
+        auto in = static_cast<off_t>(offset + done);
+        auto out = static_cast<off_t>(to_offset + done);
+        const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
+        const ssize_t n = ::copy_file_range(in_fd->get(), &in, out_fd->get(), &out, want, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(errno, "copy_file_range");
+        }
+        if (n == 0) break;
+        done += static_cast<uint64_t>(n);
+    } while (done < length);
+    return done;
+}
+
 // --- making entries --------------------------------------------------------------------
 
 Result<Created> DirBackend::create(Node dir, std::string_view name, int flags, uint32_t mode,

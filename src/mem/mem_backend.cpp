@@ -18,6 +18,12 @@ namespace {
 
 // --- files -----------------------------------------------------------------------------------
 
+// Gives back a hold taken with Engine::hold (outside the writer lock).
+struct CellRelease {
+    Engine* engine;
+    void operator()(Cell* cell) const noexcept { engine->release(cell); }
+};
+
 // A handle on the live tree: the inode's cell, held (so an unlinked file stays), read at its
 // latest state; writes go through the writer.
 class LiveFile final : public File {
@@ -54,27 +60,6 @@ public:
     Result<uint64_t> seek_data(uint64_t offset, bool data) override {
         rcu::ReadSection section;
         return engine_->seek_held(*cell_, offset, data);
-    }
-    // A handle of the same tree: its chunks are shared (Engine::clone_range); else copied.
-    Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                uint64_t length) override {
-        if (!readable_) return fail(EBADF, "copy_file_range");
-        auto* to = dynamic_cast<LiveFile*>(&dest.innermost());
-        if (to != nullptr && to->engine_ == engine_) {
-            if (!to->writable_ || to->append_) return fail(EBADF, "copy_file_range");
-            if (to->cell_ == cell_) {  // one file, two handles: overlapping ranges are EINVAL
-                auto st = fstat();
-                if (!st) return std::unexpected(st.error());
-                const uint64_t n = offset >= st->size ? 0 : std::min(length, st->size - offset);
-                if (dest_offset < offset + n && offset < dest_offset + n)
-                    return fail(EINVAL, "copy_file_range");
-            }
-            auto lock = engine_->lock();
-            auto shared = engine_->clone_range(cell_, offset, to->cell_, dest_offset, length);
-            if (!shared) return std::unexpected(shared.error());
-            if (*shared) return **shared;
-        }
-        return File::copy_range(offset, dest, dest_offset, length);
     }
     Result<Stat> fstat() override {
         rcu::ReadSection section;
@@ -736,6 +721,29 @@ public:
         auto r = engine_->by_ino(node.id, kLiveGen);
         if (!r) return std::unexpected(r.error());
         return engine_->setattr(*r, change);
+    }
+    // Between two files of this tree: their chunks shared (Engine::clone_range) where the
+    // offsets allow, else the default's copy through handles.
+    Result<uint64_t> copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                uint64_t length) override {
+        // The source held across the call (a lower file's stub made if need be); released
+        // after the lock, since the last release of an orphan takes it.
+        auto source = engine_->hold(from.id);
+        if (!source) return std::unexpected(source.error());
+        const std::unique_ptr<Cell, CellRelease> held(*source, CellRelease{engine_.get()});
+        {
+            auto lock = engine_->lock();
+            auto target = engine_->by_ino(to.id, kLiveGen);
+            if (!target) return std::unexpected(target.error());
+            if (target->type == FileType::directory) return fail(EISDIR, "copy_file_range");
+            if (target->type != FileType::regular) return fail(EINVAL, "copy_file_range");
+            auto cell = engine_->own(*target);
+            if (!cell) return std::unexpected(cell.error());
+            auto shared = engine_->clone_range(*source, offset, *cell, to_offset, length);
+            if (!shared) return std::unexpected(shared.error());
+            if (*shared) return **shared;
+        }
+        return Backend::copy_range(from, offset, to, to_offset, length);
     }
     Result<void> setxattr(Node node, std::string_view name, std::string_view value,
                           XattrMode mode) override {

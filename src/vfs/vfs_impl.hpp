@@ -80,13 +80,6 @@ public:
         Gate::Pass change(*changes_);
         return inner_->allocate(mode, offset, length);
     }
-    // The inner handles meet, so two files of one backend can share storage.
-    Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                uint64_t length) override {
-        Gate::Pass change(*changes_);  // once: the inner handles meet without more passes
-        return inner_->copy_range(offset, dest.innermost(), dest_offset, length);
-    }
-    File& innermost() override { return inner_->innermost(); }
 
 private:
     FileHandle inner_;
@@ -279,6 +272,8 @@ public:
     Result<void> rename(Node dir, std::string_view name, Node to_dir, std::string_view to_name,
                         RenameFlags flags) override;
     Result<Stat> setattr(Node node, const SetAttr& change) override;
+    Result<uint64_t> copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                uint64_t length) override;
     Result<std::string> getxattr(Node node, std::string_view name) override;
     Result<std::vector<std::string>> listxattr(Node node) override;
     Result<void> setxattr(Node node, std::string_view name, std::string_view value,

@@ -485,6 +485,27 @@ Result<Stat> VfsImpl::setattr(Node node, const SetAttr& change) {
     return desc.top().backend->setattr(desc.top().node, change);
 }
 
+// Within one mounted backend: its own copy_range (which may share storage); across two, the
+// default's copy through handles of this Vfs (each write a change of its own).
+Result<uint64_t> VfsImpl::copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                     uint64_t length) {
+    {
+        Gate::Pass changes(*change_gate_);
+        auto s = describe(from, "copy_file_range");
+        if (!s) return error_of(s);
+        auto t = describe(to, "copy_file_range");
+        if (!t) return error_of(t);
+        const NodeDesc& source = **s;
+        const NodeDesc& target = **t;
+        if (source.synthetic() || target.synthetic()) return fail(EISDIR, "copy_file_range");
+        if (!target.top().writable) return fail(EROFS, "copy_file_range", target.path);
+        if (source.top().backend == target.top().backend)
+            return source.top().backend->copy_range(source.top().node, offset, target.top().node,
+                                                    to_offset, length);
+    }
+    return Backend::copy_range(from, offset, to, to_offset, length);
+}
+
 Result<void> VfsImpl::setxattr(Node node, std::string_view name, std::string_view value,
                                XattrMode mode) {
     Gate::Pass changes(*change_gate_);

@@ -391,22 +391,6 @@ Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset)
 Result<Stat> VolumeFile::fstat() {
     return with_inner([&](File& f) { return f.fstat(); });
 }
-// Into another handle of this volume: shared chunks and one record; else bytes through
-// pread/pwrite (the destination journals its writes).
-Result<uint64_t> VolumeFile::copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                        uint64_t length) {
-    if ((flags_ & O_ACCMODE) == O_WRONLY) return fail(EBADF, "copy_file_range");
-    auto* to = dynamic_cast<VolumeFile*>(&dest.innermost());
-    if (to != nullptr && to->volume_ == volume_) {
-        if ((to->flags_ & O_ACCMODE) == O_RDONLY || to->append())
-            return fail(EBADF, "copy_file_range");
-        auto shared = volume_->clone_by_handle(*this, offset, *to, dest_offset, length);
-        if (!shared) return std::unexpected(shared.error());
-        if (*shared) return **shared;
-    }
-    return File::copy_range(offset, dest, dest_offset, length);
-}
-
 Result<uint64_t> VolumeFile::seek_data(uint64_t offset, bool data) {
     return with_inner([&](File& f) { return f.seek_data(offset, data); });
 }
@@ -484,34 +468,6 @@ Result<void> VolumeImpl::allocate_by_handle(VolumeFile& file, int mode, uint64_t
             r.flags = static_cast<uint32_t>(mode);
             r.offset = offset;
             r.length = length;
-        });
-}
-
-Result<std::optional<uint64_t>> VolumeImpl::clone_by_handle(VolumeFile& from, uint64_t offset,
-                                                            VolumeFile& to, uint64_t to_offset,
-                                                            uint64_t length) {
-    File* target = nullptr;
-    return journaled<std::optional<uint64_t>>(
-        RecordType::clone_range, {},
-        [&](Backend&) -> Result<std::optional<uint64_t>> {
-            auto source = from.inner_locked();
-            if (!source) return std::unexpected(source.error());
-            auto usable = to.inner_locked();
-            if (!usable) return std::unexpected(usable.error());
-            target = *usable;
-            if (!named(**source)) return std::optional<uint64_t>();  // under mu_: no race
-            auto n = (*source)->copy_range(offset, *target, to_offset, length);
-            if (!n) return std::unexpected(n.error());
-            return std::optional<uint64_t>(*n);
-        },
-        [&](OpRecord& r, const std::optional<uint64_t>& copied) {
-            if (!copied || *copied == 0 || !named(*target)) return false;
-            r.ino = from.ino();
-            r.ino2 = to.ino();
-            r.offset = offset;
-            r.offset2 = to_offset;
-            r.length = *copied;
-            return true;
         });
 }
 
@@ -726,6 +682,41 @@ static Result<bool> still_named(Backend& tree, Node node) {
     auto st = tree.getattr(node);
     if (!st) return std::unexpected(st.error());
     return st->nlink > 0;
+}
+
+// Between two of the volume's files: the tree shares their chunks, and one record names both
+// by inode. A copy from a file with no name left (a replay could not find it) is the default's
+// copy through handles, journaled as the destination's writes; into one, it is not journaled.
+Result<uint64_t> VolumeImpl::copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                        uint64_t length) {
+    if (unnamed_tree(from) || unnamed_tree(to))
+        return Backend::copy_range(from, offset, to, to_offset, length);
+    bool target_named = false;
+    auto copied = journaled<std::optional<uint64_t>>(
+        RecordType::clone_range, {},
+        [&](Backend& tree) -> Result<std::optional<uint64_t>> {
+            auto source_named = still_named(tree, from);  // under mu_: no race
+            if (!source_named) return std::unexpected(source_named.error());
+            if (!*source_named) return std::optional<uint64_t>();
+            auto n = tree.copy_range(from, offset, to, to_offset, length);
+            if (!n) return std::unexpected(n.error());
+            auto named = still_named(tree, to);
+            if (!named) return std::unexpected(named.error());
+            target_named = *named;
+            return std::optional<uint64_t>(*n);
+        },
+        [&](OpRecord& r, const std::optional<uint64_t>& n) {
+            if (!n || *n == 0 || !target_named) return false;
+            r.ino = from.id;
+            r.ino2 = to.id;
+            r.offset = offset;
+            r.offset2 = to_offset;
+            r.length = *n;
+            return true;
+        });
+    if (!copied) return std::unexpected(copied.error());
+    if (*copied) return **copied;
+    return Backend::copy_range(from, offset, to, to_offset, length);
 }
 
 Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_view value,

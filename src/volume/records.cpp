@@ -365,11 +365,7 @@ Result<void> apply_record(Backend& overlay, const OpRecord& r) {
             return (*file)->allocate(static_cast<int>(r.flags), r.offset, r.length);
         }
         case RecordType::clone_range: {
-            auto from = overlay.open(Node{r.ino}, O_RDONLY);
-            if (!from) return std::unexpected(from.error());
-            auto to = overlay.open(Node{r.ino2}, O_WRONLY);
-            if (!to) return std::unexpected(to.error());
-            auto n = (*from)->copy_range(r.offset, **to, r.offset2, r.length);
+            auto n = overlay.copy_range(Node{r.ino}, r.offset, Node{r.ino2}, r.offset2, r.length);
             if (!n) return std::unexpected(n.error());
             if (*n != r.length)  // the source is shorter than when it was cloned
                 return fail(EUCLEAN, "replay clone_range");

@@ -109,6 +109,8 @@ public:
     Result<void> rename(Node dir, std::string_view name, Node to_dir, std::string_view to_name,
                         RenameFlags flags) override;
     Result<Stat> setattr(Node node, const SetAttr& change) override;
+    Result<uint64_t> copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
+                                uint64_t length) override;
     Result<void> setxattr(Node node, std::string_view name, std::string_view value,
                           XattrMode mode) override;
     Result<void> removexattr(Node node, std::string_view name) override;
@@ -156,12 +158,6 @@ public:
                                         uint64_t offset);
     Result<void> truncate_by_handle(VolumeFile& file, uint64_t size);
     Result<void> allocate_by_handle(VolumeFile& file, int mode, uint64_t offset, uint64_t length);
-    // copy_range between two of the volume's files: the tree shares their chunks, and one
-    // record names both by inode. nullopt when the source has no name left (a replay could not
-    // find it): the caller copies, journaled as writes.
-    Result<std::optional<uint64_t>> clone_by_handle(VolumeFile& from, uint64_t offset,
-                                                    VolumeFile& to, uint64_t to_offset,
-                                                    uint64_t length);
     // An open file joins (leaves) the set replace_tree_locked moves to each new tree. Joining
     // happens with mu_ or nodes_mu_ held, so no replacement falls between opening the tree's
     // handle and joining.
@@ -294,8 +290,6 @@ public:
     Result<Stat> fstat() override;
     Result<uint64_t> seek_data(uint64_t offset, bool data) override;
     Result<void> allocate(int mode, uint64_t offset, uint64_t length) override;
-    Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                uint64_t length) override;
 
     uint64_t ino() const noexcept { return ino_; }
     bool append() const noexcept { return (flags_ & O_APPEND) != 0; }

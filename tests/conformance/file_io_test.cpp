@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <map>
 #include <thread>
 
 #include "conformance/conformance_suite.hpp"
@@ -178,15 +180,23 @@ TEST_P(FileIo, FallocateModesReadBackAsFallocateSays) {
     expect_model("after the refusals");
 }
 
+namespace {
+
 // copy_range (copy_file_range, FICLONERANGE) against a model: whole chunks (shared on a mem
-// tree or volume), partial edges, a source end mid-chunk, unaligned offsets (copied), ranges
-// past the source's end; then writes, truncates and punches to either file never show in the
-// other (a shared chunk is copied before it changes).
-TEST_P(FileIo, CopyRangeCopiesAndTheCopiesChangeApart) {
-    auto a = create(fs(), "/copy-a");
+// tree or volume, by node), partial edges, a source end mid-chunk, unaligned offsets (copied),
+// ranges past the source's end; then writes, truncates and punches to either file never show in
+// the other (a shared chunk is copied before it changes). `copier` copies between two of the
+// files, named by their handles and paths.
+using Copier = std::function<Result<uint64_t>(File& from, const std::string& from_path,
+                                              uint64_t offset, File& to, const std::string& to_path,
+                                              uint64_t to_offset, uint64_t length)>;
+
+void copy_range_scenario(Backend& fs, const Copier& copier) {
+    auto a = create(fs, "/copy-a");
     PACKFS_ASSERT_OK(a);
-    auto b = create(fs(), "/copy-b");
+    auto b = create(fs, "/copy-b");
     PACKFS_ASSERT_OK(b);
+    std::map<const File*, std::string> paths{{a->get(), "/copy-a"}, {b->get(), "/copy-b"}};
     std::string ma = pattern_bytes(5 * kChunk + 123, 11), mb = pattern_bytes(kChunk / 2, 12);
     PACKFS_ASSERT_OK(pwrite_string(**a, ma, 0));
     PACKFS_ASSERT_OK(pwrite_string(**b, mb, 0));
@@ -200,7 +210,7 @@ TEST_P(FileIo, CopyRangeCopiesAndTheCopiesChangeApart) {
     };
     auto copy = [&](File& from, std::string& mfrom, uint64_t off, File& to, std::string& mto,
                     uint64_t to_off, uint64_t len, const std::string& step) {
-        auto n = from.copy_range(off, to, to_off, len);
+        auto n = copier(from, paths.at(&from), off, to, paths.at(&to), to_off, len);
         PACKFS_ASSERT_OK(n);
         const uint64_t want = off >= mfrom.size() ? 0 : std::min<uint64_t>(len, mfrom.size() - off);
         EXPECT_EQ(*n, want) << step;
@@ -213,8 +223,9 @@ TEST_P(FileIo, CopyRangeCopiesAndTheCopiesChangeApart) {
     };
     {
         // The whole file into a new, empty one (cp): then both change apart.
-        auto c = create(fs(), "/copy-c");
+        auto c = create(fs, "/copy-c");
         PACKFS_ASSERT_OK(c);
+        paths[c->get()] = "/copy-c";
         std::string mc;
         copy(**a, ma, 0, **c, mc, 0, UINT64_MAX / 4, "the whole file into an empty one");
         PACKFS_ASSERT_OK(pwrite_string(**c, "in the copy", 2 * kChunk - 3));
@@ -263,16 +274,49 @@ TEST_P(FileIo, CopyRangeCopiesAndTheCopiesChangeApart) {
     ma.resize(2 * kChunk);
     expect("the source truncated");
     // Within one file: overlapping ranges are EINVAL (as Linux), apart ones copy.
-    PACKFS_EXPECT_ERRNO((*a)->copy_range(0, **a, 100, 1000), EINVAL);
+    PACKFS_EXPECT_ERRNO(copier(**a, "/copy-a", 0, **a, "/copy-a", 100, 1000), EINVAL);
     copy(**a, ma, 0, **a, ma, ma.size() + 10, ma.size(), "the file after its own end");
+    expect("after the refusals");
+}
+
+}  // namespace
+
+TEST_P(FileIo, CopyRangeCopiesAndTheCopiesChangeApart) {
+    copy_range_scenario(fs(), [&](File& from, const std::string&, uint64_t offset, File& to,
+                                  const std::string&, uint64_t to_offset, uint64_t length) {
+        return copy_bytes(from, offset, to, to_offset, length);
+    });
+    // Handles answer for their modes; two handles on one file are one file.
+    auto a = fs().open("/copy-a", O_RDWR);
+    PACKFS_ASSERT_OK(a);
     auto reader = fs().open("/copy-a", O_RDONLY);
     PACKFS_ASSERT_OK(reader);
-    PACKFS_EXPECT_ERRNO((*reader)->copy_range(0, **a, 50, 100), EINVAL);
-    PACKFS_EXPECT_ERRNO((*a)->copy_range(0, **reader, 0, 10), EBADF);
+    PACKFS_EXPECT_ERRNO(copy_bytes(**reader, 0, **a, 50, 100), EINVAL);
+    PACKFS_EXPECT_ERRNO(copy_bytes(**a, 0, **reader, 0, 10), EBADF);
     auto writer = fs().open("/copy-b", O_WRONLY);
     PACKFS_ASSERT_OK(writer);
-    PACKFS_EXPECT_ERRNO((*writer)->copy_range(0, **a, 0, 10), EBADF);
-    expect("after the refusals");
+    PACKFS_EXPECT_ERRNO(copy_bytes(**writer, 0, **a, 0, 10), EBADF);
+}
+
+// The same by node (Backend::copy_range, what FUSE calls): where the backend shares chunks,
+// the scenario shows that shared chunks change apart.
+TEST_P(FileIo, CopyRangeByNodeCopiesAndTheCopiesChangeApart) {
+    if (!caps().nodes) GTEST_SKIP() << "backend '" << GetParam().name << "' has no node calls";
+    auto node_of = [&](const std::string& path) {
+        auto e = lookup_path(fs(), path);
+        EXPECT_TRUE(e.has_value()) << path;
+        return HeldNode(fs(), e ? e->node : Node{});
+    };
+    copy_range_scenario(fs(), [&](File&, const std::string& from_path, uint64_t offset, File&,
+                                  const std::string& to_path, uint64_t to_offset, uint64_t length) {
+        const HeldNode from = node_of(from_path), to = node_of(to_path);
+        return fs().copy_range(from.get(), offset, to.get(), to_offset, length);
+    });
+    // Not between regular files: a directory is EISDIR, a symlink or a missing node an error.
+    PACKFS_ASSERT_OK(fs().mkdir("/copy-dir"));
+    const HeldNode file = node_of("/copy-a"), dir = node_of("/copy-dir");
+    PACKFS_EXPECT_ERRNO(fs().copy_range(dir.get(), 0, file.get(), 0, 10), EISDIR);
+    PACKFS_EXPECT_ERRNO(fs().copy_range(file.get(), 0, dir.get(), 0, 10), EISDIR);
 }
 
 TEST_P(FileIo, ReadAtOrPastEndReturnsZero) {

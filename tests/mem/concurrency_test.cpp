@@ -99,7 +99,11 @@ void writer(Shared& s, int rounds) {
         {
             auto copy = fs.open("/gen/copy", O_RDWR | O_CREAT | O_TRUNC, 0644);
             if (!copy) return s.fail("open /gen/copy");
-            auto n = (*gen_file)->copy_range(0, **copy, 0, kGenSize);
+            auto from = lookup_path(fs, "/gen/f");
+            auto to = lookup_path(fs, "/gen/copy");
+            if (!from || !to) return s.fail("lookup /gen/f, /gen/copy");
+            const HeldNode held_from(fs, from->node), held_to(fs, to->node);
+            auto n = fs.copy_range(from->node, 0, to->node, 0, kGenSize);
             if (!n || *n != kGenSize) s.fail("copy_range /gen/f -> /gen/copy");
             if (r % 3 == 0) {
                 const std::string other = content(static_cast<uint64_t>(r) + 100000, kGenSize);

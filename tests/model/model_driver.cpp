@@ -324,6 +324,15 @@ bool ModelDriver::apply(const Op& op, Backend& fs, ReferenceModel& m, InoMap& in
                     (void)m.close(*want);  // snapshot opens are not kept
                 } else {
                     handles_[*want] = std::move(*got);
+                    // Its node too, for copy_range (held while the handle is open), where
+                    // the backend has node calls.
+                    auto entry = lookup_path(fs, op.path);
+                    if (entry) {
+                        handle_nodes_.insert_or_assign(*want, HeldNode(fs, entry->node));
+                    } else if (entry.error().code() != ENOTSUP) {
+                        return mismatch("no node for the file just opened: " +
+                                        entry.error().message());
+                    }
                 }
             }
             return true;
@@ -331,6 +340,7 @@ bool ModelDriver::apply(const Op& op, Backend& fs, ReferenceModel& m, InoMap& in
         case OpKind::close: {
             count(true);
             (void)m.close(op.handle);
+            handle_nodes_.erase(op.handle);
             handles_.erase(op.handle);
             return true;
         }
@@ -360,10 +370,24 @@ bool ModelDriver::apply(const Op& op, Backend& fs, ReferenceModel& m, InoMap& in
             return simple(m.ftruncate(op.handle, op.length),
                           handles_.at(op.handle)->truncate(op.length));
         case OpKind::copy_range: {
+            // As the kernel does: the descriptors' modes checked first (a node has none), then
+            // the call by node.
+            bool modes_ok = true;
+            for (const auto& h : m.handles()) {
+                if (h.id == op.handle && !h.readable) modes_ok = false;
+                if (h.id == op.handle2 && (!h.writable || h.append)) modes_ok = false;
+            }
             auto want = m.copy_range(op.handle, op.offset, op.handle2, op.offset2, op.length);
             int a = alt();
-            auto got = handles_.at(op.handle)->copy_range(op.offset, *handles_.at(op.handle2),
-                                                          op.offset2, op.length);
+            // (Without node calls: the handles' bytes.)
+            auto from = handle_nodes_.find(op.handle), to = handle_nodes_.find(op.handle2);
+            Result<uint64_t> got =
+                !modes_ok ? fail(EBADF, "copy_file_range")
+                : from != handle_nodes_.end() && to != handle_nodes_.end()
+                    ? fs.copy_range(from->second.get(), op.offset, to->second.get(), op.offset2,
+                                    op.length)
+                    : copy_bytes(*handles_.at(op.handle), op.offset, *handles_.at(op.handle2),
+                                 op.offset2, op.length);
             count(want.has_value());
             if (!compare_outcome(want, got, a, "result")) return false;
             if (want && got && *want != *got)
@@ -590,6 +614,7 @@ bool ModelDriver::step(const Op& op) {
 
 bool ModelDriver::rebase() {
     for (const auto& h : model_.handles()) (void)model_.close(h.id);
+    handle_nodes_.clear();
     handles_.clear();
     snapshots_.clear();
     std::shared_ptr<Backend> next = config_.rebase.make(std::move(backend_));
@@ -630,6 +655,7 @@ RunResult ModelDriver::run(uint64_t ops) {
         (void)check_tree(*s.fs, expected, s.inos,
                          fmt::format("snapshot {} (taken at step {})", i, s.step), true);
     }
+    handle_nodes_.clear();
     handles_.clear();
     return result_;
 }

@@ -107,6 +107,7 @@ private:
     ReferenceModel model_;
     OpGenerator generator_;
     std::map<int, FileHandle> handles_;
+    std::map<int, HeldNode> handle_nodes_;  // each handle's node (copy_range is by node)
     std::vector<Snapshot> snapshots_;
     InoMap inos_;
     std::deque<std::string> history_;

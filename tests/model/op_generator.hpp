@@ -192,7 +192,7 @@ struct GeneratorOptions {
     bool snapshots = true;
     bool long_names = true;  // an occasional 256-byte component (ENAMETOOLONG)
     bool zero_length_writes = true;
-    bool copy_range = true;         // File::copy_range between two handles
+    bool copy_range = true;         // Backend::copy_range between two handles' nodes
     bool utimens_both_omit = true;  // Linux answers 0 before even looking the path up
     uint64_t max_file_size = 300 * 1024;
     std::size_t max_handles = 8;

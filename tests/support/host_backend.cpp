@@ -70,8 +70,9 @@ public:
     }
 
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
+        // At least one call, so a write of no bytes still answers for the descriptor (EBADF).
         std::size_t done = 0;
-        while (done < data.size()) {
+        do {
             ssize_t n = ::pwrite(fd_.get(), data.data() + done, data.size() - done,
                                  static_cast<off_t>(offset + done));
             if (n < 0) {
@@ -79,7 +80,7 @@ public:
                 return errno_error("pwrite", {});
             }
             done += static_cast<std::size_t>(n);
-        }
+        } while (done < data.size());
         return done;
     }
 
@@ -106,27 +107,6 @@ public:
             0)
             return errno_error("fallocate", {});
         return {};
-    }
-
-    // The kernel's copy_file_range, looped to the end as cp does (it may copy less per call).
-    Result<uint64_t> copy_range(uint64_t offset, File& dest, uint64_t dest_offset,
-                                uint64_t length) override {
-        auto* to = dynamic_cast<HostFile*>(&dest.innermost());
-        if (to == nullptr) return File::copy_range(offset, dest, dest_offset, length);
-        uint64_t done = 0;
-        do {
-            auto in = static_cast<loff_t>(offset + done),
-                 out = static_cast<loff_t>(dest_offset + done);
-            const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
-            const ssize_t n = ::copy_file_range(fd_.get(), &in, to->fd_.get(), &out, want, 0);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                return errno_error("copy_file_range", {});
-            }
-            if (n == 0) break;
-            done += static_cast<uint64_t>(n);
-        } while (done < length);
-        return done;
     }
 
     Result<uint64_t> seek_data(uint64_t offset, bool data) override {

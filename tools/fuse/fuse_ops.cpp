@@ -332,19 +332,17 @@ void op_fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t leng
                file->allocate(mode, static_cast<uint64_t>(offset), static_cast<uint64_t>(length)));
 }
 
-// copy_file_range(2) (cp's copy loop): the backend shares chunks where it can (a volume's
-// reflink), else copies; a source opened without a message is opened for the call.
-void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info* fi_in,
-                        fuse_ino_t, off_t off_out, fuse_file_info* fi_out, size_t len, int flags) {
+// copy_file_range(2) (cp's copy loop), by node as the kernel hands it over once it has checked
+// the descriptors: the backend shares chunks where it can (a mem tree's or a volume's reflink),
+// else copies.
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info*,
+                        fuse_ino_t ino_out, off_t off_out, fuse_file_info* fi_out, size_t len,
+                        int flags) {
     if (flags != 0) return (void)fuse_reply_err(req, EINVAL);
     if (off_in < 0 || off_out < 0) return (void)fuse_reply_err(req, EINVAL);
-    File* to = file_of(fi_out);
-    if (!to) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
-    FileHandle opened;
-    File* from = file_or_open(req, ino_in, fi_in, opened);
-    if (!from) return;
-    auto n =
-        from->copy_range(static_cast<uint64_t>(off_in), *to, static_cast<uint64_t>(off_out), len);
+    if (!file_of(fi_out)) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
+    auto n = fs_of(req).copy_range(node_of(ino_in), static_cast<uint64_t>(off_in), node_of(ino_out),
+                                   static_cast<uint64_t>(off_out), len);
     if (!n) return reply_error(req, n.error());
     fuse_reply_write(req, static_cast<size_t>(*n));
 }
