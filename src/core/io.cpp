@@ -85,6 +85,22 @@ Result<void> pwrite_all(int fd, std::span<const std::byte> data, uint64_t offset
     return hooked_write(fd, data, static_cast<int64_t>(offset), what);
 }
 
+Result<std::size_t> pread_full(int fd, std::span<std::byte> out, uint64_t offset,
+                               std::string_view what) {
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const ssize_t n =
+            ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(errno, "read", what);
+        }
+        if (n == 0) break;
+        done += static_cast<std::size_t>(n);
+    }
+    return done;
+}
+
 Result<void> write_all(int fd, std::span<const std::byte> data, std::string_view what) {
     return hooked_write(fd, data, -1, what);
 }

@@ -46,6 +46,10 @@ Result<void> pwrite_all(int fd, std::span<const std::byte> data, uint64_t offset
                         std::string_view what);
 // Writes all of `data` at the descriptor's current position (write).
 Result<void> write_all(int fd, std::span<const std::byte> data, std::string_view what);
+// Reads up to out.size() bytes at `offset` (pread, EINTR retried, short reads looped): the
+// count, fewer only at the end of the file. Reads are not hooked.
+Result<std::size_t> pread_full(int fd, std::span<std::byte> out, uint64_t offset,
+                               std::string_view what);
 // Both fdatasync and fsync count as IoOp::fsync for the hook.
 Result<void> fdatasync(int fd, std::string_view what);
 Result<void> fsync(int fd, std::string_view what);

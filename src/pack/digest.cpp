@@ -5,6 +5,9 @@
 
 #include <cstring>
 #include <new>
+#include <vector>
+
+#include "core/io.hpp"
 
 namespace packfs::pack {
 
@@ -102,6 +105,19 @@ std::string to_hex(std::span<const uint8_t> bytes) {
         out += kDigits[b & 15];
     }
     return out;
+}
+
+Result<Sha256Digest> sha256_file(int fd, std::string_view what) {
+    Sha256 sha;
+    std::vector<std::byte> buffer(1 << 20);
+    for (uint64_t at = 0;;) {
+        auto n = io::pread_full(fd, buffer, at, what);
+        if (!n) return std::unexpected(n.error());
+        sha.update(std::span(buffer).first(*n));
+        if (*n < buffer.size()) break;
+        at += *n;
+    }
+    return sha.finish();
 }
 
 }  // namespace packfs::pack

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "pack/format.hpp"
+#include "packfs/error.hpp"
 
 namespace packfs::pack {
 
@@ -35,6 +36,8 @@ private:
 };
 
 Sha256Digest sha256(std::span<const std::byte> bytes) noexcept;
+// The SHA-256 of a file's bytes from offset 0 to its end (read errors name `what`).
+Result<Sha256Digest> sha256_file(int fd, std::string_view what);
 
 // A pack header sealed over its metadata region (format.hpp): the image digest, SHA-256 of the
 // header (digest and checksum zero) then the inflated region, and then the header checksum,

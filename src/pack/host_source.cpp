@@ -16,6 +16,7 @@
 
 #include "core/fd.hpp"
 #include "core/host_stat.hpp"
+#include "core/io.hpp"
 #include "pack/tree_source.hpp"
 #include "packfs/path.hpp"
 
@@ -30,18 +31,7 @@ class HostReader final : public ContentReader {
 public:
     explicit HostReader(Fd fd) : fd_(std::move(fd)) {}
     Result<std::size_t> read(std::span<std::byte> buf, uint64_t offset) override {
-        std::size_t done = 0;
-        while (done < buf.size()) {
-            ssize_t n = ::pread(fd_.get(), buf.data() + done, buf.size() - done,
-                                static_cast<off_t>(offset + done));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                return fail(errno, "read");
-            }
-            if (n == 0) break;
-            done += static_cast<std::size_t>(n);
-        }
-        return done;
+        return io::pread_full(fd_.get(), buf, offset, {});
     }
     Result<std::pair<uint64_t, uint64_t>> data_extent(uint64_t offset) override {
         const off_t begin = ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_DATA);

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <mutex>
 
+#include "core/io.hpp"
+
 namespace packfs::pack {
 
 namespace {
@@ -210,15 +212,8 @@ Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::strin
 
 bool PackImage::read_at(uint64_t offset, std::span<std::byte> out) const noexcept {
     if (remote_) return remote_->read(offset, out);
-    std::size_t done = 0;
-    while (done < out.size()) {
-        const ssize_t n =
-            ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<std::size_t>(n);
-    }
-    return true;
+    const auto n = io::pread_full(fd_, out, offset, "pack");
+    return n && *n == out.size();
 }
 
 }  // namespace packfs::pack

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/io.hpp"
+
 namespace packfs::remote {
 
 namespace {
@@ -94,14 +96,8 @@ CacheFile::~CacheFile() {
 }
 
 bool CacheFile::read(uint64_t offset, std::span<std::byte> out) const noexcept {
-    for (std::size_t done = 0; done < out.size();) {
-        const ssize_t n =
-            ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<std::size_t>(n);
-    }
-    return true;
+    const auto n = io::pread_full(fd_, out, offset, "cache file");
+    return n && *n == out.size();
 }
 
 bool CacheFile::write(uint64_t offset, std::span<const std::byte> bytes) const noexcept {

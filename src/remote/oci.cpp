@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -114,6 +115,18 @@ std::string OciReference::reference() const {
 std::string OciReference::text() const {
     return fmt::format("oci://{}/{}{}{}", registry, repository, digest.empty() ? ":" : "@",
                        reference());
+}
+
+std::optional<std::string> parse_digest_hex(std::string_view text) {
+    if (text.starts_with("sha256:")) text.remove_prefix(7);
+    if (text.empty()) return std::string();
+    if (text.size() != 64) return std::nullopt;
+    std::string out(text);
+    for (char& c : out) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    }
+    return out;
 }
 
 bool is_oci_url(std::string_view text) noexcept {
@@ -310,16 +323,9 @@ Result<std::string> Registry::push(const std::string& pack_path, const std::stri
     struct stat st {};
     if (::fstat(fd, &st) != 0) return fail(errno, "push", pack_path);
     const auto size = static_cast<uint64_t>(st.st_size);
-    pack::Sha256 sha;
-    std::vector<std::byte> buffer(1 << 20);
-    for (uint64_t at = 0; at < size;) {
-        const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(at));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return fail(EIO, "push", pack_path);
-        sha.update(std::span(buffer.data(), static_cast<std::size_t>(n)));
-        at += static_cast<uint64_t>(n);
-    }
-    const std::string blob = "sha256:" + pack::to_hex(sha.finish());
+    auto sum = pack::sha256_file(fd, pack_path);
+    if (!sum) return std::unexpected(sum.error().relabeled("push", pack_path));
+    const std::string blob = "sha256:" + pack::to_hex(*sum);
     if (auto ok = upload_blob(blob, size, fd, {}); !ok) return std::unexpected(ok.error());
     const std::string empty = sha256_text(std::as_bytes(std::span(kEmptyBody)));
     if (auto ok = upload_blob(empty, kEmptyBody.size(), -1, std::string(kEmptyBody)); !ok)

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,9 @@ struct OciReference {
 };
 
 bool is_oci_url(std::string_view text) noexcept;
+// A digest as given by a user: "sha256:<64 hex>" or "<64 hex>", answered as the 64 hex digits
+// lowercased; "" when `text` is empty; nullopt when it is malformed.
+std::optional<std::string> parse_digest_hex(std::string_view text);
 // EINVAL, naming what is wrong, for anything but the two forms above.
 Result<OciReference> parse_oci_reference(std::string_view text);
 

@@ -32,19 +32,6 @@ using remote::HttpPackBytes;
 
 constexpr std::string_view kOp = "open_pack";
 
-// "sha256:<64 hex>" or "<64 hex>", lowercased; "" when `text` is empty; nullopt when malformed.
-std::optional<std::string> parse_digest(std::string_view text) {
-    if (text.starts_with("sha256:")) text.remove_prefix(7);
-    if (text.empty()) return std::string();
-    if (text.size() != 64) return std::nullopt;
-    std::string out(text);
-    for (char& c : out) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
-    }
-    return out;
-}
-
 std::string hex_of(const uint8_t (&digest)[32]) {
     return pack::to_hex(std::span<const uint8_t>(digest, 32));
 }
@@ -155,17 +142,19 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
         if (!fragment.starts_with("sha256:"))
             return fail(EINVAL, kOp,
                         fmt::format("{} (the URL's fragment must be sha256:<digest>)", url));
-        if (!digest_text.empty() && parse_digest(digest_text) != parse_digest(fragment))
+        if (!digest_text.empty() &&
+            remote::parse_digest_hex(digest_text) != remote::parse_digest_hex(fragment))
             return fail(EINVAL, kOp, fmt::format("{} (two different digests given)", url));
         digest_text = fragment;
     }
     if (!pinned_by_manifest.empty()) {
-        if (!digest_text.empty() && parse_digest(digest_text) != parse_digest(pinned_by_manifest))
+        if (!digest_text.empty() &&
+            remote::parse_digest_hex(digest_text) != remote::parse_digest_hex(pinned_by_manifest))
             return mismatch(url, "image digest (given, and named by the manifest)", digest_text,
                             pinned_by_manifest);
         digest_text = pinned_by_manifest;
     }
-    const auto pin = parse_digest(digest_text);
+    const auto pin = remote::parse_digest_hex(digest_text);
     if (!pin)
         return fail(EINVAL, kOp,
                     fmt::format("{} (digest '{}' is not 64 hex digits)", url, digest_text));

@@ -15,30 +15,6 @@
 
 namespace packfs {
 
-namespace {
-
-std::string strip_digest(std::string text) {
-    if (text.starts_with("sha256:")) text.erase(0, 7);
-    return text;
-}
-
-// The SHA-256 of the file's bytes, "sha256:<hex>".
-Result<std::string> file_sha256(int fd, std::string_view path) {
-    pack::Sha256 sha;
-    std::vector<std::byte> buffer(1 << 20);
-    for (off_t at = 0;;) {
-        const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), at);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return fail(errno, "pull", path);
-        if (n == 0) break;
-        sha.update(std::span(buffer.data(), static_cast<std::size_t>(n)));
-        at += n;
-    }
-    return "sha256:" + pack::to_hex(sha.finish());
-}
-
-}  // namespace
-
 Result<std::string> push_pack(std::string_view pack_path, std::string_view reference,
                               const RemoteOptions& options) {
     auto ref = remote::parse_oci_reference(reference);
@@ -68,11 +44,16 @@ Result<std::string> push_pack(std::string_view pack_path, std::string_view refer
 Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
                            const RemoteOptions& options) {
     std::string url(source);
-    std::string pin = strip_digest(options.digest), blob_digest;
+    std::string digest_text = options.digest, blob_digest;
     if (const auto hash = url.find('#'); hash != std::string::npos) {
-        pin = strip_digest(url.substr(hash + 1));
+        digest_text = url.substr(hash + 1);
         url.resize(hash);
     }
+    const auto parsed = remote::parse_digest_hex(digest_text);
+    if (!parsed)
+        return fail(EINVAL, "pull",
+                    fmt::format("{} (digest '{}' is not 64 hex digits)", url, digest_text));
+    std::string pin = *parsed;
     auto log = remote::log_or_stderr(options.log);
     remote::HttpRequest get;
     std::optional<remote::Registry> registry;
@@ -123,12 +104,13 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
         return fail(response.status == 404 ? ENOENT : EIO, "pull",
                     fmt::format("{} (HTTP {})", url, response.status));
     if (!blob_digest.empty()) {
-        auto got = file_sha256(fd, target);
-        if (!got) return std::unexpected(got.error());
-        if (*got != blob_digest)
+        auto sum = pack::sha256_file(fd, target);
+        if (!sum) return std::unexpected(sum.error().relabeled("pull", target));
+        const std::string got = "sha256:" + pack::to_hex(*sum);
+        if (got != blob_digest)
             return fail(
                 kErrCorrupt, "pull",
-                fmt::format("{} (blob digest: expected {}, found {})", url, blob_digest, *got));
+                fmt::format("{} (blob digest: expected {}, found {})", url, blob_digest, got));
     }
     if (::fsync(fd) != 0) return fail(errno, "pull", target);
     auto pack = open_pack(temp);

@@ -270,6 +270,9 @@ check "pull of an http URL" "$packfs" pull "$NGINX_URL/raw.pack#sha256:$raw_dige
 check "  byte for byte" cmp -s "$work/pulled.pack" "$www/raw.pack"
 expect_code "pull with a wrong digest leaves nothing" 1 \
     "$packfs" pull "$NGINX_URL/raw.pack#sha256:$(printf '%064d' 0)" "$work/nothing.pack"
+expect_code "pull with a malformed digest is refused before any transfer" 1 \
+    "$packfs" pull "$NGINX_URL/raw.pack#sha256:not-hex" "$work/nothing.pack"
+check "  saying so" sh -c "'$packfs' pull '$NGINX_URL/raw.pack' '$work/nothing.pack' --digest 12ab 2>&1 | grep -q 'not 64 hex digits'"
 check "  (no file, no temporary)" sh -c "! ls '$work' | grep -q nothing.pack"
 mkdir -p "$work/m3"
 do_mount "oci://$REGISTRY/packs/zstd:v1" "$work/m3"
