@@ -287,6 +287,32 @@ expect_code "push of a pack without block digests is refused" 1 \
     "$packfs" push "$www/nodigests.pack" "oci://$REGISTRY/packs/nodigests:v1"
 expect_code "a malformed reference is refused" 1 "$packfs" ls "oci://$REGISTRY/UPPER:v1" /
 check "  naming the rule" grep -q "lower-case" "$work/last.err"
+stop_registry
+
+# A registry that asks for credentials (htpasswd: HTTP Basic, as the registry's 401 says).
+python3 -c 'import crypt; print("packer:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+    >"$work/htpasswd" 2>/dev/null
+start_registry "$work/registry-auth" "auth:
+  htpasswd:
+    realm: packfs-test
+    path: $work/htpasswd"
+expect_code "auth: push without credentials is refused" 1 \
+    "$packfs" push "$www/zstd.pack" "oci://$REGISTRY/private/zstd:v1"
+check "  as a permission error" grep -qi "permission denied" "$work/last.err"
+expect_code "auth: a wrong password is refused" 1 env PACKFS_REGISTRY_AUTH=packer:wrong \
+    "$packfs" push "$www/zstd.pack" "oci://$REGISTRY/private/zstd:v1"
+private=$(PACKFS_REGISTRY_AUTH=packer:s3cret "$packfs" push "$www/zstd.pack" "oci://$REGISTRY/private/zstd:v1")
+check "auth: push with credentials names the pack by digest" \
+    sh -c "echo '$private' | grep -qE '^oci://$REGISTRY/private/zstd@sha256:[0-9a-f]{64}\$'"
+PACKFS_REGISTRY_AUTH=packer:s3cret "$packfs" ls -lR "$private" / >"$work/ls.private" 2>&1 || true
+"$packfs" ls -lR "$www/zstd.pack" / >"$work/ls.local"
+check "auth: ls with credentials answers as the local pack" cmp -s "$work/ls.private" "$work/ls.local"
+expect_code "auth: reading without credentials is refused" 1 "$packfs" ls "$private" /
+mkdir -p "$work/m6"
+PACKFS_REGISTRY_AUTH=packer:s3cret do_mount "oci://$REGISTRY/private/zstd:v1" "$work/m6" \
+    --cache "$work/c13"
+check "auth: a mount with credentials reads the tree" diff -r "$src" "$work/m6"
+do_umount "$work/m6"
 
 # ---- 7. a recorded trace, then a prefetch from it --------------------------------------------
 mkdir -p "$work/m4"

@@ -1,9 +1,10 @@
 # A real OCI registry (Debian's docker-registry, CNCF distribution 2.8) on 127.0.0.1 at a free
 # port with filesystem storage under DIR, for the remote-pack tests. Sourced after nginx.sh
-# (for free_port); `start_registry DIR` sets REGISTRY (127.0.0.1:PORT). A test whose registry
+# (for free_port); `start_registry DIR [CONFIG]` (CONFIG: more top-level YAML, such as an auth
+# section) sets REGISTRY (127.0.0.1:PORT). A test whose registry
 # cannot start fails with the reason (scripts/install-deps.sh installs docker-registry).
 start_registry() {
-    local dir="$1" bin
+    local dir="$1" extra="${2:-}" bin
     bin=$(command -v docker-registry || true)
     [ -n "$bin" ] || { echo "FAIL: docker-registry is not installed (scripts/install-deps.sh installs it)"; exit 1; }
     mkdir -p "$dir/storage"
@@ -20,6 +21,7 @@ storage:
     enabled: true
 http:
   addr: 127.0.0.1:$REGISTRY_PORT
+$extra
 EOF2
         "$bin" serve "$dir/config.yml" >"$dir/registry.log" 2>&1 &
         REGISTRY_PID=$!
