@@ -11,6 +11,8 @@ packages=(
   squashfs-tools erofs-utils squashfuse attr e2fsprogs
   # remote packs: libcurl, and the servers the remote tests start on 127.0.0.1
   libcurl4-openssl-dev nginx-light docker-registry curl bc
+  # a registry token service for the auth tests (signs its tokens with a key openssl makes)
+  python3-cryptography openssl
   # make fuzz: libFuzzer needs clang, and clang 19 is the first whose __cpp_concepts lets
   # GCC 12's <expected> declare std::expected; llvm-19 symbolizes the sanitizers' stacks.
   clang-19 libclang-rt-19-dev llvm-19

@@ -313,6 +313,40 @@ PACKFS_REGISTRY_AUTH=packer:s3cret do_mount "oci://$REGISTRY/private/zstd:v1" "$
     --cache "$work/c13"
 check "auth: a mount with credentials reads the tree" diff -r "$src" "$work/m6"
 do_umount "$work/m6"
+stop_registry
+
+# A registry that hands out Bearer tokens (its token auth; tests/support/token_server.py
+# issues them, signed by a certificate the registry trusts, to Basic credentials).
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/token.key" -out "$work/token.pem" \
+    -days 2 -subj "/CN=packfs-test-tokens" >/dev/null 2>&1
+python3 "$here/../support/token_server.py" --cert "$work/token.pem" --key "$work/token.key" \
+    --issuer packfs-test-issuer --service packfs-test-registry --user packer:s3cret \
+    --count-file "$work/tokens" >"$work/token.port" 2>"$work/token.err" &
+token_pid=$!
+track_pid $token_pid
+wait_for test -s "$work/token.port"
+start_registry "$work/registry-token" "auth:
+  token:
+    realm: http://127.0.0.1:$(cat "$work/token.port")/token
+    service: packfs-test-registry
+    issuer: packfs-test-issuer
+    rootcertbundle: $work/token.pem"
+expect_code "tokens: push without credentials is refused" 1 \
+    "$packfs" push "$www/raw.pack" "oci://$REGISTRY/private/raw:v1"
+check "  as a permission error" grep -qi "permission denied" "$work/last.err"
+tokened=$(PACKFS_REGISTRY_AUTH=packer:s3cret "$packfs" push "$www/raw.pack" "oci://$REGISTRY/private/raw:v1")
+check "tokens: push with credentials names the pack by digest" \
+    sh -c "echo '$tokened' | grep -qE '^oci://$REGISTRY/private/raw@sha256:[0-9a-f]{64}\$'"
+check "  through tokens from the token service" test "$(cat "$work/tokens" 2>/dev/null || echo 0)" -ge 1
+PACKFS_REGISTRY_AUTH=packer:s3cret "$packfs" cat "$tokened" /c/numbers >"$work/numbers.token" 2>&1 || true
+check "tokens: cat with credentials reads the file" cmp -s "$work/numbers.token" "$src/c/numbers"
+expect_code "tokens: reading without credentials is refused" 1 "$packfs" ls "$tokened" /
+mkdir -p "$work/m7"
+PACKFS_REGISTRY_AUTH=packer:s3cret do_mount "$tokened" "$work/m7" --cache "$work/c14"
+check "tokens: a mount with credentials reads the tree" diff -r "$src" "$work/m7"
+do_umount "$work/m7"
+stop_registry
+kill "$token_pid" 2>/dev/null || true
 
 # ---- 7. a recorded trace, then a prefetch from it --------------------------------------------
 mkdir -p "$work/m4"
