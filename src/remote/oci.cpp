@@ -207,6 +207,18 @@ bool Registry::authenticate(const HttpResponse& challenge) {
     return true;
 }
 
+Result<std::vector<std::string>> Registry::refresh_auth(const std::string& blob_url) {
+    HttpRequest head;
+    head.method = "HEAD";
+    head.url = blob_url;
+    auto answer = request(std::move(head), "the pack's blob, authenticating again");
+    if (!answer) return std::unexpected(answer.error());
+    if (answer->status != 200)
+        return fail(EACCES, "oci",
+                    fmt::format("{} (the pack's blob: HTTP {})", ref_.text(), answer->status));
+    return auth_;
+}
+
 Result<HttpResponse> Registry::request(HttpRequest request, std::string_view what) {
     HttpResponse response;
     HttpFailure why;

@@ -69,6 +69,10 @@ public:
 
     // The headers every request needs from now on (auth), for a client reading the blob.
     std::vector<std::string> auth_headers() const { return auth_; }
+    // Asks for the blob at `blob_url` again (HEAD), authenticating anew when the registry
+    // answers 401 (a token that expired or was revoked), and returns the headers that work
+    // now. EACCES when the registry refuses even then.
+    Result<std::vector<std::string>> refresh_auth(const std::string& blob_url);
     HttpClient& http() noexcept { return http_; }
 
 private:

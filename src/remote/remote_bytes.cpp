@@ -50,7 +50,34 @@ void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {
 bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline) {
     uint64_t total = 0;
     HttpFailure why;
-    if (!http_.get_range(url_, offset, out, deadline, total, why)) {
+    uint64_t generation = 0;
+    if (options_.reauthorize) {
+        std::lock_guard lock(auth_mutex_);
+        generation = auth_generation_;
+    }
+    bool ok = http_.get_range(url_, offset, out, deadline, total, why);
+    if (!ok && why.code == EACCES && options_.reauthorize) {
+        // Refused: a registry's token that expired or was revoked. New headers (unless
+        // another thread got them since this request went out), then once more.
+        bool fresh = true;
+        {
+            std::lock_guard lock(auth_mutex_);
+            if (auth_generation_ == generation) {
+                auto headers = options_.reauthorize();
+                if (headers) {
+                    http_.set_headers(std::move(*headers));
+                    ++auth_generation_;
+                    log(fmt::format("{}: refused (HTTP 401/403); authenticated again", url_));
+                } else {
+                    fresh = false;
+                    why.detail +=
+                        fmt::format("; authenticating again: {}", headers.error().message());
+                }
+            }
+        }
+        if (fresh) ok = http_.get_range(url_, offset, out, deadline, total, why);
+    }
+    if (!ok) {
         log(fmt::format("{}: bytes {}-{}: {}", url_, offset, offset + out.size() - 1, why.detail));
         errno = why.code;
         return false;

@@ -39,6 +39,9 @@ struct FetchOptions {
     uint64_t readahead_bytes = 8 << 20;
     std::function<void(std::string_view)> log;  // never empty
     std::vector<std::string> headers;           // sent with every request (a registry's auth)
+    // A registry's: fresh auth headers once a request was refused (401/403: its token expired
+    // or was revoked), or an error. Empty: a refusal is final.
+    std::function<Result<std::vector<std::string>>()> reauthorize;
 };
 
 // `log` when set, else a logger to standard error ("packfs: remote: ..." lines, whole).
@@ -97,6 +100,8 @@ private:
     std::vector<uint64_t> ends_;                         // blocks_[i].offset + length, for lookups
     std::unique_ptr<std::atomic<uint64_t>[]> verified_;  // bit i: block i is good in the cache
 
+    std::mutex auth_mutex_;         // one re-authentication at a time
+    uint64_t auth_generation_ = 0;  // headers replaced this many times (under auth_mutex_)
     std::mutex mutex_;  // guards in_flight_ and the readahead state
     std::condition_variable landed_;
     std::set<std::size_t> in_flight_;

@@ -121,18 +121,21 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
         return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
     auto log = remote::log_or_stderr(options.log);
     std::vector<std::string> headers;
+    std::function<Result<std::vector<std::string>>()> reauthorize;
     std::string pinned_by_manifest;
     if (remote::is_oci_url(url)) {
         // The manifest (checked against the reference's digest, when it has one) names the
         // blob and the pack's image digest, which then pins the pack like a fragment would.
         auto ref = remote::parse_oci_reference(url);
         if (!ref) return std::unexpected(ref.error());
-        remote::Registry registry(*ref, options.timeout, log);
-        auto found = registry.resolve();
+        // Kept for as long as the pack is read: a token that expires is asked for again.
+        auto registry = std::make_shared<remote::Registry>(*ref, options.timeout, log);
+        auto found = registry->resolve();
         if (!found) return std::unexpected(found.error());
         url = found->blob_url;
-        headers = registry.auth_headers();
+        headers = registry->auth_headers();
         pinned_by_manifest = found->image_digest;
+        reauthorize = [registry, blob = url] { return registry->refresh_auth(blob); };
     }
     // A fragment "#sha256:<hex>" pins the digest too (it is never sent to the server).
     std::string digest_text = options.digest;
@@ -162,7 +165,8 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
                                      .connections = options.connections,
                                      .readahead_bytes = options.readahead_bytes,
                                      .log = log,
-                                     .headers = headers};
+                                     .headers = headers,
+                                     .reauthorize = reauthorize};
     const std::string cache_dir =
         options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
 

@@ -345,6 +345,33 @@ mkdir -p "$work/m7"
 PACKFS_REGISTRY_AUTH=packer:s3cret do_mount "$tokened" "$work/m7" --cache "$work/c14"
 check "tokens: a mount with credentials reads the tree" diff -r "$src" "$work/m7"
 do_umount "$work/m7"
+# Tokens revoked under a mount (the registry restarted on its port trusting a new key, the token
+# service signing with it): the next uncached read is refused, authenticates again and works.
+mkdir -p "$work/m8"
+PACKFS_REGISTRY_AUTH=packer:s3cret "$packfs" --cache "$work/c15" mount -f "$tokened" "$work/m8" \
+    2>"$work/m8.log" &
+track_pid $!
+wait_for is_mounted "$work/m8"
+check "tokens: a file read before the revocation" cmp -s "$work/m8/small" "$src/small"
+stop_registry
+kill "$token_pid" 2>/dev/null || true
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/token2.key" -out "$work/token2.pem" \
+    -days 2 -subj "/CN=packfs-test-tokens-2" >/dev/null 2>&1
+python3 "$here/../support/token_server.py" --cert "$work/token2.pem" --key "$work/token2.key" \
+    --issuer packfs-test-issuer --service packfs-test-registry --user packer:s3cret \
+    >"$work/token2.port" 2>"$work/token2.err" &
+token_pid=$!
+track_pid $token_pid
+wait_for test -s "$work/token2.port"
+sed -i -e "s|realm: .*|realm: http://127.0.0.1:$(cat "$work/token2.port")/token|" \
+    -e "s|rootcertbundle: .*|rootcertbundle: $work/token2.pem|" "$work/registry-token/config.yml"
+docker-registry serve "$work/registry-token/config.yml" >"$work/registry-token/registry2.log" 2>&1 &
+REGISTRY_PID=$!
+wait_for curl -s -o /dev/null "http://$REGISTRY/v2/"
+check "tokens revoked: an uncached read through the mount still works" \
+    cmp -s "$work/m8/c/numbers" "$src/c/numbers"
+check "  after authenticating again (the daemon says so)" grep -q "authenticated again" "$work/m8.log"
+do_umount "$work/m8"
 stop_registry
 kill "$token_pid" 2>/dev/null || true
 
