@@ -1,14 +1,15 @@
 // TEST ONLY. See model_driver.hpp.
 #include "model/model_driver.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "packfs/path.hpp"
+#include "support/host_backend.hpp"
 
 namespace packfs::model {
 
@@ -381,13 +382,13 @@ bool ModelDriver::apply(const Op& op, Backend& fs, ReferenceModel& m, InoMap& in
             int a = alt();
             // (Without node calls: the handles' bytes.)
             auto from = handle_nodes_.find(op.handle), to = handle_nodes_.find(op.handle2);
-            Result<uint64_t> got =
-                !modes_ok ? fail(EBADF, "copy_file_range")
-                : from != handle_nodes_.end() && to != handle_nodes_.end()
-                    ? fs.copy_range(from->second.get(), op.offset, to->second.get(), op.offset2,
-                                    op.length)
-                    : copy_bytes(*handles_.at(op.handle), op.offset, *handles_.at(op.handle2),
-                                 op.offset2, op.length);
+            Result<uint64_t> got = !modes_ok ? fail(EBADF, "copy_file_range")
+                                   : from != handle_nodes_.end() && to != handle_nodes_.end()
+                                       ? fs.copy_range(from->second.get(), op.offset,
+                                                       to->second.get(), op.offset2, op.length)
+                                       : (config_.copy_handles ? config_.copy_handles : copy_bytes)(
+                                             *handles_.at(op.handle), op.offset,
+                                             *handles_.at(op.handle2), op.offset2, op.length);
             count(want.has_value());
             if (!compare_outcome(want, got, a, "result")) return false;
             if (want && got && *want != *got)
@@ -662,13 +663,12 @@ RunResult ModelDriver::run(uint64_t ops) {
 
 DriverConfig kernel_driver_config() {
     DriverConfig config;
+    // Copies by the kernel's copy_file_range (through a FUSE mount: its COPY_FILE_RANGE).
+    config.copy_handles = testing::host_copy_file_range;
     config.generator.snapshots = false;
     config.generator.special_files = false;
     config.model.linux_user_xattrs = true;
     config.generator.suid_bits = false;
-    // The host backend answers a zero-length pwrite on a read-only handle with success
-    // (Linux's pwrite(2) says EBADF): not what this test is about.
-    config.generator.zero_length_writes = false;
     // utimensat(2) with both times UTIME_OMIT returns 0 without looking the path up.
     config.generator.utimens_both_omit = false;
     // The host backend's trailing-slash handling differs from the kernel's for readlink and

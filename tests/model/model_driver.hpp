@@ -54,6 +54,8 @@ struct DriverConfig {
     GeneratorOptions generator;
     CompareOptions compare;
     Rebase rebase;
+    // copy_range between handles of a backend without node calls (default: copy_bytes).
+    std::function<Result<uint64_t>(File&, uint64_t, File&, uint64_t, uint64_t)> copy_handles;
 };
 
 struct RunResult {

@@ -109,6 +109,17 @@ public:
         return {};
     }
 
+    // The file is a host file: its bytes are where they are (for host_copy_file_range).
+    std::optional<HostBytes> host_bytes(uint64_t offset, std::size_t length) override {
+        struct stat st {};
+        if (::fstat(fd_.get(), &st) != 0) return std::nullopt;
+        const auto size = static_cast<uint64_t>(st.st_size);
+        return HostBytes{fd_.get(), offset,
+                         offset >= size
+                             ? 0
+                             : static_cast<std::size_t>(std::min<uint64_t>(length, size - offset))};
+    }
+
     Result<uint64_t> seek_data(uint64_t offset, bool data) override {
         const off_t at =
             ::lseek(fd_.get(), static_cast<off_t>(offset), data ? SEEK_DATA : SEEK_HOLE);
@@ -511,6 +522,26 @@ std::shared_ptr<Backend> make_temp_host_backend() {
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
     });
+}
+
+Result<uint64_t> host_copy_file_range(File& from, uint64_t offset, File& to, uint64_t to_offset,
+                                      uint64_t length) {
+    const auto in = from.host_bytes(offset, 0), out = to.host_bytes(to_offset, 0);
+    if (!in || !out) return copy_bytes(from, offset, to, to_offset, length);
+    uint64_t done = 0;
+    do {
+        auto in_at = static_cast<loff_t>(offset + done),
+             out_at = static_cast<loff_t>(to_offset + done);
+        const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
+        const ssize_t n = ::copy_file_range(in->fd, &in_at, out->fd, &out_at, want, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("copy_file_range", {});
+        }
+        if (n == 0) break;
+        done += static_cast<uint64_t>(n);
+    } while (done < length);
+    return done;
 }
 
 }  // namespace packfs::testing

@@ -23,4 +23,10 @@ std::shared_ptr<Backend> make_host_backend(const std::string& root_dir);
 // holds are removed when the last reference to the backend goes. nullptr if it cannot be made.
 std::shared_ptr<Backend> make_temp_host_backend();
 
+// The kernel's copy_file_range(2) between two handles whose bytes are host files (a host
+// backend's, whose host_bytes() name their descriptors), looped to the end as cp does; through
+// a FUSE mount this is the driver's COPY_FILE_RANGE. Handles of anything else: copy_bytes.
+Result<uint64_t> host_copy_file_range(File& from, uint64_t offset, File& to, uint64_t to_offset,
+                                      uint64_t length);
+
 }  // namespace packfs::testing
