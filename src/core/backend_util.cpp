@@ -13,12 +13,11 @@ Result<void> File::allocate(int, uint64_t, uint64_t) {
 namespace {
 
 // Bytes copied through a buffer, slice by slice (a pread past the end returns 0: done).
-// `same_file`: the two handles are on one file.
-Result<uint64_t> copy_through(File& from, uint64_t offset, File& to, uint64_t to_offset,
-                              uint64_t length, bool same_file) {
+// `st`: the source's attributes now; `same_file`: the two handles are on one file.
+Result<uint64_t> copy_through(File& from, const Result<Stat>& st, uint64_t offset, File& to,
+                              uint64_t to_offset, uint64_t length, bool same_file) {
     // As Linux: the copy is clipped to the source's end as it is now (so a copy into the same
     // file never chases its own growth), and overlapping ranges of one file are EINVAL.
-    auto st = from.fstat();
     if (!st) return std::unexpected(st.error());
     if (st->type == FileType::directory) return fail(EISDIR, "copy_file_range");
     if (st->type != FileType::regular) return fail(EINVAL, "copy_file_range");
@@ -56,7 +55,7 @@ Result<uint64_t> copy_bytes(File& from, uint64_t offset, File& to, uint64_t to_o
     if (!a) return std::unexpected(a.error());
     auto b = to.fstat();
     if (!b) return std::unexpected(b.error());
-    return copy_through(from, offset, to, to_offset, length, a->ino == b->ino);
+    return copy_through(from, a, offset, to, to_offset, length, a->ino == b->ino);
 }
 
 // The default: handles opened on both nodes, the bytes through them.
@@ -66,7 +65,8 @@ Result<uint64_t> Backend::copy_range(Node from, uint64_t offset, Node to, uint64
     if (!source) return std::unexpected(source.error());
     auto target = open(to, O_WRONLY);
     if (!target) return std::unexpected(target.error());
-    return copy_through(**source, offset, **target, to_offset, length, from == to);
+    return copy_through(**source, (*source)->fstat(), offset, **target, to_offset, length,
+                        from == to);
 }
 
 // A file without holes: data from anywhere before the end, the end the only hole.

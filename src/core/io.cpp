@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -98,6 +100,25 @@ Result<std::size_t> pread_full(int fd, std::span<std::byte> out, uint64_t offset
         if (n == 0) break;
         done += static_cast<std::size_t>(n);
     }
+    return done;
+}
+
+Result<uint64_t> copy_file_range_all(int in_fd, uint64_t in_offset, int out_fd, uint64_t out_offset,
+                                     uint64_t length, std::string_view what) {
+    constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+    if (in_offset > kMax || out_offset > kMax) return fail(EFBIG, "copy_file_range", what);
+    uint64_t done = 0;
+    do {  // at least one call: a copy of nothing still answers for the descriptors
+        auto in = static_cast<off_t>(in_offset + done), out = static_cast<off_t>(out_offset + done);
+        const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
+        const ssize_t n = ::copy_file_range(in_fd, &in, out_fd, &out, want, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(errno, "copy_file_range", what);
+        }
+        if (n == 0) break;
+        done += static_cast<uint64_t>(n);
+    } while (done < length);
     return done;
 }
 

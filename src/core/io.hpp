@@ -50,6 +50,12 @@ Result<void> write_all(int fd, std::span<const std::byte> data, std::string_view
 // count, fewer only at the end of the file. Reads are not hooked.
 Result<std::size_t> pread_full(int fd, std::span<std::byte> out, uint64_t offset,
                                std::string_view what);
+// copy_file_range(2) of [in_offset, in_offset + length) of `in_fd` to `out_fd` at `out_offset`,
+// looped as cp does (one call may copy less; EINTR retried) until `length` or the source's end,
+// with at least one call (so a copy of nothing still answers EBADF, EISDIR, ...): the count
+// copied. EFBIG for offsets past off_t. Not hooked.
+Result<uint64_t> copy_file_range_all(int in_fd, uint64_t in_offset, int out_fd, uint64_t out_offset,
+                                     uint64_t length, std::string_view what);
 // Both fdatasync and fsync count as IoOp::fsync for the hook.
 Result<void> fdatasync(int fd, std::string_view what);
 Result<void> fsync(int fd, std::string_view what);

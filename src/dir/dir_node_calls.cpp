@@ -20,6 +20,7 @@
 
 #include "core/checks.hpp"
 #include "core/host_stat.hpp"
+#include "core/io.hpp"
 #include "core/rename_check.hpp"
 #include "dir/dir_backend.hpp"
 #include "dir/host_calls.hpp"
@@ -218,26 +219,11 @@ Result<uint64_t> DirBackend::copy_range(Node from, uint64_t offset, Node to, uin
         if (n->type != FileType::regular) return fail(EINVAL, "copy_file_range");
     }
     if (read_only_) return fail(EROFS, "copy_file_range");
-    constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
-    if (offset > kMax || to_offset > kMax) return fail(EFBIG, "copy_file_range");
     auto in_fd = reopen(**source, O_RDONLY);
     if (!in_fd) return fail(in_fd.error(), "copy_file_range");
     auto out_fd = reopen(**target, O_WRONLY);
     if (!out_fd) return fail(out_fd.error(), "copy_file_range");
-    uint64_t done = 0;
-    do {
-        auto in = static_cast<off_t>(offset + done);
-        auto out = static_cast<off_t>(to_offset + done);
-        const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
-        const ssize_t n = ::copy_file_range(in_fd->get(), &in, out_fd->get(), &out, want, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail(errno, "copy_file_range");
-        }
-        if (n == 0) break;
-        done += static_cast<uint64_t>(n);
-    } while (done < length);
-    return done;
+    return io::copy_file_range_all(in_fd->get(), offset, out_fd->get(), to_offset, length, {});
 }
 
 // --- making entries --------------------------------------------------------------------

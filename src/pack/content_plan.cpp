@@ -332,7 +332,8 @@ namespace {
 
 // The regular inodes with data in the order a depth-first walk of the finished pack meets
 // them: each directory's entries in the order it lists them (format 2: by name hash, then
-// name), a hard-linked file at its first name (PackWriteOptions::Layout::walk).
+// name, as metadata_writer.cpp's order_run lays them out), a hard-linked file at its first
+// name (PackWriteOptions::Layout::walk).
 std::vector<uint32_t> walk_order(const ScannedTree& tree, uint32_t (*hash)(std::string_view)) {
     std::vector<uint32_t> out;
     std::vector<bool> seen(tree.inodes.size() + 1, false);
@@ -340,18 +341,21 @@ std::vector<uint32_t> walk_order(const ScannedTree& tree, uint32_t (*hash)(std::
         std::vector<uint32_t> entries;  // dirent indexes, in listing order
         std::size_t next = 0;
     };
+    std::vector<std::pair<uint32_t, uint32_t>> keyed;  // (name hash, dirent), one directory's
     auto listing = [&](uint32_t dir) {
         const ScannedInode& d = tree.inodes[dir - 1];
-        Level level;
-        level.entries.resize(d.entry_count);
-        for (uint64_t k = 0; k < d.entry_count; ++k)
-            level.entries[k] = static_cast<uint32_t>(d.first_dirent + k);
-        std::sort(level.entries.begin(), level.entries.end(), [&](uint32_t a, uint32_t b) {
-            const std::string& na = tree.dirents[a].name;
-            const std::string& nb = tree.dirents[b].name;
-            const uint32_t ha = hash(na), hb = hash(nb);
-            return ha != hb ? ha < hb : na < nb;
+        keyed.clear();
+        for (uint64_t k = 0; k < d.entry_count; ++k) {
+            const auto at = static_cast<uint32_t>(d.first_dirent + k);
+            keyed.emplace_back(hash(tree.dirents[at].name), at);
+        }
+        std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+            return a.first != b.first ? a.first < b.first
+                                      : tree.dirents[a.second].name < tree.dirents[b.second].name;
         });
+        Level level;
+        level.entries.reserve(keyed.size());
+        for (const auto& [h, at] : keyed) level.entries.push_back(at);
         return level;
     };
     std::vector<Level> stack;
@@ -390,9 +394,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
     }
     if (options.layout == PackWriteOptions::Layout::walk && options.format >= 2) {
         auto walked = walk_order(
-            tree, options.name_hash_for_tests != nullptr
-                      ? options.name_hash_for_tests
-                      : +[](std::string_view n) { return name_hash(n); });
+            tree, options.name_hash_for_tests ? options.name_hash_for_tests : &name_hash);
         if (walked.size() == files.size()) files = std::move(walked);
     }
     plan.contents.reserve(files.size());  // at most one content per file

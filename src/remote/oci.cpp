@@ -129,6 +129,25 @@ std::optional<std::string> parse_digest_hex(std::string_view text) {
     return out;
 }
 
+Result<std::string> take_digest_pin(std::string& url, std::string_view option,
+                                    std::string_view op) {
+    std::string text(option);
+    if (const auto hash = url.find('#'); hash != std::string::npos) {
+        const std::string fragment = url.substr(hash + 1);
+        url.resize(hash);
+        if (!fragment.starts_with("sha256:"))
+            return fail(EINVAL, op,
+                        fmt::format("{} (the URL's fragment must be sha256:<digest>)", url));
+        if (!text.empty() && parse_digest_hex(text) != parse_digest_hex(fragment))
+            return fail(EINVAL, op, fmt::format("{} (two different digests given)", url));
+        text = fragment;
+    }
+    auto pin = parse_digest_hex(text);
+    if (!pin)
+        return fail(EINVAL, op, fmt::format("{} (digest '{}' is not 64 hex digits)", url, text));
+    return *pin;
+}
+
 bool is_oci_url(std::string_view text) noexcept {
     return text.starts_with(kOciScheme);
 }

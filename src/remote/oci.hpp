@@ -38,6 +38,11 @@ bool is_oci_url(std::string_view text) noexcept;
 // A digest as given by a user: "sha256:<64 hex>" or "<64 hex>", answered as the 64 hex digits
 // lowercased; "" when `text` is empty; nullopt when it is malformed.
 std::optional<std::string> parse_digest_hex(std::string_view text);
+// The image digest a SOURCE is pinned to, as parse_digest_hex answers it: a URL's
+// "#sha256:<digest>" fragment (taken off `url`; it is never sent) and `option` (--digest), which
+// must agree when both are given; "" when neither is. EINVAL naming `op` when one is malformed
+// or they differ.
+Result<std::string> take_digest_pin(std::string& url, std::string_view option, std::string_view op);
 // EINVAL, naming what is wrong, for anything but the two forms above.
 Result<OciReference> parse_oci_reference(std::string_view text);
 

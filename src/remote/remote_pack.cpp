@@ -119,6 +119,10 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     std::string url(url_view);
     if (!is_remote_url(url))
         return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
+    // A fragment "#sha256:<hex>" or --digest pins the pack.
+    auto taken = remote::take_digest_pin(url, options.digest, kOp);
+    if (!taken) return std::unexpected(taken.error());
+    std::string pin = std::move(*taken);
     auto log = remote::log_or_stderr(options.log);
     std::vector<std::string> headers;
     std::function<Result<std::vector<std::string>>()> reauthorize;
@@ -137,30 +141,17 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
         pinned_by_manifest = found->image_digest;
         reauthorize = [registry, blob = url] { return registry->refresh_auth(blob); };
     }
-    // A fragment "#sha256:<hex>" pins the digest too (it is never sent to the server).
-    std::string digest_text = options.digest;
-    if (const auto hash = url.find('#'); hash != std::string::npos) {
-        const std::string fragment = url.substr(hash + 1);
-        url.resize(hash);
-        if (!fragment.starts_with("sha256:"))
-            return fail(EINVAL, kOp,
-                        fmt::format("{} (the URL's fragment must be sha256:<digest>)", url));
-        if (!digest_text.empty() &&
-            remote::parse_digest_hex(digest_text) != remote::parse_digest_hex(fragment))
-            return fail(EINVAL, kOp, fmt::format("{} (two different digests given)", url));
-        digest_text = fragment;
-    }
     if (!pinned_by_manifest.empty()) {
-        if (!digest_text.empty() &&
-            remote::parse_digest_hex(digest_text) != remote::parse_digest_hex(pinned_by_manifest))
-            return mismatch(url, "image digest (given, and named by the manifest)", digest_text,
+        const auto named = remote::parse_digest_hex(pinned_by_manifest);
+        if (!named)
+            return fail(
+                EINVAL, kOp,
+                fmt::format("{} (digest '{}' is not 64 hex digits)", url, pinned_by_manifest));
+        if (!pin.empty() && pin != *named)
+            return mismatch(url, "image digest (given, and named by the manifest)", pin,
                             pinned_by_manifest);
-        digest_text = pinned_by_manifest;
+        pin = *named;
     }
-    const auto pin = remote::parse_digest_hex(digest_text);
-    if (!pin)
-        return fail(EINVAL, kOp,
-                    fmt::format("{} (digest '{}' is not 64 hex digits)", url, digest_text));
     const remote::FetchOptions fetch{.timeout = options.timeout,
                                      .connections = options.connections,
                                      .readahead_bytes = options.readahead_bytes,
@@ -171,17 +162,17 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
         options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
 
     Result<Opened> opened = fail(ENOENT, kOp);
-    if (!pin->empty() && cache_dir != "none") {
-        opened = open_once(url, options, fetch, cache_dir, *pin, /*warm=*/true, true);
+    if (!pin.empty() && cache_dir != "none") {
+        opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/true, true);
         if (!opened && opened.error().code() != ENOENT)
             fetch.log(fmt::format("{}: the cached copy is unusable ({}); fetching it again", url,
                                   opened.error().message()));
     }
-    if (!opened) opened = open_once(url, options, fetch, cache_dir, *pin, /*warm=*/false, true);
+    if (!opened) opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/false, true);
     if (!opened && opened.error().code() == kErrCorrupt) {
         // Perhaps a metadata copy in the cache that does not check out: once more, all of it
         // from the server (which, if it is the server's copy that is bad, fails the same way).
-        opened = open_once(url, options, fetch, cache_dir, *pin, /*warm=*/false, false);
+        opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/false, false);
     }
     if (!opened) return std::unexpected(opened.error());
 

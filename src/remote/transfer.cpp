@@ -44,16 +44,10 @@ Result<std::string> push_pack(std::string_view pack_path, std::string_view refer
 Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
                            const RemoteOptions& options) {
     std::string url(source);
-    std::string digest_text = options.digest, blob_digest;
-    if (const auto hash = url.find('#'); hash != std::string::npos) {
-        digest_text = url.substr(hash + 1);
-        url.resize(hash);
-    }
-    const auto parsed = remote::parse_digest_hex(digest_text);
-    if (!parsed)
-        return fail(EINVAL, "pull",
-                    fmt::format("{} (digest '{}' is not 64 hex digits)", url, digest_text));
-    std::string pin = *parsed;
+    std::string blob_digest;
+    auto taken = remote::take_digest_pin(url, options.digest, "pull");
+    if (!taken) return std::unexpected(taken.error());
+    std::string pin = std::move(*taken);
     auto log = remote::log_or_stderr(options.log);
     remote::HttpRequest get;
     std::optional<remote::Registry> registry;

@@ -81,7 +81,8 @@ check "  within --timeout + 1 s of the kill ($elapsed s)" \
     test "$(echo "$elapsed < $timeout_s + 1" | bc)" -eq 1
 check "the daemon survived: the mount is up" is_mounted "$mnt"
 check "  and answers (ls, cached data)" sh -c "ls '$mnt/data' | grep -q big && grep -q 'small file' '$mnt/small'"
-check "  and logged the failed fetch" grep -qE "fetch|connection" "$work/mount.log"
+check "  and logged the failed fetch (the URL and byte range)" \
+    grep -qE "big.pack: bytes [0-9]+-[0-9]+: " "$work/mount.log"
 
 # Back on its port: the same mount reads the whole file right.
 "$NGINX_BIN" -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -16,12 +17,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/format.h>
 #include <string>
 #include <utility>
 
 #include "core/fd.hpp"
 #include "core/host_stat.hpp"
+#include "core/io.hpp"
 #include "packfs/path.hpp"
 #include "support/path_only_backend.hpp"
 
@@ -528,20 +529,7 @@ Result<uint64_t> host_copy_file_range(File& from, uint64_t offset, File& to, uin
                                       uint64_t length) {
     const auto in = from.host_bytes(offset, 0), out = to.host_bytes(to_offset, 0);
     if (!in || !out) return copy_bytes(from, offset, to, to_offset, length);
-    uint64_t done = 0;
-    do {
-        auto in_at = static_cast<loff_t>(offset + done),
-             out_at = static_cast<loff_t>(to_offset + done);
-        const auto want = static_cast<std::size_t>(std::min<uint64_t>(length - done, 1u << 30));
-        const ssize_t n = ::copy_file_range(in->fd, &in_at, out->fd, &out_at, want, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return errno_error("copy_file_range", {});
-        }
-        if (n == 0) break;
-        done += static_cast<uint64_t>(n);
-    } while (done < length);
-    return done;
+    return io::copy_file_range_all(in->fd, offset, out->fd, to_offset, length, {});
 }
 
 }  // namespace packfs::testing
