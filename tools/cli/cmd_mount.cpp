@@ -23,6 +23,7 @@
 
 #include "access_trace.hpp"
 #include "command.hpp"
+#include "core/fd.hpp"
 #include "format.hpp"
 #include "fuse/control.hpp"
 #include "fuse/mount.hpp"
@@ -196,7 +197,36 @@ void detach_stdio() {
     ::close(null);
 }
 
+// The daemon holds a shared flock on the directory under its mountpoint from before it mounts
+// until it exits, so `packfs umount` can wait for it whatever it serves: a volume's journal
+// synced, a remote pack's cache file let go. Its mountpoint is the one name both sides know.
+Fd hold_mountpoint(const std::string& mountpoint) {
+    Fd dir(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir && ::flock(dir.get(), LOCK_SH | LOCK_NB) != 0) dir.reset();
+    return dir;
+}
+
+// After the unmount: waits until no daemon holds the directory under the mountpoint.
+bool wait_for_daemon_exit(const std::string& mountpoint, const std::string& source,
+                          std::chrono::seconds limit) {
+    const Fd dir(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return true;  // not ours to open: nothing to wait on
+    const auto start = std::chrono::steady_clock::now();
+    bool said = false;
+    while (::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (waited >= limit) return false;
+        if (!said && waited > std::chrono::seconds(1)) {
+            fmt::print(stderr, "packfs: waiting for the daemon serving {} to finish\n", source);
+            said = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
 int serve_mount(MountArgs args, int ready_fd) {
+    const Fd held = hold_mountpoint(args.mountpoint);  // closed last, as the process ends
     bool read_only = false;
     const Output out(false);
     if (!take_mode(args.options, read_only))
@@ -304,31 +334,6 @@ int run_mount(MountArgs args) {
     return WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : kExitFailed;
 }
 
-// Waits until nobody holds the volume's lock: the daemon has synced its journal and exited.
-bool wait_for_volume_release(const std::string& dir, std::chrono::seconds limit) {
-    const std::string lock_path = dir + "/LOCK";
-    const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return true;
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    bool said = false;
-    bool free = false;
-    for (auto start = std::chrono::steady_clock::now();;) {
-        if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
-            free = true;
-            break;
-        }
-        const auto now = std::chrono::steady_clock::now();
-        if (now >= deadline) break;
-        if (!said && now - start > std::chrono::seconds(1)) {
-            fmt::print(stderr, "packfs: waiting for the daemon to finish writing {}\n", dir);
-            said = true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ::close(fd);
-    return free;
-}
-
 int run_umount(const MountArgs& args) {
     const Output out(false);
     auto mountpoint = absolute(args.mountpoint);
@@ -366,10 +371,11 @@ int run_umount(const MountArgs& args) {
     }
     // Lazy: the mount lives on until its last open file closes; do not wait for that.
     if (args.lazy) return kExitOk;
-    if (is_volume_dir(record->source) &&
-        !wait_for_volume_release(record->source, std::chrono::seconds(120))) {
-        Output::warn(fmt::format("unmounted, but the daemon still holds {} after 120 s",
-                                 record->source));
+    if (!wait_for_daemon_exit(*mountpoint, record->source, std::chrono::seconds(120))) {
+        Output::warn(
+            fmt::format("unmounted, but the daemon serving {} is still running after "
+                        "120 s",
+                        record->source));
         return kExitFailed;
     }
     return kExitOk;
@@ -412,7 +418,9 @@ Command add_mount_command(CLI::App& parent) {
 Command add_umount_command(CLI::App& parent) {
     auto args = std::make_shared<MountArgs>();
     CLI::App* sub = parent.add_subcommand(
-        "umount", "Unmount a packfs mount; for a volume, wait until its journal is synced");
+        "umount",
+        "Unmount a packfs mount and wait until its daemon has finished (a volume's journal "
+        "synced)");
     sub->add_option("MOUNTPOINT", args->mountpoint, "Where it is mounted")->required();
     sub->add_flag("-l,--lazy", args->lazy,
                   "Detach now even if busy (returns at once; the daemon syncs and exits once "
