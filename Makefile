@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CXX     ?= clang++-19
 FUZZ_BUILD   ?= build-fuzz
 
-.PHONY: all deps configure build bench test test-asan test-tsan fuzz clean
+.PHONY: all deps configure build bench test test-asan test-tsan fuzz deb install clean
 
 all: build
 
@@ -52,6 +52,16 @@ fuzz: deps
 	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) $(CMAKE_ARGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	./fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# A Debian package of everything `cmake --install` installs: $(BUILD)/package/packfs_*.deb, for
+# `apt install ./build/package/packfs_*.deb`.
+deb: build
+	cd $(BUILD) && cpack
+
+# Into PREFIX (default /usr/local): the program, man pages, libraries, headers, CMake package.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan $(FUZZ_BUILD)

@@ -6,8 +6,10 @@ packages=(
   cmake ninja-build g++ pkg-config make
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libzstd-dev liblz4-dev libxxhash-dev libssl-dev libfuse3-dev fuse3 liburcu-dev
+  libzstd-dev liblz4-dev libxxhash-dev nettle-dev libfuse3-dev fuse3 liburcu-dev
   gnuplot-nox
+  # man pages from the CLI's help; make deb's dependency scan; the Python bindings and their tests
+  help2man dpkg-dev pybind11-dev python3-dev python3-pytest
   squashfs-tools erofs-utils squashfuse attr e2fsprogs
   # remote packs: libcurl, and the servers the remote tests start on 127.0.0.1
   libcurl4-openssl-dev nginx-light docker-registry curl bc

@@ -51,12 +51,13 @@
 #include <vector>
 
 #include "packfs/error.hpp"
+#include "packfs/export.hpp"
 #include "packfs/types.hpp"
 
 namespace packfs {
 
 // An open file. Reads and writes take explicit offsets; the handle has no file position.
-class File {
+class PACKFS_API File {
 public:
     virtual ~File() = default;
     // Reads up to buf.size() bytes at `offset`; returns the count (0 at or past end of file).
@@ -122,7 +123,7 @@ struct Created {
     FileHandle file;
 };
 
-class Backend {
+class PACKFS_API Backend {
 public:
     virtual ~Backend() = default;
 
@@ -263,7 +264,7 @@ public:
 };
 
 // A node held for the lifetime of this object: forget() on destruction (move-only).
-class HeldNode {
+class PACKFS_API HeldNode {
 public:
     HeldNode() = default;
     HeldNode(Backend& fs, Node node) noexcept : fs_(&fs), node_(node) {}
@@ -292,19 +293,20 @@ private:
 
 // The node a path names (walked with the generic walker through the node calls; a final symlink
 // followed when `follow`), with one reference the caller gives back with forget().
-Result<Entry> lookup_path(Backend& fs, std::string_view path, Follow follow = Follow::yes);
+PACKFS_API Result<Entry> lookup_path(Backend& fs, std::string_view path,
+                                     Follow follow = Follow::yes);
 
 // Bytes [offset, offset + length) of the file open as `from` into the one open as `to` at
 // `to_offset`, through pread and pwrite, for a caller that holds handles and no nodes; returns
 // what Backend::copy_range would (EBADF unless `from` reads and `to` writes; handles with one
 // st_ino are taken for one file, whose overlapping ranges are EINVAL). It never shares chunks:
 // that takes the node call.
-Result<uint64_t> copy_bytes(File& from, uint64_t offset, File& to, uint64_t to_offset,
-                            uint64_t length);
+PACKFS_API Result<uint64_t> copy_bytes(File& from, uint64_t offset, File& to, uint64_t to_offset,
+                                       uint64_t length);
 
 // Convenience over the contract, for callers and tests: whole-file read and write.
-Result<std::string> read_file(Backend& fs, std::string_view path);
-Result<void> write_file(Backend& fs, std::string_view path, std::string_view data,
-                        uint32_t mode = 0644);
+PACKFS_API Result<std::string> read_file(Backend& fs, std::string_view path);
+PACKFS_API Result<void> write_file(Backend& fs, std::string_view path, std::string_view data,
+                                   uint32_t mode = 0644);
 
 }  // namespace packfs

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "packfs/backend.hpp"
+#include "packfs/export.hpp"
 
 namespace packfs {
 
@@ -62,11 +63,11 @@ struct DirOptions {
 // The backend over the host directory `host_dir` (which must exist and be a directory; a
 // symlink as `host_dir` itself is followed, as the caller named it). Errors: ENOENT,
 // ENOTDIR, EACCES from opening it; ENOSYS for Resolver::openat2 on a kernel without it.
-Result<std::shared_ptr<Backend>> open_dir_backend(const std::string& host_dir,
-                                                  const DirOptions& options = {});
+PACKFS_API Result<std::shared_ptr<Backend>> open_dir_backend(const std::string& host_dir,
+                                                             const DirOptions& options = {});
 
 // The names of the modes, as the CLI and the tests print them ("beneath", "in_root", ...).
-const char* containment_name(Containment c) noexcept;
-const char* resolver_name(Resolver r) noexcept;
+PACKFS_API const char* containment_name(Containment c) noexcept;
+PACKFS_API const char* resolver_name(Resolver r) noexcept;
 
 }  // namespace packfs

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "packfs/export.hpp"
+
 namespace packfs {
 
 // Corruption of a pack or journal has its own code, distinct from I/O errors: the data was
@@ -24,7 +26,7 @@ struct Corruption {
     std::string what;  // the structure or field, e.g. "header checksum"
 };
 
-class Error {
+class PACKFS_API Error {
 public:
     Error(int code, std::string_view op, std::string_view path = {})
         : code_(code), op_(op), path_(path) {}
@@ -78,6 +80,6 @@ inline std::unexpected<Error> fail(int code, std::string_view op, std::string_vi
 }
 
 // Name of an errno value as a symbol ("ENOENT"), for test output and --json.
-std::string_view errno_name(int code) noexcept;
+PACKFS_API std::string_view errno_name(int code) noexcept;
 
 }  // namespace packfs

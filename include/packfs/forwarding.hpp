@@ -13,10 +13,11 @@
 #include <utility>
 
 #include "packfs/backend.hpp"
+#include "packfs/export.hpp"
 
 namespace packfs {
 
-class ForwardingBackend : public Backend {
+class PACKFS_API ForwardingBackend : public Backend {
 public:
     explicit ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
 

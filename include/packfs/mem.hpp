@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "packfs/backend.hpp"
+#include "packfs/export.hpp"
 
 namespace packfs {
 
@@ -22,6 +23,6 @@ struct MemOptions {
 };
 
 // A new, empty, writable mem backend.
-std::shared_ptr<Backend> make_mem_backend(const MemOptions& options = {});
+PACKFS_API std::shared_ptr<Backend> make_mem_backend(const MemOptions& options = {});
 
 }  // namespace packfs

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "packfs/backend.hpp"
+#include "packfs/export.hpp"
 #include "packfs/mem.hpp"
 
 namespace packfs {
@@ -34,15 +35,15 @@ struct OverlayOptions {
 
 // A writable overlay over `lower` (read-only from then on: it must not change underneath),
 // reached through its node calls (any backend).
-Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
-                                              const OverlayOptions& options = {});
+PACKFS_API Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
+                                                         const OverlayOptions& options = {});
 
 // The same over several lowers stacked, the first on top (overlayfs's lowerdir=top:...:bottom):
 // the first lower that has a name decides what it is; a directory merges with the directories
 // of that name below it, down to the first lower where the name is something else; a
 // non-directory hides every lower entry of its name. Inode numbers are the overlay's own
 // (the order in which it first reached each node), stable while it lives.
-Result<std::shared_ptr<Backend>> make_overlay(std::vector<std::shared_ptr<Backend>> lowers,
-                                              const OverlayOptions& options = {});
+PACKFS_API Result<std::shared_ptr<Backend>> make_overlay(
+    std::vector<std::shared_ptr<Backend>> lowers, const OverlayOptions& options = {});
 
 }  // namespace packfs

@@ -16,6 +16,7 @@
 
 #include "packfs/backend.hpp"
 #include "packfs/error.hpp"
+#include "packfs/export.hpp"
 
 namespace packfs {
 
@@ -112,16 +113,18 @@ struct PackStats {
 // The same tree and options always give the same bytes, whatever order the source lists in
 // and however many jobs: the tree being its names, types, modes, owners, xattrs, contents,
 // hard-link groups and the times `options.times` records.
-Result<PackStats> write_pack(Backend& source, std::string_view out_path,
-                             const PackWriteOptions& options = {}, std::string_view root = "/");
+PACKFS_API Result<PackStats> write_pack(Backend& source, std::string_view out_path,
+                                        const PackWriteOptions& options = {},
+                                        std::string_view root = "/");
 
 // The same from a host directory, read directly: no symlink is followed, and files and
 // directories are read with O_NOATIME where the kernel allows it (the caller owns them, or has
 // CAP_FOWNER), so a build does not move their atimes. A symlink's atime may still move: Linux
 // updates it on every readlink (under relatime, the first one after a change) and has no way
 // to ask otherwise. Errors name paths relative to `host_dir`.
-Result<PackStats> write_pack_from_host(std::string_view host_dir, std::string_view out_path,
-                                       const PackWriteOptions& options = {});
+PACKFS_API Result<PackStats> write_pack_from_host(std::string_view host_dir,
+                                                  std::string_view out_path,
+                                                  const PackWriteOptions& options = {});
 
 // How a pack's bytes are reached. mmap: metadata and raw data are read straight from a shared
 // mapping (zero-copy views). pread: the metadata is read into memory on open and data is read
@@ -173,7 +176,7 @@ struct VerifyReport {
 
 // A read-only Backend over one pack. Safe for concurrent use. Every mutation answers EROFS;
 // snapshot() returns the backend itself (a pack never changes).
-class PackBackend : public Backend {
+class PACKFS_API PackBackend : public Backend {
 public:
     virtual const PackInfo& info() const noexcept = 0;
 
@@ -194,7 +197,7 @@ public:
 // nothing per entry, so opening is O(1) in the number of files. A truncated or damaged pack
 // gives EUCLEAN (kErrCorrupt) with what was wrong; a newer format version or an unknown
 // incompatible feature gives ENOTSUP naming it.
-Result<std::shared_ptr<PackBackend>> open_pack(std::string_view pack_path,
-                                               const PackOpenOptions& options = {});
+PACKFS_API Result<std::shared_ptr<PackBackend>> open_pack(std::string_view pack_path,
+                                                          const PackOpenOptions& options = {});
 
 }  // namespace packfs

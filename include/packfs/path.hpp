@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "packfs/error.hpp"
+#include "packfs/export.hpp"
 
 namespace packfs {
 
@@ -16,32 +17,32 @@ inline constexpr std::size_t kMaxPathLength = 4095;  // bytes in a whole path, w
 
 // The normal form of `path`, or ENOENT (empty), EINVAL (holds a NUL byte), ENAMETOOLONG (a
 // component over 255 bytes or a path over 4095). `op` names the operation for the error.
-Result<std::string> normalize_path(std::string_view path, std::string_view op = "path");
+PACKFS_API Result<std::string> normalize_path(std::string_view path, std::string_view op = "path");
 
 // True when `path` is already in normal form (absolute, no "//", ".", "..", or trailing
 // '/', within the limits), so callers on a hot path can skip the copy.
-bool is_normal_path(std::string_view path) noexcept;
+PACKFS_API bool is_normal_path(std::string_view path) noexcept;
 
 // True when the caller wrote a trailing '/' after a component ("a/b/"), which POSIX takes
 // to require a directory.
-bool has_trailing_slash(std::string_view path) noexcept;
+PACKFS_API bool has_trailing_slash(std::string_view path) noexcept;
 
 // The last component of a normal path ("" for "/"), and everything before it ("/" for a
 // top-level entry).
-std::string_view path_basename(std::string_view normal_path) noexcept;
-std::string_view path_parent(std::string_view normal_path) noexcept;
+PACKFS_API std::string_view path_basename(std::string_view normal_path) noexcept;
+PACKFS_API std::string_view path_parent(std::string_view normal_path) noexcept;
 
 // Checks the target a symlink would hold, before anything about where it goes: ENOENT when
 // empty, ENAMETOOLONG over 4095 bytes, EINVAL with a NUL byte (as symlink(2) does, so every
 // backend, read-only or not, answers these first). The error names `link_path`.
-Result<void> check_symlink_target(std::string_view target, std::string_view link_path);
+PACKFS_API Result<void> check_symlink_target(std::string_view target, std::string_view link_path);
 
 // Joins a normal directory path and one component.
-std::string path_join(std::string_view dir, std::string_view name);
+PACKFS_API std::string path_join(std::string_view dir, std::string_view name);
 
 // A path checked and put in normal form. When the caller's string already was normal it is
 // kept by reference, so a NormalPath must not outlive the string it was made from.
-class NormalPath {
+class PACKFS_API NormalPath {
 public:
     static Result<NormalPath> make(std::string_view raw, std::string_view op);
     std::string_view view() const noexcept { return owned_.empty() ? view_ : owned_; }
@@ -56,7 +57,7 @@ private:
 };
 
 // Iterates over the components of a normal path: for (auto c : PathComponents("/a/b")).
-class PathComponents {
+class PACKFS_API PathComponents {
 public:
     explicit PathComponents(std::string_view normal_path) noexcept : path_(normal_path) {}
 

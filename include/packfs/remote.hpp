@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "packfs/error.hpp"
+#include "packfs/export.hpp"
 #include "packfs/pack.hpp"
 
 namespace packfs {
@@ -43,7 +44,7 @@ struct RemoteOptions {
 };
 
 // Whether `source` names a remote pack (http://, https:// or oci://) rather than a host path.
-bool is_remote_url(std::string_view source) noexcept;
+PACKFS_API bool is_remote_url(std::string_view source) noexcept;
 
 // Opens the pack at `url` (a fragment "#sha256:<digest>" pins the digest, as options.digest
 // does): fetches its header and metadata (two requests, or none when the
@@ -52,27 +53,27 @@ bool is_remote_url(std::string_view source) noexcept;
 // ENOENT for a 404; ENOTSUP for a pack without block digests (rebuild it with `packfs convert`)
 // or a server that ignores Range; EUCLEAN when the pack does not match its digest; EIO or
 // ETIMEDOUT when the server cannot be reached in time.
-Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
-                                                      const RemoteOptions& options = {});
+PACKFS_API Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
+                                                                 const RemoteOptions& options = {});
 
 // --- whole packs: registries and full copies (docs/REMOTE.md, "Registries") -------------------
 // Uploads the pack at `pack_path` to `reference` (oci://REGISTRY/REPOSITORY[:TAG], tag "latest"
 // when none) as an artifact: a manifest whose one layer is the pack and which names its image
 // digest. Returns the reference by digest, oci://REGISTRY/REPOSITORY@sha256:<manifest digest>.
 // ENOTSUP for a pack without block digests (it could not be read remotely).
-Result<std::string> push_pack(std::string_view pack_path, std::string_view reference,
-                              const RemoteOptions& options = {});
+PACKFS_API Result<std::string> push_pack(std::string_view pack_path, std::string_view reference,
+                                         const RemoteOptions& options = {});
 
 // Copies the whole pack at `source` (an http(s) URL or an oci:// reference) to `out_path`
 // (through a temporary file, renamed into place once checked: the blob's digest for a
 // registry, the image digest against the pin or the manifest, the header and metadata as
 // open_pack checks them). Returns the pack's size.
-Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
-                           const RemoteOptions& options = {});
+PACKFS_API Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
+                                      const RemoteOptions& options = {});
 
 // --- the block cache (docs/REMOTE.md, "The cache") ---------------------------------------------
 // The default directory: $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs.
-std::string remote_cache_dir();
+PACKFS_API std::string remote_cache_dir();
 
 // One pack in a cache directory, for `packfs cache ls`.
 struct CachedPack {
@@ -84,9 +85,9 @@ struct CachedPack {
     bool in_use = false;    // some process has it open now
 };
 // The packs in `dir`, least recently used first (none when `dir` does not exist).
-Result<std::vector<CachedPack>> list_remote_cache(const std::string& dir);
+PACKFS_API Result<std::vector<CachedPack>> list_remote_cache(const std::string& dir);
 // Removes packs no process has open, least recently used first, until the rest take at most
 // `bound` bytes (0: all of them). Returns the bytes freed. A pack in use is never removed.
-Result<uint64_t> prune_remote_cache(const std::string& dir, uint64_t bound);
+PACKFS_API Result<uint64_t> prune_remote_cache(const std::string& dir, uint64_t bound);
 
 }  // namespace packfs

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "packfs/export.hpp"
+
 namespace packfs {
 
 enum class FileType : uint8_t {
@@ -18,9 +20,9 @@ enum class FileType : uint8_t {
 };
 
 // The S_IFMT bits of a type, and back (unknown bits give nullopt-like `regular`=false).
-uint32_t file_type_to_mode_bits(FileType type) noexcept;
-bool file_type_from_mode_bits(uint32_t mode, FileType& out) noexcept;
-const char* file_type_name(FileType type) noexcept;
+PACKFS_API uint32_t file_type_to_mode_bits(FileType type) noexcept;
+PACKFS_API bool file_type_from_mode_bits(uint32_t mode, FileType& out) noexcept;
+PACKFS_API const char* file_type_name(FileType type) noexcept;
 
 // Nanosecond-resolution time since the epoch.
 struct Time {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "packfs/backend.hpp"
+#include "packfs/export.hpp"
 
 namespace packfs {
 
@@ -50,7 +51,7 @@ struct MountInfo {
     MountOptions options;
 };
 
-class Vfs : public Backend {
+class PACKFS_API Vfs : public Backend {
 public:
     // An empty Vfs: "/" exists (as a directory) and nothing else until something is mounted.
     static std::shared_ptr<Vfs> create();

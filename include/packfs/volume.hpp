@@ -29,14 +29,15 @@
 #include <vector>
 
 #include "packfs/backend.hpp"
+#include "packfs/export.hpp"
 #include "packfs/pack.hpp"
 
 namespace packfs {
 
 enum class Durability : uint8_t { always, batch, explicit_sync };
 
-const char* durability_name(Durability d) noexcept;  // "always", "batch", "explicit"
-std::optional<Durability> durability_from_name(std::string_view name) noexcept;
+PACKFS_API const char* durability_name(Durability d) noexcept;  // "always", "batch", "explicit"
+PACKFS_API std::optional<Durability> durability_from_name(std::string_view name) noexcept;
 
 // What opening found in the journal and dropped: a torn or damaged tail (never half a record).
 struct RecoveryReport {
@@ -103,7 +104,7 @@ struct VolumeOptions {
     PackWriteOptions pack;
 };
 
-class Volume : public Backend {
+class PACKFS_API Volume : public Backend {
 public:
     using Backend::open;  // a file in the volume: volume->open("/a", O_RDWR)
 
@@ -130,9 +131,9 @@ struct VolumeCheck {
     std::string replay_error;  // a record that does not apply (a damaged or foreign journal)
     bool ok() const noexcept { return pack.ok() && journal.clean() && replay_error.empty(); }
 };
-Result<VolumeCheck> check_volume(const std::string& dir);
+PACKFS_API Result<VolumeCheck> check_volume(const std::string& dir);
 
 // Whether `dir` looks like a volume (it holds a manifest), for the CLI's SOURCE detection.
-bool is_volume_dir(const std::string& dir);
+PACKFS_API bool is_volume_dir(const std::string& dir);
 
 }  // namespace packfs

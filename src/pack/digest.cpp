@@ -1,10 +1,9 @@
 #include "pack/digest.hpp"
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <xxhash.h>
 
 #include <cstring>
-#include <new>
 #include <vector>
 
 #include "core/io.hpp"
@@ -20,39 +19,26 @@ std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept {
     return {h.low64, h.high64};
 }
 
-namespace {
-
-// Fetched once: EVP_sha256() looks the implementation up again on every init, which costs
-// more than hashing a small file.
-const EVP_MD* sha256_md() {
-    static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    return md ? md : EVP_sha256();
-}
-
-}  // namespace
-
+// nettle's SHA-256 (its x86-64 build uses the CPU's SHA instructions where present): a plain
+// struct, no allocation or lookup per digest, and no OpenSSL for a program that only reads.
 struct Sha256::Context {
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    ~Context() { EVP_MD_CTX_free(ctx); }
+    sha256_ctx ctx;
 };
 
 Sha256::Sha256() : context_(std::make_unique<Context>()) {
-    if (!context_->ctx || EVP_DigestInit_ex(context_->ctx, sha256_md(), nullptr) != 1)
-        throw std::bad_alloc();
+    sha256_init(&context_->ctx);
 }
 Sha256::~Sha256() = default;
 Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
 void Sha256::update(std::span<const std::byte> bytes) noexcept {
-    EVP_DigestUpdate(context_->ctx, bytes.data(), bytes.size());
+    sha256_update(&context_->ctx, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
 }
 
 Sha256Digest Sha256::finish() noexcept {
     Sha256Digest out{};
-    unsigned int length = 0;
-    EVP_DigestFinal_ex(context_->ctx, out.data(), &length);
-    EVP_DigestInit_ex(context_->ctx, sha256_md(), nullptr);
+    sha256_digest(&context_->ctx, out.size(), out.data());  // and starts over
     return out;
 }
 

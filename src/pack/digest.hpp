@@ -1,5 +1,5 @@
 // The pack's hashes: XXH3-64 for checksums, XXH3-128 for dedup candidates, SHA-256 for
-// content and image digests (OpenSSL, which uses the CPU's SHA instructions where present).
+// content and image digests (nettle, which uses the CPU's SHA instructions where present).
 #pragma once
 
 #include <array>

@@ -1,14 +1,36 @@
 // packfs: the command line tool. Thin over the library: each subcommand is one
 // cmd_<name>.cpp; this file only parses and dispatches.
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
 #include "command.hpp"
+#include "pack/format.hpp"
+#include "packfs/version.hpp"
 #include "source.hpp"
+#include "volume/journal_format.hpp"
+
+namespace {
+
+// `packfs --version`: what a packager or a bug report needs to know of this build.
+std::string version_text() {
+    return fmt::format(
+        "packfs {}\n"
+        "pack format: reads {}-{}, writes {}-{} ({} by default)\n"
+        "journal format: {}\n"
+        "features: zstd, lz4, fuse, remote (http, https, oci)",
+        packfs::version(), packfs::pack::kOldestFormatVersion, packfs::pack::kFormatVersion,
+        packfs::pack::kOldestFormatVersion, packfs::pack::kFormatVersion,
+        packfs::pack::kFormatVersion, packfs::volume::kJournalVersion);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"PackFS: packs, overlays and volumes"};
     app.require_subcommand(1);
+    app.set_version_flag("-V,--version", version_text());
     packfs::cli::add_remote_options(app);
     std::vector<packfs::cli::Command> commands{
         packfs::cli::add_build_command(app),   packfs::cli::add_ls_command(app),
