@@ -84,6 +84,13 @@ public:
     // a handle opened read-only.
     virtual Result<void> allocate(int mode, uint64_t offset, uint64_t length);
 
+    // Bytes [offset, offset + length) of the file (clipped to its end; empty at or past it)
+    // without copying where the backend holds them as they are in memory (a pack's raw data in
+    // its mapping): the span then stays valid as long as this File. Otherwise they are read
+    // into `scratch` (resized to fit) and the span points there (this default, through pread).
+    virtual Result<std::span<const std::byte>> read_view(uint64_t offset, std::size_t length,
+                                                         std::string& scratch);
+
     // Where bytes [offset, offset + length) of the file lie, unchanged, in a host file (a
     // pack's uncompressed data), so a server can splice them from there without copying them
     // through memory. nullopt when they do not (read them with pread).

@@ -10,6 +10,20 @@ Result<void> File::allocate(int, uint64_t, uint64_t) {
     return fail(EOPNOTSUPP, "fallocate");
 }
 
+Result<std::span<const std::byte>> File::read_view(uint64_t offset, std::size_t length,
+                                                   std::string& scratch) {
+    scratch.resize(length);
+    std::size_t got = 0;
+    while (got < length) {
+        auto n = pread(std::as_writable_bytes(std::span(scratch)).subspan(got), offset + got);
+        if (!n) return std::unexpected(n.error());
+        if (*n == 0) break;
+        got += *n;
+    }
+    scratch.resize(got);
+    return std::as_bytes(std::span(scratch));
+}
+
 namespace {
 
 // Bytes copied through a buffer, slice by slice (a pread past the end returns 0: done).

@@ -54,6 +54,13 @@ public:
         if (node_.type == FileType::directory) return fail(EISDIR, ctx.op);
         return unless_damaged(*reader_, reader_->seek(content_, offset, data, ctx), ctx.op);
     }
+    Result<std::span<const std::byte>> read_view(uint64_t offset, std::size_t length,
+                                                 std::string& scratch) override {
+        const Ctx ctx{"read", {}};
+        if (node_.type == FileType::directory) return fail(EISDIR, ctx.op);
+        return unless_damaged(*reader_, reader_->view(content_, offset, length, scratch, ctx),
+                              ctx.op);
+    }
     std::optional<HostBytes> host_bytes(uint64_t offset, std::size_t length) override {
         auto extent = reader_->file_extent(content_, offset, length);
         if (!extent) return std::nullopt;

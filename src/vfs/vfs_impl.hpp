@@ -63,6 +63,10 @@ public:
     Result<std::size_t> pread(std::span<std::byte> buf, uint64_t offset) override {
         return inner_->pread(buf, offset);
     }
+    Result<std::span<const std::byte>> read_view(uint64_t offset, std::size_t length,
+                                                 std::string& scratch) override {
+        return inner_->read_view(offset, length, scratch);
+    }
     Result<std::size_t> pwrite(std::span<const std::byte> data, uint64_t offset) override {
         Gate::Pass change(*changes_);
         return inner_->pwrite(data, offset);

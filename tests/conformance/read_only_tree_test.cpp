@@ -86,6 +86,38 @@ TEST_P(ReadOnlyTree, RandomAccessReadsMatch) {
     EXPECT_EQ(past->size(), 0u);
 }
 
+TEST_P(ReadOnlyTree, ReadViewsShowTheBytesAndStayValidWhileTheFileIsOpen) {
+    const std::size_t size = 3 * 65536 + 1;
+    const std::string expected = pattern_bytes(size, size % 251);
+    auto f = fs().open(fmt::format("/data/{}.bin", size), O_RDONLY);
+    PACKFS_ASSERT_OK(f);
+    // Each view with its own scratch: all of them must still hold their bytes at the end.
+    struct Seen {
+        uint64_t offset;
+        std::size_t length;
+        std::span<const std::byte> view;
+    };
+    std::vector<std::string> scratches(9);
+    std::vector<Seen> seen;
+    std::size_t i = 0;
+    for (uint64_t off :
+         std::initializer_list<uint64_t>{0, 1, 4095, 65535, 65536, 131071, 196600, 196608, size}) {
+        auto view = (*f)->read_view(off, 70000, scratches[i++]);
+        PACKFS_ASSERT_OK(view) << "offset " << off;
+        seen.push_back({off, 70000, *view});
+    }
+    for (const Seen& s : seen) {
+        SCOPED_TRACE(fmt::format("offset {}", s.offset));
+        const std::string want = s.offset < size ? expected.substr(s.offset, s.length) : "";
+        PACKFS_EXPECT_BYTES_EQ(
+            std::string(reinterpret_cast<const char*>(s.view.data()), s.view.size()), want);
+    }
+    auto dir = fs().open("/data", O_RDONLY | O_DIRECTORY);
+    PACKFS_ASSERT_OK(dir);
+    std::string scratch;
+    PACKFS_EXPECT_ERRNO((*dir)->read_view(0, 10, scratch), EISDIR);
+}
+
 TEST_P(ReadOnlyTree, ModesAndTypesAreKept) {
     struct Want {
         const char* path;

@@ -24,7 +24,8 @@ check "installs the packfs program" test -x "$prefix/bin/packfs"
 check "installs the CMake package" test -e "$libdir/cmake/PackFS/PackFSConfig.cmake"
 check "installs the pkg-config files" test -e "$libdir/pkgconfig/packfs-read.pc"
 # The shared libraries' dynamic symbols: the public API (packfs::, not one of its internal
-# namespaces such as packfs::pack::) and the standard library's templates it instantiates.
+# namespaces such as packfs::pack::; the C API's packfs_*) and the standard library's templates
+# it instantiates.
 exported() {
     nm -DC --defined-only "$1" | cut -d' ' -f3- |
         sed -E 's/^(typeinfo name for|typeinfo for|vtable for|VTT for) //'
@@ -35,8 +36,11 @@ for lib in libpackfs.so libpackfs-read.so; do
     check "$lib exports nothing of packfs's internals" \
         sh -c "! grep -E '^packfs::[a-z_]+::' '$work/$lib.symbols'"
     check "$lib exports nothing else but the standard library's templates" \
-        sh -c "! grep -v '^packfs::' '$work/$lib.symbols' | grep -v 'std::'"
+        sh -c "! grep -v '^packfs::' '$work/$lib.symbols' | grep -v '^packfs_[a-z_]*$' | grep -v 'std::'"
 done
+check "libpackfs.so exports the C API" grep -qx 'packfs_read_view' "$work/libpackfs.so.symbols"
+check "libpackfs-read.so does not (it is libpackfs's)" \
+    sh -c "! grep -q '^packfs_' '$work/libpackfs-read.so.symbols'"
 
 forbidden='libssl|libcrypto|libcurl|libfuse|liburcu'
 runs() {  # runs "what" DIR: make_pack and read_pack in DIR round-trip the file
@@ -47,6 +51,10 @@ runs() {  # runs "what" DIR: make_pack and read_pack in DIR round-trip the file
         sh -c "'$dir/read_pack' '$work/$what.pack' /docs/hello.txt | grep -qx 'hello from a consumer'"
     check "$what: read_pack refuses a missing file by name" \
         sh -c "! '$dir/read_pack' '$work/$what.pack' /nope 2>'$work/err' && grep -q 'No such file' '$work/err'"
+    check "$what: read_pack_c (C11, the C API) reads it too" \
+        sh -c "'$dir/read_pack_c' '$work/$what.pack' /docs/hello.txt | grep -qx 'hello from a consumer'"
+    check "$what: read_pack_c says why it cannot" \
+        sh -c "! '$dir/read_pack_c' '$work/$what.pack' /nope 2>'$work/err' && grep -q 'open /nope: No such file' '$work/err'"
     check "$what: read_pack loads none of OpenSSL, libcurl, libfuse, liburcu" \
         sh -c "! ldd '$dir/read_pack' | grep -Eq '$forbidden'"
 }
@@ -65,6 +73,12 @@ check "find_package static: read_pack loads no libpackfs" \
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 mkdir -p "$work/pc-shared" "$work/pc-static"
 check "pkg-config names the version" test "$(pkg-config --modversion packfs)" = "$("$prefix/bin/packfs" --version | head -1 | cut -d' ' -f2)"
+# shellcheck disable=SC2046
+gcc -std=c11 -o "$work/pc-shared/read_pack_c" "$here/read_pack.c" $(pkg-config --cflags --libs packfs) \
+    -Wl,-rpath,"$libdir"
+# shellcheck disable=SC2046
+g++ -o "$work/pc-static/read_pack_c" -x c "$here/read_pack.c" -x none $(pkg-config --cflags packfs) \
+    "$libdir/libpackfs.a" $(pkg-config --static --libs packfs | sed "s/-lpackfs\b//")
 for prog in read_pack:packfs-read make_pack:packfs; do
     name=${prog%%:*} pc=${prog##*:}
     # shellcheck disable=SC2046
