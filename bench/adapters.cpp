@@ -41,11 +41,12 @@ Result<std::unique_ptr<Target>> make_dir(const std::string& scratch) {
 const std::array kAdapters{
     BackendAdapter{"mem", AdapterRole::subject, true, make_mem},
     BackendAdapter{"vfs", AdapterRole::subject, true, make_vfs},
-    BackendAdapter{"dir", AdapterRole::subject, false, make_dir},
+    BackendAdapter{"dir", AdapterRole::subject, false, make_dir, true},
     BackendAdapter{"raw", AdapterRole::baseline, false,
-                   [](const std::string& scratch) { return make_raw_target(scratch, false); }},
+                   [](const std::string& scratch) { return make_raw_target(scratch, false); },
+                   true},
     BackendAdapter{"raw+fsync", AdapterRole::durable, false,
-                   [](const std::string& scratch) { return make_raw_target(scratch, true); }},
+                   [](const std::string& scratch) { return make_raw_target(scratch, true); }, true},
 };
 
 }  // namespace

@@ -24,6 +24,8 @@ struct BackendAdapter {
     bool snapshots;  // snapshot() is meant to be O(1); the snapshot category times it
     // A fresh, empty target; `scratch` is a host directory it may make its own dirs under.
     std::function<Result<std::unique_ptr<Target>>(const std::string& scratch)> make;
+    // Its operations reach the host's disk: its runs may be bounded by time (Sizes::disk_budget_s).
+    bool on_disk = false;
 };
 
 std::span<const BackendAdapter> backend_adapters();

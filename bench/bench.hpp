@@ -10,6 +10,8 @@ namespace packfs::bench {
 struct Options {
     int runs = 0;                       // runs per figure; 0 picks 5 (3 with quick)
     bool quick = false;                 // every category, smaller, in well under a minute
+    bool full = false;                  // every count whole, no time budget: the complete run
+    double disk_budget_s = -1;          // a disk-bound run's time budget; < 0: the mode's
     std::vector<std::string> filters;   // run the categories whose name holds one of these
     std::vector<std::string> backends;  // run only these backends (empty: all)
     std::string json_path;              // also write the figures as JSON here
@@ -19,7 +21,8 @@ struct Options {
     std::string command;                // the command line, for the header
 };
 
-// Runs the benchmark, printing to stdout (progress to stderr when it is a terminal).
+// Runs the benchmark, printing to stdout; progress goes to stderr (in place on a terminal,
+// else a line every few seconds).
 // Returns the exit code: 0 ok, 1 an operation failed or the chart could not be drawn
 // (printed), 2 usage error (printed).
 int run(const Options& options);

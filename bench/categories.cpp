@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 
+#include "bench/budget.hpp"
 #include "bench/timing.hpp"
 #include "bench/vfs_categories.hpp"
 
@@ -50,17 +51,42 @@ std::vector<std::string> numbered_paths(const Target& t, std::string_view dir,
     return out;
 }
 
-// A directory "d" of `files` files of `bytes` bytes each, file i stamped with i, created in
-// the create order. Returns the paths, indexed by i.
-Result<std::vector<std::string>> make_small_files(Target& t, std::size_t files, std::size_t bytes) {
-    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
-    auto paths = numbered_paths(t, "d", "file-", files);
-    auto data = pattern(bytes, 7);
-    for (std::size_t i : shuffled(files, kCreateSeed)) {
-        stamp(data, i);
-        if (auto ok = t.create_file(paths[i], data); !ok) return std::unexpected(ok.error());
+// The small files a category reads, stats, lists or removes: "d/file-<i>", `bytes` bytes each,
+// file i stamped with i, made in the create order. Under a time budget (a disk-bound arm)
+// making them stops when the budget is spent, and the category works on the files made (it
+// tells the budget its smaller count: the harness scales the run's time to n from it).
+struct SmallFiles {
+    std::vector<std::string> paths;  // indexed by i < n, made or not
+    std::vector<bool> made;
+    std::size_t count = 0;  // how many were made
+
+    // shuffled(n, seed) without the files not made.
+    std::vector<std::size_t> visit(uint64_t seed) const {
+        std::vector<std::size_t> order = shuffled(paths.size(), seed);
+        std::erase_if(order, [this](std::size_t i) { return !made[i]; });
+        return order;
     }
-    return paths;
+};
+
+Result<SmallFiles> make_small_files(Target& t, std::size_t files, std::size_t bytes,
+                                    RunBudget& budget) {
+    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
+    SmallFiles out{numbered_paths(t, "d", "file-", files), std::vector<bool>(files, false), 0};
+    auto data = pattern(bytes, 7);
+    budget.start();
+    for (std::size_t i : shuffled(files, kCreateSeed)) {
+        if (out.count > 0 && budget.spent()) break;
+        stamp(data, i);
+        if (auto ok = t.create_file(out.paths[i], data); !ok) return std::unexpected(ok.error());
+        out.made[i] = true;
+        ++out.count;
+    }
+    return out;
+}
+
+// A category over SmallFiles whose run counts `per_file` operations per file.
+void count_made(const SmallFiles& files, RunBudget& budget, uint64_t per_file = 1) {
+    if (files.count < files.paths.size()) budget.stopped_after(per_file * files.count);
 }
 
 // A short or wrong read is a failure of the operation, reported like one.
@@ -76,42 +102,42 @@ Result<void> check_read(const std::string& path, std::span<const std::byte> got,
 
 // --- 1-5: small files ------------------------------------------------------------------
 
-Result<double> time_create(Target& t, const Sizes& s) {
+Result<double> time_create(Target& t, const Sizes& s, RunBudget& budget) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     const auto paths = numbered_paths(t, "d", "file-", s.files);
     const auto order = shuffled(s.files, kCreateSeed);
     auto data = pattern(s.file_bytes, 7);
-    Stopwatch clock;
-    for (std::size_t i : order) {
+    return time_each(order, budget, [&](std::size_t i) {
         stamp(data, i);
-        if (auto ok = t.create_file(paths[i], data); !ok) return std::unexpected(ok.error());
-    }
-    return clock.seconds();
+        return t.create_file(paths[i], data);
+    });
 }
 
-Result<double> time_read(Target& t, const Sizes& s) {
-    auto paths = make_small_files(t, s.files, s.file_bytes);
-    if (!paths) return std::unexpected(paths.error());
-    const auto order = shuffled(s.files, kAccessSeed);
+Result<double> time_read(Target& t, const Sizes& s, RunBudget& budget) {
+    auto files = make_small_files(t, s.files, s.file_bytes, budget);
+    if (!files) return std::unexpected(files.error());
+    count_made(*files, budget);
+    const auto order = files->visit(kAccessSeed);
     std::vector<std::byte> buf(kSmallReadBuffer);
     Stopwatch clock;
     for (std::size_t i : order) {
-        auto n = t.read_file((*paths)[i], buf);
+        auto n = t.read_file(files->paths[i], buf);
         if (!n) return std::unexpected(n.error());
-        if (auto ok = check_read((*paths)[i], std::span(buf).first(*n), s.file_bytes, i); !ok) {
+        if (auto ok = check_read(files->paths[i], std::span(buf).first(*n), s.file_bytes, i); !ok) {
             return std::unexpected(ok.error());
         }
     }
     return clock.seconds();
 }
 
-Result<double> time_stat(Target& t, const Sizes& s) {
-    auto paths = make_small_files(t, s.files, s.file_bytes);
-    if (!paths) return std::unexpected(paths.error());
-    const auto order = shuffled(s.files, kAccessSeed);
+Result<double> time_stat(Target& t, const Sizes& s, RunBudget& budget) {
+    auto files = make_small_files(t, s.files, s.file_bytes, budget);
+    if (!files) return std::unexpected(files.error());
+    count_made(*files, budget);
+    const auto order = files->visit(kAccessSeed);
     Stopwatch clock;
     for (std::size_t i : order) {
-        if (auto ok = t.stat((*paths)[i]); !ok) return std::unexpected(ok.error());
+        if (auto ok = t.stat(files->paths[i]); !ok) return std::unexpected(ok.error());
     }
     return clock.seconds();
 }
@@ -120,68 +146,68 @@ Result<double> time_stat(Target& t, const Sizes& s) {
 // against "stat files"'s is what a second reader adds (DESIGN §5: readers share nothing). Each
 // thread first stats every file untimed: in "stat files" the one thread that made the files
 // has them in its core's caches, and a second core starting cold would measure that instead.
-Result<double> time_stat_two_threads(Target& t, const Sizes& s) {
-    auto paths = make_small_files(t, s.files, s.file_bytes);
-    if (!paths) return std::unexpected(paths.error());
-    const std::vector<std::size_t> orders[2] = {shuffled(s.files, kAccessSeed),
-                                                shuffled(s.files, kAccessSeed + 1)};
+Result<double> time_stat_two_threads(Target& t, const Sizes& s, RunBudget& budget) {
+    auto files = make_small_files(t, s.files, s.file_bytes, budget);
+    if (!files) return std::unexpected(files.error());
+    count_made(*files, budget, 2);
+    const std::vector<std::size_t> orders[2] = {files->visit(kAccessSeed),
+                                                files->visit(kAccessSeed + 1)};
     auto stat_all = [&](std::size_t k) -> Result<void> {
         for (std::size_t i : orders[k]) {
-            if (auto ok = t.stat((*paths)[i]); !ok) return std::unexpected(ok.error());
+            if (auto ok = t.stat(files->paths[i]); !ok) return std::unexpected(ok.error());
         }
         return {};
     };
     return time_threads(2, stat_all, stat_all);
 }
 
-Result<double> time_readdir(Target& t, const Sizes& s) {
-    auto paths = make_small_files(t, s.files, s.file_bytes);
-    if (!paths) return std::unexpected(paths.error());
+Result<double> time_readdir(Target& t, const Sizes& s, RunBudget& budget) {
+    auto files = make_small_files(t, s.files, s.file_bytes, budget);
+    if (!files) return std::unexpected(files.error());
+    count_made(*files, budget);
     const std::string dir = t.path("d");
     Stopwatch clock;
     auto n = t.list_dir(dir);
     const double seconds = clock.seconds();
     if (!n) return std::unexpected(n.error());
-    if (*n != s.files) return fail(EIO, "readdir (wrong entry count)", dir);
+    if (*n != files->count) return fail(EIO, "readdir (wrong entry count)", dir);
     return seconds;
 }
 
-Result<double> time_unlink(Target& t, const Sizes& s) {
-    auto paths = make_small_files(t, s.files, s.file_bytes);
-    if (!paths) return std::unexpected(paths.error());
-    const auto order = shuffled(s.files, kAccessSeed);
-    Stopwatch clock;
-    for (std::size_t i : order) {
-        if (auto ok = t.unlink((*paths)[i]); !ok) return std::unexpected(ok.error());
-    }
-    return clock.seconds();
+Result<double> time_unlink(Target& t, const Sizes& s, RunBudget& budget) {
+    auto files = make_small_files(t, s.files, s.file_bytes, budget);
+    if (!files) return std::unexpected(files.error());
+    count_made(*files, budget);
+    const auto order = files->visit(kAccessSeed);
+    return time_each(order, budget, [&](std::size_t i) { return t.unlink(files->paths[i]); });
 }
 
 // --- 6: directories --------------------------------------------------------------------
 
-Result<double> time_mkdir(Target& t, const Sizes& s) {
+Result<double> time_mkdir(Target& t, const Sizes& s, RunBudget& budget) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     const auto paths = numbered_paths(t, "d", "dir-", s.dirs);
     const auto order = shuffled(s.dirs, kCreateSeed);
-    Stopwatch clock;
-    for (std::size_t i : order) {
-        if (auto ok = t.mkdir(paths[i]); !ok) return std::unexpected(ok.error());
-    }
-    return clock.seconds();
+    return time_each(order, budget, [&](std::size_t i) { return t.mkdir(paths[i]); });
 }
 
-Result<double> time_rmdir(Target& t, const Sizes& s) {
+// The setup's mkdirs stop at the budget as make_small_files's creates do.
+Result<double> time_rmdir(Target& t, const Sizes& s, RunBudget& budget) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     const auto paths = numbered_paths(t, "d", "dir-", s.dirs);
+    std::vector<bool> made(s.dirs, false);
+    std::size_t count = 0;
+    budget.start();
     for (std::size_t i : shuffled(s.dirs, kCreateSeed)) {
+        if (count > 0 && budget.spent()) break;
         if (auto ok = t.mkdir(paths[i]); !ok) return std::unexpected(ok.error());
+        made[i] = true;
+        ++count;
     }
-    const auto order = shuffled(s.dirs, kAccessSeed);
-    Stopwatch clock;
-    for (std::size_t i : order) {
-        if (auto ok = t.rmdir(paths[i]); !ok) return std::unexpected(ok.error());
-    }
-    return clock.seconds();
+    if (count < s.dirs) budget.stopped_after(count);
+    auto order = shuffled(s.dirs, kAccessSeed);
+    std::erase_if(order, [&](std::size_t i) { return !made[i]; });
+    return time_each(order, budget, [&](std::size_t i) { return t.rmdir(paths[i]); });
 }
 
 // --- 7: large sequential files ---------------------------------------------------------
@@ -215,7 +241,7 @@ Result<double> time_read_large(Target& t, std::size_t mib) {
 // `threads` threads, each `iterations` times: create its own file, read it back, unlink it.
 // The threads are started and parked before the clock starts; the clock stops when the last
 // one has finished.
-Result<double> time_concurrent(Target& t, const Sizes& s) {
+Result<double> time_concurrent(Target& t, const Sizes& s, RunBudget& budget) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     std::vector<std::vector<std::string>> paths(s.threads);
     std::vector<std::vector<std::byte>> data(s.threads);
@@ -224,8 +250,15 @@ Result<double> time_concurrent(Target& t, const Sizes& s) {
         paths[k] = numbered_paths(t, "d", fmt::format("t{}-", k), s.iterations);
         data[k] = pattern(s.file_bytes, 100 + k);
     }
-    return time_threads(s.threads, [&](std::size_t k) -> Result<void> {
+    // Under a time budget each thread stops on its own; n counts what they all did.
+    std::vector<std::size_t> done(s.threads, s.iterations);
+    budget.start();
+    auto seconds = time_threads(s.threads, [&](std::size_t k) -> Result<void> {
         for (std::size_t i = 0; i < s.iterations; ++i) {
+            if (i > 0 && budget.spent()) {
+                done[k] = i;
+                break;
+            }
             const std::string& path = paths[k][i];
             stamp(data[k], i);
             if (auto ok = t.create_file(path, data[k]); !ok) return ok;
@@ -237,6 +270,9 @@ Result<double> time_concurrent(Target& t, const Sizes& s) {
         }
         return {};
     });
+    const std::size_t total = std::accumulate(done.begin(), done.end(), std::size_t{0});
+    if (total < s.threads * s.iterations) budget.stopped_after(uint64_t{3} * total);
+    return seconds;
 }
 
 // --- million-entry directory ----------------------------------------------------------
@@ -314,7 +350,8 @@ Result<double> time_snapshots(Backend& fs, std::size_t calls) {
 
 // --- groups ----------------------------------------------------------------------------
 
-using Body = std::function<Result<double>(Target&)>;
+// A run's body gets its arm's budget (unlimited for arms not bounded by time).
+using Body = std::function<Result<double>(Target&, RunBudget&)>;
 
 using MultiBody = std::function<Result<std::vector<double>>(Target&)>;
 
@@ -335,14 +372,19 @@ std::function<Result<T>()> fresh_run(const BackendAdapter& adapter, const std::s
     };
 }
 
+// `budget_s` > 0 bounds the runs of an arm on host storage by time as well as by n (the
+// in-memory arms are never slowed by a disk, and keep their whole count).
 Arm make_arm(std::string category, const BackendAdapter& adapter, const std::string& scratch,
-             uint64_t n, uint64_t bytes, Body body) {
+             uint64_t n, uint64_t bytes, Body body, double budget_s = 0) {
     Arm arm;
     arm.category = std::move(category);
     arm.backend = std::string(adapter.name);
     arm.n = n;
     arm.bytes = bytes;
-    arm.run_once = fresh_run<double>(adapter, scratch, std::move(body));
+    auto budget = std::make_shared<RunBudget>(adapter.on_disk ? budget_s : 0);
+    if (budget->limited()) arm.budget = budget;
+    arm.run_once = fresh_run<double>(
+        adapter, scratch, [budget, body = std::move(body)](Target& t) { return body(t, *budget); });
     return arm;
 }
 
@@ -350,12 +392,12 @@ Arm make_arm(std::string category, const BackendAdapter& adapter, const std::str
 // fsync'd baseline only where `durable` (creating files, writing large ones).
 Group compare(const std::string& category, std::span<const BackendAdapter* const> adapters,
               const std::string& scratch, bool durable, uint64_t n, uint64_t bytes,
-              const Body& body) {
+              const Body& body, double budget_s) {
     Group group;
     for (const BackendAdapter* a : adapters) {
         if (a->role == AdapterRole::durable && !durable) continue;
         if (a->role == AdapterRole::baseline) group.baseline = group.arms.size();
-        group.arms.push_back(make_arm(category, *a, scratch, n, bytes, body));
+        group.arms.push_back(make_arm(category, *a, scratch, n, bytes, body, budget_s));
     }
     return group;
 }
@@ -397,18 +439,20 @@ Group snapshot_group(const Sizes& s, const BackendAdapter& adapter, const std::s
 }
 
 // The scaling check of one category: its body at scales 1, 4 (and 16) of its size N on
-// every PackFS backend (the raw fs's own scaling is ext4's, and would cost minutes here),
-// all interleaved in one group. Named "<key> @N", "<key> @4N", "<key> @16N".
+// every PackFS backend (the raw fs's own scaling is ext4's, and would cost minutes here; the
+// dir backend's, mostly ext4's too, only with `on_disk`), all interleaved in one group. Not
+// bounded by time: a run cut short would time the first N of 4N, not 4N. Named "<key> @N", "<key>
+// @4N", "<key> @16N".
 Group scaling_group(const std::string& key, std::span<const BackendAdapter* const> adapters,
                     const std::string& scratch, std::initializer_list<uint64_t> scales,
                     const std::function<uint64_t(uint64_t)>& n_at,
                     const std::function<uint64_t(uint64_t)>& bytes_at,
-                    const std::function<Body(uint64_t)>& body_at) {
+                    const std::function<Body(uint64_t)>& body_at, bool on_disk) {
     Group group;
     group.section = kScalingSection;
     group.max_runs = kScalingRuns;
     for (const BackendAdapter* a : adapters) {
-        if (a->role != AdapterRole::subject) continue;
+        if (a->role != AdapterRole::subject || (a->on_disk && !on_disk)) continue;
         for (uint64_t scale : scales) {
             Arm arm = make_arm(fmt::format("{} @{}N", key, scale == 1 ? std::string() : fmt::format("{}", scale)),
                                *a, scratch, n_at(scale), bytes_at(scale), body_at(scale));
@@ -439,39 +483,56 @@ void add_scaling_groups(std::vector<Group>& groups, const Sizes& s,
         return t;
     };
     auto add = [&](const std::string& key, std::initializer_list<uint64_t> scales,
-                   std::function<uint64_t(uint64_t)> n_at, std::function<uint64_t(uint64_t)> bytes_at,
+                   std::function<uint64_t(uint64_t)> n_at,
+                   std::function<uint64_t(uint64_t)> bytes_at,
                    std::function<Body(uint64_t)> body_at) {
-        Group g = scaling_group(key, adapters, scratch, scales, n_at, bytes_at, body_at);
+        Group g = scaling_group(key, adapters, scratch, scales, n_at, bytes_at, body_at,
+                                s.scaling_on_disk);
         if (!g.arms.empty()) groups.push_back(std::move(g));
     };
     const auto files_n = [s](uint64_t k) -> uint64_t { return s.files * k; };
     const auto files_bytes = [s](uint64_t k) -> uint64_t { return s.files * k * s.file_bytes; };
     const auto no_bytes = [](uint64_t) -> uint64_t { return 0; };
-    add("create files", {1, 4}, files_n, files_bytes,
-        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_create(x, t); }; });
-    add("read files", {1, 4}, files_n, files_bytes,
-        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_read(x, t); }; });
-    add("stat files", {1, 4, 16}, files_n, no_bytes,
-        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_stat(x, t); }; });
-    add("readdir", {1, 4, 16}, files_n, no_bytes,
-        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_readdir(x, t); }; });
-    add("unlink files", {1, 4}, files_n, no_bytes,
-        [=](uint64_t k) -> Body { return [t = files_at(k)](Target& x) { return time_unlink(x, t); }; });
+    add("create files", {1, 4}, files_n, files_bytes, [=](uint64_t k) -> Body {
+        return [t = files_at(k)](Target& x, RunBudget& b) { return time_create(x, t, b); };
+    });
+    add("read files", {1, 4}, files_n, files_bytes, [=](uint64_t k) -> Body {
+        return [t = files_at(k)](Target& x, RunBudget& b) { return time_read(x, t, b); };
+    });
+    add("stat files", {1, 4, 16}, files_n, no_bytes, [=](uint64_t k) -> Body {
+        return [t = files_at(k)](Target& x, RunBudget& b) { return time_stat(x, t, b); };
+    });
+    add("readdir", {1, 4, 16}, files_n, no_bytes, [=](uint64_t k) -> Body {
+        return [t = files_at(k)](Target& x, RunBudget& b) { return time_readdir(x, t, b); };
+    });
+    add("unlink files", {1, 4}, files_n, no_bytes, [=](uint64_t k) -> Body {
+        return [t = files_at(k)](Target& x, RunBudget& b) { return time_unlink(x, t, b); };
+    });
     const auto dirs_n = [s](uint64_t k) -> uint64_t { return s.dirs * k; };
-    add("mkdir", {1, 4, 16}, dirs_n, no_bytes,
-        [=](uint64_t k) -> Body { return [t = dirs_at(k)](Target& x) { return time_mkdir(x, t); }; });
-    add("rmdir", {1, 4, 16}, dirs_n, no_bytes,
-        [=](uint64_t k) -> Body { return [t = dirs_at(k)](Target& x) { return time_rmdir(x, t); }; });
+    add("mkdir", {1, 4, 16}, dirs_n, no_bytes, [=](uint64_t k) -> Body {
+        return [t = dirs_at(k)](Target& x, RunBudget& b) { return time_mkdir(x, t, b); };
+    });
+    add("rmdir", {1, 4, 16}, dirs_n, no_bytes, [=](uint64_t k) -> Body {
+        return [t = dirs_at(k)](Target& x, RunBudget& b) { return time_rmdir(x, t, b); };
+    });
     const std::size_t mib = s.scaling_mib;
     const auto mib_n = [mib](uint64_t k) -> uint64_t { return mib * k; };
     const auto mib_bytes = [mib](uint64_t k) -> uint64_t { return mib * k * kMiB; };
-    add("write large", {1, 4, 16}, mib_n, mib_bytes,
-        [=](uint64_t k) -> Body { return [m = mib * k](Target& x) { return time_write_large(x, m); }; });
-    add("read large", {1, 4, 16}, mib_n, mib_bytes,
-        [=](uint64_t k) -> Body { return [m = mib * k](Target& x) { return time_read_large(x, m); }; });
-    add("concurrent create+read+unlink", {1, 4},
-        [s](uint64_t k) -> uint64_t { return uint64_t{s.threads} * s.iterations * k * 3; }, no_bytes,
-        [=](uint64_t k) -> Body { return [t = iterations_at(k)](Target& x) { return time_concurrent(x, t); }; });
+    add("write large", {1, 4, 16}, mib_n, mib_bytes, [=](uint64_t k) -> Body {
+        return [m = mib * k](Target& x, RunBudget&) { return time_write_large(x, m); };
+    });
+    add("read large", {1, 4, 16}, mib_n, mib_bytes, [=](uint64_t k) -> Body {
+        return [m = mib * k](Target& x, RunBudget&) { return time_read_large(x, m); };
+    });
+    add(
+        "concurrent create+read+unlink", {1, 4},
+        [s](uint64_t k) -> uint64_t { return uint64_t{s.threads} * s.iterations * k * 3; },
+        no_bytes,
+        [=](uint64_t k) -> Body {
+            return [t = iterations_at(k)](Target& x, RunBudget& b) {
+                return time_concurrent(x, t, b);
+            };
+        });
 }
 
 // The million-entry directory: every PackFS backend and the raw fs at big_dir / 4 and
@@ -526,26 +587,32 @@ std::vector<Group> make_groups(const Sizes& s, std::span<const BackendAdapter* c
     const uint64_t small_bytes = uint64_t{s.files} * s.file_bytes;
     auto add = [&](const std::string& category, bool durable, uint64_t n, uint64_t bytes,
                    const Body& body) {
-        groups.push_back(compare(category, adapters, scratch, durable, n, bytes, body));
+        groups.push_back(
+            compare(category, adapters, scratch, durable, n, bytes, body, s.disk_budget_s));
     };
-    add("create files", true, s.files, small_bytes, [s](Target& t) { return time_create(t, s); });
-    add("read files", false, s.files, small_bytes, [s](Target& t) { return time_read(t, s); });
-    add("stat files", false, s.files, 0, [s](Target& t) { return time_stat(t, s); });
+    add("create files", true, s.files, small_bytes,
+        [s](Target& t, RunBudget& b) { return time_create(t, s, b); });
+    add("read files", false, s.files, small_bytes,
+        [s](Target& t, RunBudget& b) { return time_read(t, s, b); });
+    add("stat files", false, s.files, 0,
+        [s](Target& t, RunBudget& b) { return time_stat(t, s, b); });
     add("stat files, 2 threads", false, 2 * s.files, 0,
-        [s](Target& t) { return time_stat_two_threads(t, s); });
-    add("readdir", false, s.files, 0, [s](Target& t) { return time_readdir(t, s); });
-    add("unlink files", false, s.files, 0, [s](Target& t) { return time_unlink(t, s); });
-    add("mkdir", false, s.dirs, 0, [s](Target& t) { return time_mkdir(t, s); });
-    add("rmdir", false, s.dirs, 0, [s](Target& t) { return time_rmdir(t, s); });
+        [s](Target& t, RunBudget& b) { return time_stat_two_threads(t, s, b); });
+    add("readdir", false, s.files, 0,
+        [s](Target& t, RunBudget& b) { return time_readdir(t, s, b); });
+    add("unlink files", false, s.files, 0,
+        [s](Target& t, RunBudget& b) { return time_unlink(t, s, b); });
+    add("mkdir", false, s.dirs, 0, [s](Target& t, RunBudget& b) { return time_mkdir(t, s, b); });
+    add("rmdir", false, s.dirs, 0, [s](Target& t, RunBudget& b) { return time_rmdir(t, s, b); });
     for (std::size_t mib : s.large_mib) {
         const uint64_t bytes = uint64_t{mib} * kMiB;
         add(fmt::format("write {}MB", mib), true, mib, bytes,
-            [mib](Target& t) { return time_write_large(t, mib); });
+            [mib](Target& t, RunBudget&) { return time_write_large(t, mib); });
         add(fmt::format("read {}MB", mib), false, mib, bytes,
-            [mib](Target& t) { return time_read_large(t, mib); });
+            [mib](Target& t, RunBudget&) { return time_read_large(t, mib); });
     }
     add("concurrent create+read+unlink", false, uint64_t{s.threads} * s.iterations * 3, 0,
-        [s](Target& t) { return time_concurrent(t, s); });
+        [s](Target& t, RunBudget& b) { return time_concurrent(t, s, b); });
     for (const BackendAdapter* a : adapters) {
         if (a->snapshots) groups.push_back(snapshot_group(s, *a, scratch));
     }

@@ -33,6 +33,9 @@ struct Sizes {
     // Scaling section: the categories above at N (their size), 4N and, where cheap, 16N;
     // the large-file categories from scaling_mib MiB.
     std::size_t scaling_mib = 16;
+    // The backends on host storage (dir) in the scaling section too: their 4N and 16N setups
+    // are minutes of disk work, so only the full run has them.
+    bool scaling_on_disk = true;
     // Million-entry directory: create, list, stat and remove big_dir entries of one
     // directory, and big_dir / 4 for the scaling check; at most big_dir_runs runs.
     std::size_t big_dir = 1'000'000;
@@ -69,6 +72,9 @@ struct Sizes {
     std::size_t volume_journal_changes = 300;
     std::size_t volume_writes = 400'000;  // long enough for compactions to complete meanwhile
     std::size_t volume_replay_records = 1'000'000;  // the journal a volume open replays
+    // Seconds of timed work after which a run of a disk-bound arm (the raw fs, raw+fsync, the
+    // dir backend; the durable volume creates) stops short of n (budget.hpp); 0: no limit.
+    double disk_budget_s = 0;
 };
 
 // The names of the extra sections, as --filter and the report use them.

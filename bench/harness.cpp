@@ -5,34 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "bench/progress.hpp"
 #include "bench/stats.hpp"
 
 namespace packfs::bench {
 namespace {
-
-class Progress {
-public:
-    Progress(bool enabled, std::size_t total) : enabled_(enabled), total_(total) {}
-    ~Progress() { clear(); }
-
-    void step(const Arm& arm, int run, int runs) {
-        ++done_;
-        if (!enabled_) return;
-        fmt::print(stderr, "\r\033[K[{}/{}] {} · {} · run {}/{}", done_, total_, arm.category,
-                   arm.backend, run, runs);
-        std::fflush(stderr);
-    }
-    void clear() {
-        if (!enabled_) return;
-        fmt::print(stderr, "\r\033[K");
-        std::fflush(stderr);
-    }
-
-private:
-    bool enabled_;
-    std::size_t total_;
-    std::size_t done_ = 0;
-};
 
 // Every arm as a list of measures and a run returning one time per measure.
 void normalise(Arm& arm) {
@@ -64,6 +41,7 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
         Group& group = groups[g];
         for (Arm& arm : group.arms) normalise(arm);
         const int runs = group_runs(group, options);
+        if (!group.arms.empty()) progress.group(group.arms.front().category);
         if (group.prepare) {
             if (auto ok = group.prepare(); !ok) {
                 const Arm& first = group.arms.front();
@@ -74,6 +52,7 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
         const std::size_t arms = group.arms.size();
         for (int w = 0; w < group.warmup_runs; ++w) {
             for (const Arm& arm : group.arms) {
+                if (arm.budget) arm.budget->reset();
                 if (auto s = arm.run_measures(); !s) {
                     if (group.finish) group.finish();
                     return std::unexpected(RunFailure{arm.category, arm.backend, 0, s.error()});
@@ -84,19 +63,30 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
         // earlier of its two positions that run.
         std::vector<std::vector<std::vector<double>>> seconds(arms);
         std::vector<std::vector<bool>> earlier(arms);
+        // done[arm][run]: the operations a budgeted arm's run did (n unless it was cut).
+        std::vector<std::vector<uint64_t>> done(arms);
         for (std::size_t i = 0; i < arms; ++i) seconds[i].resize(group.arms[i].measures.size());
         for (int run = 0; run < runs; ++run) {
             for (std::size_t k = 0; k < arms; ++k) {
                 // Even rounds run the arms in declared order, odd rounds in reverse.
                 const std::size_t i = run % 2 == 0 ? k : arms - 1 - k;
                 const Arm& arm = group.arms[i];
-                progress.step(arm, run + 1, runs);
+                progress.step(arm.category, arm.backend, run + 1, runs);
+                if (arm.budget) arm.budget->reset();
                 auto s = arm.run_measures();
                 if (s && s->size() != arm.measures.size()) s = fail(EINVAL, "bench: wrong measure count");
                 if (!s) {
                     if (group.finish) group.finish();
                     return std::unexpected(RunFailure{arm.category, arm.backend, run + 1, s.error()});
                 }
+                // A cut run's time, scaled to what all n operations take at its rate.
+                uint64_t did = arm.measures.front().n;
+                if (arm.budget && arm.budget->stopped_after() && arm.measures.size() == 1) {
+                    did = std::max<uint64_t>(*arm.budget->stopped_after(), 1);
+                    (*s)[0] *=
+                        static_cast<double>(arm.measures.front().n) / static_cast<double>(did);
+                }
+                done[i].push_back(did);
                 for (std::size_t m = 0; m < s->size(); ++m) seconds[i][m].push_back((*s)[m]);
                 earlier[i].push_back(k == std::min(i, arms - 1 - i));
             }
@@ -128,6 +118,13 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
                 f.ops_per_s = sum.median > 0 ? static_cast<double>(measure.n) / sum.median : 0;
                 if (measure.bytes > 0 && sum.median > 0) {
                     f.mb_per_s = static_cast<double>(measure.bytes) / (1024.0 * 1024.0) / sum.median;
+                }
+                if (arm.budget) {
+                    TimeBound b{arm.budget->seconds(), 0, 0};
+                    for (uint64_t d : done[i]) b.cut_runs += d < measure.n ? 1 : 0;
+                    std::vector<double> dones(done[i].begin(), done[i].end());
+                    b.median_done = static_cast<uint64_t>(median_of(dones) + 0.5);
+                    if (b.cut_runs > 0) f.bound = b;
                 }
                 f.scale_key = measure.scale_key;
                 f.scale = measure.scale;

@@ -9,10 +9,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/budget.hpp"
+#include "bench/progress.hpp"
 #include "packfs/error.hpp"
 
 namespace packfs::bench {
@@ -48,6 +51,9 @@ struct Arm {
     std::function<Result<std::vector<double>>()> run_measures;
     // The arm this one's ratio is taken against, overriding the group's (same measure index).
     std::optional<std::size_t> baseline;
+    // A disk-bound one-measure arm's time budget, shared with its run (null: none). A run
+    // it cut short is scaled to n from the operations it did (budget.hpp).
+    std::shared_ptr<RunBudget> budget;
 };
 
 struct Group {
@@ -80,6 +86,13 @@ struct OrderSplit {
     std::size_t earlier_position = 0, later_position = 0, arms = 0;
 };
 
+// A figure whose runs its time budget cut short: what they did of n (the table marks it).
+struct TimeBound {
+    double budget_s = 0;       // the budget of each run
+    int cut_runs = 0;          // runs that stopped at it
+    uint64_t median_done = 0;  // operations done, median over the runs (n for a whole run)
+};
+
 struct Figure {
     std::size_t group = 0;  // index of the Group it came from: rows of one comparison
     std::size_t measure = 0;  // index of its measure in its arm (multi-measure arms)
@@ -101,6 +114,7 @@ struct Figure {
     std::string scale_key;
     uint64_t scale = 0;
     std::optional<OrderSplit> order;  // absent when the arm always had the same position
+    std::optional<TimeBound> bound;   // absent when every run did all n operations
 };
 
 // Where a failed run happened, and why.
@@ -113,7 +127,7 @@ struct RunFailure {
 
 struct HarnessOptions {
     int runs = 5;
-    bool progress = false;  // a progress line on stderr
+    ProgressStyle progress = ProgressStyle::off;  // progress on stderr
 };
 
 // Runs every group in order; the figures come in group order, arms in declared order (and

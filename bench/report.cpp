@@ -48,7 +48,13 @@ std::string ratio_text(double speedup) {
 
 void print_header(std::FILE* out, const RunContext& c) {
     fmt::print(out, "packfs bench{}: {} runs per figure, backends interleaved; median, min, max\n",
-               c.quick ? " --quick" : "", c.runs);
+               c.mode.empty() ? "" : " " + c.mode, c.runs);
+    if (c.disk_budget_s > 0) {
+        fmt::print(out,
+                   "budget:   a disk-bound run stops after its n operations or {:g} s, whichever "
+                   "is first (marked *; `--full`: no budget)\n",
+                   c.disk_budget_s);
+    }
     fmt::print(out, "command:  {}\n", c.command);
     fmt::print(out, "machine:  {} CPUs, {}, {}, {:.1f} GiB RAM\n", c.machine.cpus, c.machine.cpu_model,
                c.machine.kernel, c.machine.mem_gib);
@@ -70,11 +76,12 @@ void print_table(std::FILE* out, std::span<const Figure> figures) {
         std::string ratio = "-";
         if (f.is_baseline) ratio = "baseline";
         else if (f.speedup) ratio = ratio_text(*f.speedup);
-        rows.push_back({{f.category, f.backend, grouped(static_cast<double>(f.n)),
-                         duration_text(f.median_s), duration_text(f.min_s), duration_text(f.max_s),
-                         duration_text(f.n ? f.median_s / static_cast<double>(f.n) : 0),
-                         grouped(f.ops_per_s), f.mb_per_s ? grouped(*f.mb_per_s, 1) : "-", ratio},
-                        f.group});
+        rows.push_back(
+            {{f.category, f.backend, grouped(static_cast<double>(f.n)) + (f.bound ? "*" : ""),
+              duration_text(f.median_s), duration_text(f.min_s), duration_text(f.max_s),
+              duration_text(f.n ? f.median_s / static_cast<double>(f.n) : 0), grouped(f.ops_per_s),
+              f.mb_per_s ? grouped(*f.mb_per_s, 1) : "-", ratio},
+             f.group});
     }
     std::vector<std::size_t> width(header.size());
     for (std::size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
@@ -115,6 +122,18 @@ void print_table(std::FILE* out, std::span<const Figure> figures) {
                    f.category, f.backend, duration_text(f.median_s / static_cast<double>(f.n)),
                    base ? duration_text(base->median_s / static_cast<double>(base->n)) : "?",
                    f.baseline_name, 1 / *f.speedup);
+    }
+    // What the time budget cut: the times above are scaled to n from what the runs did.
+    first = true;
+    for (const Figure& f : figures) {
+        if (!f.bound) continue;
+        if (first) fmt::print(out, "\n");
+        first = false;
+        fmt::print(out,
+                   "* time-bounded: {} on {}: {} of {} ops per run (median; {} of {} runs "
+                   "stopped at {:g} s), times scaled to n\n",
+                   f.category, f.backend, grouped(static_cast<double>(f.bound->median_done)),
+                   grouped(static_cast<double>(f.n)), f.bound->cut_runs, f.runs, f.bound->budget_s);
     }
     std::fflush(out);
 }

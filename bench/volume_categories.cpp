@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -169,7 +170,7 @@ Result<VolumeTarget> make_create_target(CreateKind kind, const std::string& scra
 // checked: every directory lists its files, and a volume journaled at least one record per
 // file.
 Result<double> time_creates(VolumeTarget& vt, std::size_t threads, std::size_t per_thread,
-                            std::size_t bytes) {
+                            std::size_t bytes, RunBudget& budget) {
     Target& t = *vt.target;
     std::vector<std::vector<std::string>> paths(threads);
     for (std::size_t k = 0; k < threads; ++k) {
@@ -183,10 +184,17 @@ Result<double> time_creates(VolumeTarget& vt, std::size_t threads, std::size_t p
     const uint64_t records_before = vt.volume ? vt.volume->status().journal_records : 0;
     const bool sync_at_end =
         vt.volume && vt.volume->status().durability == Durability::explicit_sync;
+    // Under a time budget each thread stops on its own; the figure counts what they all did.
+    std::vector<std::size_t> done(threads, per_thread);
+    budget.start();
     auto seconds = time_threads(threads, [&](std::size_t k) -> Result<void> {
         std::vector<std::byte> data(bytes);
         fill_random(data, 100 + k);
         for (std::size_t i = 0; i < per_thread; ++i) {
+            if (i > 0 && budget.spent()) {
+                done[k] = i;
+                break;
+            }
             stamp(data, k * per_thread + i);
             if (auto ok = t.create_file(paths[k][i], data); !ok) return ok;
         }
@@ -199,15 +207,17 @@ Result<double> time_creates(VolumeTarget& vt, std::size_t threads, std::size_t p
         *seconds += clock.seconds();
     }
     for (std::size_t k = 0; k < threads; ++k) {
-        if (auto ok = expect_entries(t, t.path(fmt::format("t{}", k)), per_thread); !ok)
+        if (auto ok = expect_entries(t, t.path(fmt::format("t{}", k)), done[k]); !ok)
             return std::unexpected(ok.error());
     }
+    const std::size_t total = std::accumulate(done.begin(), done.end(), std::size_t{0});
     if (vt.volume) {
         const uint64_t records = vt.volume->status().journal_records - records_before;
-        if (records < threads * per_thread)
+        if (records < total)
             return fail(EIO, "journal (fewer records than files)",
-                        fmt::format("{} records for {} files", records, threads * per_thread));
+                        fmt::format("{} records for {} files", records, total));
     }
+    if (total < threads * per_thread) budget.stopped_after(total);
     return seconds;
 }
 
@@ -234,12 +244,17 @@ Group create_group(const Sizes& s, std::size_t threads, bool with_raw, const std
         arm.n = per_thread * threads;
         arm.bytes = arm.n * bytes;
         if (with_raw) arm.baseline = spec.fsync_per_op ? 1 : 0;  // raw+fsync, raw (declared first)
-        arm.run_once = [kind = spec.kind, scratch, threads, per_thread, bytes]() -> Result<double> {
+        // Every arm but mem reaches the disk: bounded by time as well as by its count.
+        auto budget =
+            std::make_shared<RunBudget>(spec.kind == CreateKind::mem ? 0 : s.disk_budget_s);
+        if (budget->limited()) arm.budget = budget;
+        arm.run_once = [kind = spec.kind, scratch, threads, per_thread, bytes,
+                        budget]() -> Result<double> {
             Result<double> out;
             {
                 auto vt = make_create_target(kind, scratch);
                 if (!vt) return std::unexpected(vt.error());
-                out = time_creates(*vt, threads, per_thread, bytes);
+                out = time_creates(*vt, threads, per_thread, bytes, *budget);
                 vt->volume.reset();  // the target owns the volume's directory: last
             }
             settle_host_filesystem(scratch);

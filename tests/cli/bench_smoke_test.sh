@@ -24,6 +24,30 @@ for r in records:
     assert abs(r["ops_per_s"] - r["n"] / r["median_s"]) < 1e-6 * r["ops_per_s"], r
 print("json ok:", len(records), "records")
 PY
+# Progress reaches stderr even when it is not a terminal (here a file): a line at each group's
+# start, "packfs bench: [i/total] category, ..., N s elapsed"; none of it on stdout.
+"$packfs" bench --quick --runs 1 --backends mem,raw --filter readdir > "$out/progress.txt" \
+  2> "$out/progress.err"
+grep -q "^packfs bench: \[[0-9]*/[0-9]*\] readdir.* s elapsed" "$out/progress.err" ||
+  { echo "no progress line on a non-terminal stderr"; cat "$out/progress.err"; exit 1; }
+if grep -q "s elapsed" "$out/progress.txt"; then echo "progress on stdout"; exit 1; fi
+# A disk-bound arm cut by its time budget (a tenth of a millisecond: no disk makes 1,000
+# directories in that) is marked in the table and says what it did; mem is never bounded.
+"$packfs" bench --quick --runs 1 --backends mem,raw --filter mkdir --disk-budget 0.0001 \
+  > "$out/bounded.txt" 2> /dev/null
+grep -q "^mkdir  *raw  *[0-9,]*\*" "$out/bounded.txt" ||
+  { echo "no time-bounded mark on raw mkdir"; cat "$out/bounded.txt"; exit 1; }
+grep -q "^\* time-bounded: mkdir on raw: [0-9,]* of 1,000 ops per run" "$out/bounded.txt" ||
+  { echo "no time-bounded note"; cat "$out/bounded.txt"; exit 1; }
+if grep -q "time-bounded: mkdir on mem" "$out/bounded.txt"; then echo "mem bounded"; exit 1; fi
+# --full takes no budget: nothing is marked.
+"$packfs" bench --full --runs 1 --backends mem,raw --filter mkdir > "$out/full.txt" 2> /dev/null
+if grep -q "time-bounded" "$out/full.txt"; then echo "--full bounded something"; exit 1; fi
+set +e
+"$packfs" bench --quick --full > /dev/null 2>&1
+code=$?
+set -e
+[ "$code" -eq 2 ] || { echo "--quick --full exited $code, expected 2"; exit 1; }
 set +e
 "$packfs" bench --runs notanumber > /dev/null 2>&1
 code=$?

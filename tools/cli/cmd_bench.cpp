@@ -12,7 +12,16 @@ Command add_bench_command(CLI::App& parent) {
         "bench", "Benchmark PackFS's backends against the host filesystem (docs/BENCH.md)");
     sub->add_option("--runs", options->runs, "Runs per figure, interleaved (default 5; 3 with --quick)")
         ->check(CLI::PositiveNumber);
-    sub->add_flag("--quick", options->quick, "Every category, fewer runs and smaller counts");
+    auto* quick = sub->add_flag("--quick", options->quick,
+                                "Every category, fewer runs and smaller counts (under a minute)");
+    sub->add_flag("--full", options->full,
+                  "The complete run: every count whole, no time budget on the disk-bound arms")
+        ->excludes(quick);
+    sub->add_option("--disk-budget", options->disk_budget_s,
+                    "Seconds after which a run of a disk-bound arm stops short of its count "
+                    "(default 0.5; 0.25 with --quick; none with --full; 0: none)")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("SECONDS");
     sub->add_option("--filter", options->filters,
                     "Run only categories whose name contains SUBSTR (repeatable)")
         ->type_name("SUBSTR");
