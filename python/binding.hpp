@@ -30,6 +30,18 @@ decltype(auto) nogil(Body&& body) {
     return std::forward<Body>(body)();
 }
 
+// Drops `owned` (a backend or a handle whose destructor may do I/O: a volume flushes its
+// journal) without the GIL, unless the interpreter is shutting down.
+template <class T>
+void release_without_gil(T& owned) {
+    if (!owned) return;
+    if (_Py_IsFinalizing()) {
+        owned = {};
+        return;
+    }
+    nogil([&] { owned = {}; });
+}
+
 // --- errors.cpp ------------------------------------------------------------------------------
 // Raises the OSError the os module would: OSError(errno, strerror, filename[, filename2]), which
 // Python itself turns into FileNotFoundError, NotADirectoryError, ... by the errno.

@@ -181,10 +181,14 @@ public:
         return make_view(std::move(buffer));
     }
 
+    ~PyFile() { release_without_gil(file_); }
+    PyFile(const PyFile&) = delete;
+    PyFile& operator=(const PyFile&) = delete;
+
     void close() {
         std::shared_ptr<File> f = std::move(file_);
         closed_ = true;
-        if (f) nogil([&] { f.reset(); });  // a volume's handle may have work to do on close
+        release_without_gil(f);
     }
     bool closed() const noexcept { return closed_; }
     uint64_t tell() const {

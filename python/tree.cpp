@@ -269,11 +269,18 @@ public:
         s.kind = s.pack ? source_.kind : "snapshot";
         return py::cast(Tree(std::move(s), name_));
     }
+    Tree(Tree&&) = default;
+    ~Tree() { close(); }
+
     void close() {
-        Source dropped = std::move(source_);
-        source_ = {};
         closed_ = true;
-        nogil([&] { dropped = {}; });  // a volume's close flushes its journal
+        // Calls in flight hold their own references; the last one out closes the backend.
+        std::shared_ptr<Backend> fs = std::move(source_.fs);
+        std::shared_ptr<PackBackend> pack = std::move(source_.pack);
+        std::shared_ptr<Volume> volume = std::move(source_.volume);
+        pack.reset();
+        volume.reset();
+        release_without_gil(fs);
     }
     bool closed() const noexcept { return closed_; }
     bool read_only() const { return backend()->read_only(); }
@@ -285,9 +292,7 @@ public:
     }
 
 private:
-    const std::string& kind_() const noexcept {
-        return source_.kind.empty() ? closed_kind_ : source_.kind;
-    }
+    const std::string& kind_() const noexcept { return closed_ ? closed_kind_ : source_.kind; }
     std::shared_ptr<PackBackend> packed() const {
         if (closed_) throw py::value_error("operation on a closed packfs tree");
         return source_.pack;

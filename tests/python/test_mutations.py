@@ -121,3 +121,18 @@ def test_directory_writable(tmp_path):
             t.snapshot()
         assert e.value.errno in (errno.ENOTSUP, errno.EOPNOTSUPP)
     assert (root / "d" / "x").read_bytes() == b"12"
+
+
+def test_volume_lock_released_when_tree_goes(tmp_path, cli):
+    import gc
+    vol = str(tmp_path / "vol")
+    subprocess.run([cli, "volume", "init", vol], check=True, stdout=subprocess.DEVNULL)
+    t = packfs.open(vol, writable=True)
+    t.write("/f", b"kept")
+    with pytest.raises(OSError):  # one writer at a time: the volume's lock
+        packfs.open(vol, writable=True)
+    del t  # no close(): dropping the last reference closes the volume
+    gc.collect()
+    with packfs.open(vol, writable=True) as again:
+        assert again.read("/f") == b"kept"
+    assert repr(again).startswith("<packfs.Tree closed")
