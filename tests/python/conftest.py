@@ -33,6 +33,10 @@ def make_tree(root):
     os.symlink("nowhere", os.path.join(root, "dangling"))
     os.symlink("loop", os.path.join(root, "loop"))
     os.link(os.path.join(root, "a/one"), os.path.join(root, "a/one.hard"))
+    try:  # where the host filesystem takes user xattrs, the pack gets one
+        os.setxattr(os.path.join(root, "hello.txt"), "user.color", b"blue")
+    except OSError:
+        pass
     files["/a/one.hard"] = files["/a/one"]
     return files
 

@@ -136,3 +136,16 @@ def test_volume_lock_released_when_tree_goes(tmp_path, cli):
     with packfs.open(vol, writable=True) as again:
         assert again.read("/f") == b"kept"
     assert repr(again).startswith("<packfs.Tree closed")
+
+
+def test_chown_and_times():
+    t = packfs.mem()
+    t.write("/f", b"x")
+    t.symlink("f", "/l")
+    t.chown("/f", 1234, 5678)
+    st = t.stat("/f")
+    assert (st.st_uid, st.st_gid) == (1234, 5678)
+    t.chown("/l", 42, 43, follow_symlinks=False)
+    assert t.lstat("/l").st_uid == 42 and t.stat("/l").st_uid == 1234
+    assert t.stat("/f").st_mtime_ns > 0 and t.stat("/f").st_ctime == pytest.approx(
+        t.stat("/f").st_ctime_ns / 1e9)

@@ -163,3 +163,22 @@ def test_wrong_argument_types(pack):
         pack.stat(42)
     with pytest.raises(ValueError):
         pack.stat("/a\0b")
+
+
+def test_xattrs_and_properties(pack, tree_dir, pack_path):
+    host = os.path.join(tree_dir[0], "hello.txt")
+    names = os.listxattr(host)
+    assert pack.listxattr("/hello.txt") == names
+    for name in names:
+        assert pack.getxattr("/hello.txt", name) == os.getxattr(host, name)
+    assert pack.source == pack_path
+    with pack.open("/hello.txt") as f:
+        f.flush()
+        f.sync()
+        assert not f.isatty() and "hello.txt" in repr(f)
+
+
+def test_scandir_bytes(pack):
+    entries = sorted(pack.scandir(b"/a"), key=lambda e: e.name)
+    assert [e.name for e in entries] == [b"b", b"one", b"one.hard", b"two"]
+    assert entries[1].path == b"/a/one" and entries[1].is_file()
