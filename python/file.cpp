@@ -70,10 +70,14 @@ public:
         auto f = handle();
         if (!readable_) unsupported("File not open for reading");
         uint64_t offset = pos_;
-        if (n < 0) {
+        // All of it, or a large request (read(1 << 30) of a small file): ask the size first, so
+        // the bytes object is made to fit instead of shrunk.
+        constexpr Py_ssize_t kAskSize = 64 * 1024;
+        if (n < 0 || n > kAskSize) {
             auto st = nogil([&] { return f->fstat(); });
             uint64_t size = take(std::move(st), name_).size;
-            n = size > offset ? static_cast<Py_ssize_t>(size - offset) : 0;
+            const uint64_t left = size > offset ? size - offset : 0;
+            if (n < 0 || static_cast<uint64_t>(n) > left) n = static_cast<Py_ssize_t>(left);
         }
         // Into the bytes object itself, as io.FileIO does: one copy, from the pack to Python.
         PyObject* out = PyBytes_FromStringAndSize(nullptr, n);

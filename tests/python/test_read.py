@@ -128,6 +128,9 @@ def test_file_object(tree, files):
         f.read()
     with tree.open("/empty") as f:
         assert f.read() == b"" and f.readall() == b""
+    with tree.open("/a/two") as f:  # a huge request is sized to the file, not allocated
+        f.seek(4000)
+        assert f.read(1 << 40) == files["/a/two"][4000:] and f.read(1 << 40) == b""
     for bad in ["r", "rt", "rbb", "rw", "z", "wb+b"]:
         with pytest.raises(ValueError):
             tree.open("/hello.txt", bad)
