@@ -55,3 +55,7 @@ if(TARGET packfs_cli)
   install(FILES ${PROJECT_BINARY_DIR}/completion/packfs
     DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT bin)
 endif()
+
+if(TARGET packfs_python)  # the Python module (python/CMakeLists.txt), with the program
+  install(TARGETS packfs_python LIBRARY DESTINATION ${PACKFS_PYTHON_DIR} COMPONENT bin)
+endif()
