@@ -97,10 +97,6 @@ struct ViewBuffer {
 };
 // memoryview(ViewBuffer): read-only; its .obj is the ViewBuffer.
 py::object make_view(std::unique_ptr<ViewBuffer> buffer);
-// Bytes [offset, offset + length) of `file` copied into `scratch` (clipped to the end of file):
-// the view of a tree that holds no mapping.
-Result<std::span<const std::byte>> copy_range_of(File& file, uint64_t offset, std::size_t length,
-                                                 std::string& scratch);
 void bind_view(py::module_& m);
 
 // --- listing.cpp -----------------------------------------------------------------------------
@@ -125,8 +121,7 @@ struct Source {
 py::object make_tree(Source source, py::object name);
 
 // A File object over an open handle (file.cpp).
-py::object make_file(std::shared_ptr<Backend> fs, std::shared_ptr<PackBackend> pack,
-                     FileHandle handle, std::string path, py::object name, std::string mode,
-                     int flags);
+py::object make_file(std::shared_ptr<Backend> fs, FileHandle handle, std::string path,
+                     py::object name, std::string mode, int flags);
 
 }  // namespace packfs::python

@@ -54,10 +54,9 @@ private:
 
 class PyFile {
 public:
-    PyFile(std::shared_ptr<Backend> fs, std::shared_ptr<PackBackend> pack, FileHandle handle,
-           std::string path, py::object name, std::string mode, int flags)
+    PyFile(std::shared_ptr<Backend> fs, FileHandle handle, std::string path, py::object name,
+           std::string mode, int flags)
         : fs_(std::move(fs)),
-          pack_(std::move(pack)),
           file_(std::move(handle)),
           path_(std::move(path)),
           name_(std::move(name)),
@@ -171,17 +170,11 @@ public:
         auto buffer = std::make_unique<ViewBuffer>();
         const std::size_t want =
             length < 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(length);
-        Result<std::span<const std::byte>> bytes = nogil([&] {
-            // A pack never changes, so its path names these very bytes: the backend's read_view
-            // is the zero-copy one (a File has none yet).
-            if (pack_) return pack_->read_view(path_, offset, want, buffer->scratch);
-            return copy_range_of(*f, offset, want, buffer->scratch);
-        });
+        // The file's own read_view: into the mapping for a pack's raw bytes (valid while the
+        // File lives, which the buffer sees to), else a copy into the buffer's scratch.
+        auto bytes = nogil([&] { return f->read_view(offset, want, buffer->scratch); });
         buffer->bytes = take(std::move(bytes), name_);
-        if (pack_)
-            buffer->owner = pack_;
-        else
-            buffer->owner = f;
+        buffer->owner = f;
         return make_view(std::move(buffer));
     }
 
@@ -211,7 +204,6 @@ private:
     }
 
     std::shared_ptr<Backend> fs_;  // a handle need not keep its backend alive: this does
-    std::shared_ptr<PackBackend> pack_;
     std::shared_ptr<File> file_;
     std::string path_;
     py::object name_;
@@ -221,12 +213,10 @@ private:
     uint64_t pos_ = 0;
 };
 
-py::object make_file(std::shared_ptr<Backend> fs, std::shared_ptr<PackBackend> pack,
-                     FileHandle handle, std::string path, py::object name, std::string mode,
-                     int flags) {
-    return py::cast(std::make_unique<PyFile>(std::move(fs), std::move(pack), std::move(handle),
-                                             std::move(path), std::move(name), std::move(mode),
-                                             flags));
+py::object make_file(std::shared_ptr<Backend> fs, FileHandle handle, std::string path,
+                     py::object name, std::string mode, int flags) {
+    return py::cast(std::make_unique<PyFile>(std::move(fs), std::move(handle), std::move(path),
+                                             std::move(name), std::move(mode), flags));
 }
 
 void bind_file(py::module_& m) {

@@ -179,7 +179,7 @@ public:
             auto file = fs->open(p.view(), O_RDONLY);
             if (!file) return std::unexpected(file.error());
             std::shared_ptr<File> shared = std::move(*file);
-            auto bytes = copy_range_of(*shared, offset, want, buffer->scratch);
+            auto bytes = shared->read_view(offset, want, buffer->scratch);
             if (!bytes) return std::unexpected(bytes.error());
             buffer->bytes = *bytes;
             return shared;
@@ -192,8 +192,7 @@ public:
         PathArg p(path);
         auto fs = backend();
         auto file = take(nogil([&] { return fs->open(p.view(), flags, 0644); }), path);
-        py::object f =
-            make_file(fs, source_.pack, std::move(file), std::string(p.view()), path, mode, flags);
+        py::object f = make_file(fs, std::move(file), std::string(p.view()), path, mode, flags);
         if (flags & O_APPEND) f.attr("seek")(0, SEEK_END);
         return f;
     }
@@ -264,7 +263,7 @@ public:
         auto fs = backend();
         auto snap = take(nogil([&] { return fs->snapshot(); }), name_);
         Source s;
-        s.pack = std::dynamic_pointer_cast<PackBackend>(snap);
+        s.pack = source_.pack;  // a pack is its own snapshot; anything else is no pack
         s.fs = std::move(snap);
         s.kind = s.pack ? source_.kind : "snapshot";
         return py::cast(Tree(std::move(s), name_));

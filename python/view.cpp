@@ -15,26 +15,6 @@ bool ViewBuffer::zero_copy() const noexcept {
     return !(p >= scratch.data() && p < scratch.data() + scratch.size());
 }
 
-Result<std::span<const std::byte>> copy_range_of(File& file, uint64_t offset, std::size_t length,
-                                                 std::string& scratch) {
-    auto st = file.fstat();
-    if (!st) return std::unexpected(st.error());
-    const uint64_t end = st->size;
-    scratch.resize(
-        offset >= end ? 0 : static_cast<std::size_t>(std::min<uint64_t>(length, end - offset)));
-    std::size_t got = 0;
-    while (got < scratch.size()) {
-        auto n = file.pread(
-            std::as_writable_bytes(std::span(scratch.data() + got, scratch.size() - got)),
-            offset + got);
-        if (!n) return std::unexpected(n.error());
-        if (*n == 0) break;
-        got += *n;
-    }
-    scratch.resize(got);
-    return std::as_bytes(std::span(scratch.data(), scratch.size()));
-}
-
 py::object make_view(std::unique_ptr<ViewBuffer> buffer) {
     py::object owner = py::cast(std::move(buffer));
     PyObject* view = PyMemoryView_FromObject(owner.ptr());

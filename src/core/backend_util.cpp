@@ -12,7 +12,11 @@ Result<void> File::allocate(int, uint64_t, uint64_t) {
 
 Result<std::span<const std::byte>> File::read_view(uint64_t offset, std::size_t length,
                                                    std::string& scratch) {
-    scratch.resize(length);
+    auto st = fstat();  // clipped to the end first: a caller may ask for "all of it"
+    if (!st) return std::unexpected(st.error());
+    if (st->type == FileType::directory) return fail(EISDIR, "read");
+    scratch.resize(offset >= st->size ? 0 : std::min<uint64_t>(length, st->size - offset));
+    length = scratch.size();
     std::size_t got = 0;
     while (got < length) {
         auto n = pread(std::as_writable_bytes(std::span(scratch)).subspan(got), offset + got);

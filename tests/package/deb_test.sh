@@ -49,6 +49,10 @@ check "  the man page renders, with its exit status section" \
     sh -c "man -l '$root/usr/share/man/man1/packfs.1.gz' 2>/dev/null | grep -q 'EXIT STATUS'"
 check "  a subcommand's page shows its options" \
     sh -c "man -l '$root/usr/share/man/man1/packfs-build.1.gz' 2>/dev/null | grep -q -- '--compress'"
+check "  the Python module imports from it and reads the pack" \
+    sh -c "PYTHONPATH='$root/usr/lib/python3/dist-packages' /usr/bin/python3 -c \"import packfs
+assert packfs.__version__ == '$version'
+with packfs.open('$work/t.pack') as t: assert t.read('/d/f') == b'hi\\\\n'\""
 check "  the completion script loads and completes subcommands" \
     bash -c "source '$root/usr/share/bash-completion/completions/packfs'; COMP_WORDS=(packfs bui); COMP_CWORD=1; _packfs; [[ \" \${COMPREPLY[*]} \" == *' build '* ]]"
 check "dpkg --root removes it" dpkg_root -r packfs
