@@ -39,6 +39,9 @@ struct RemoteOptions {
     uint64_t readahead_bytes = 8 << 20;
     // Where the reasons for failed fetches go (one line each); empty: standard error.
     std::function<void(std::string_view)> log;
+    // push_pack and pull_pack: the pack's bytes sent or received so far and its size (0 while
+    // unknown), called on the calling thread as they move; for a progress display.
+    std::function<void(uint64_t done, uint64_t total)> progress;
     // Decompressed blocks kept in memory (compressed packs), as PackOpenOptions.
     std::size_t block_cache_bytes = 64 << 20;
 };

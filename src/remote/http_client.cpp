@@ -101,7 +101,9 @@ struct Exchange {
     const HttpRequest* request;
     HttpResponse* response;
     uint64_t sent = 0;
-    std::string failed;
+    uint64_t received = 0;  // through out_fd
+    uint64_t length = 0;    // the answer's Content-Length, 0 when it has none
+    std::string failed{};
 };
 
 constexpr std::size_t kMaxBodyInMemory = 64 << 20;  // a registry's JSON, not a blob
@@ -113,6 +115,7 @@ size_t on_exchange_header(char* data, size_t size, size_t count, void* user) {
     while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
     if (line.starts_with("HTTP/")) {
         x.response->headers.clear();
+        x.length = 0;
         const auto space = line.find(' ');
         x.response->status = space == std::string_view::npos
                                  ? 0
@@ -125,6 +128,7 @@ size_t on_exchange_header(char* data, size_t size, size_t count, void* user) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    if (name == "content-length") x.length = std::strtoull(std::string(value).c_str(), nullptr, 10);
     x.response->headers.emplace_back(std::move(name), std::string(value));
     return n;
 }
@@ -142,6 +146,8 @@ size_t on_exchange_body(char* data, size_t size, size_t count, void* user) {
             }
             done += static_cast<std::size_t>(w);
         }
+        x.received += n;
+        if (x.request->progress) x.request->progress(x.received, x.length);
         return n;
     }
     if (x.response->body.size() + n > kMaxBodyInMemory) {
@@ -172,6 +178,7 @@ size_t on_exchange_read(char* buffer, size_t size, size_t count, void* user) {
             return CURL_READFUNC_ABORT;
         }
         x.sent += static_cast<uint64_t>(got);
+        if (r.progress) r.progress(x.sent, r.in_size);
         return static_cast<std::size_t>(got);
     }
 }
@@ -288,7 +295,7 @@ HttpClient::Outcome HttpClient::send_once(void* handle, const HttpRequest& reque
                                           HttpFailure& why) {
     CURL* h = static_cast<CURL*>(handle);
     response = HttpResponse{};
-    Exchange x{&request, &response, 0, {}};
+    Exchange x{.request = &request, .response = &response};
     set_common(h, request.url, deadline);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_exchange_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);

@@ -45,6 +45,9 @@ struct HttpRequest {
     uint64_t in_size = 0;
     int out_fd = -1;
     long stall_seconds = 0;  // fail when no byte moved for this long (0: only the deadline)
+    // Body bytes moved so far through out_fd (a 2xx answer's) or in_fd, and the total (the
+    // answer's Content-Length or in_size; 0 while unknown). Called on the sending thread.
+    std::function<void(uint64_t done, uint64_t total)> progress;
 };
 struct HttpResponse {
     long status = 0;

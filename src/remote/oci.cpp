@@ -309,7 +309,8 @@ Result<OciPack> parse_pack_manifest(std::string_view body, const OciReference& r
 }
 
 Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int fd,
-                                   std::string body) {
+                                   std::string body,
+                                   std::function<void(uint64_t, uint64_t)> progress) {
     HttpRequest head;
     head.method = "HEAD";
     head.url = fmt::format("{}/v2/{}/blobs/{}", ref_.base(), ref_.repository, digest);
@@ -335,6 +336,7 @@ Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int
     put.in_fd = fd;
     put.in_size = size;
     put.body = std::move(body);
+    put.progress = std::move(progress);
     auto done = request(put, "upload");
     if (!done) return std::unexpected(done.error());
     if (done->status != 201)
@@ -344,7 +346,8 @@ Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int
     return {};
 }
 
-Result<std::string> Registry::push(const std::string& pack_path, const std::string& image_digest) {
+Result<std::string> Registry::push(const std::string& pack_path, const std::string& image_digest,
+                                   std::function<void(uint64_t, uint64_t)> progress) {
     const int fd = ::open(pack_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(errno, "push", pack_path);
     struct Closer {
@@ -357,7 +360,8 @@ Result<std::string> Registry::push(const std::string& pack_path, const std::stri
     auto sum = pack::sha256_file(fd, pack_path);
     if (!sum) return std::unexpected(sum.error().relabeled("push", pack_path));
     const std::string blob = "sha256:" + pack::to_hex(*sum);
-    if (auto ok = upload_blob(blob, size, fd, {}); !ok) return std::unexpected(ok.error());
+    if (auto ok = upload_blob(blob, size, fd, {}, std::move(progress)); !ok)
+        return std::unexpected(ok.error());
     const std::string empty = sha256_text(std::as_bytes(std::span(kEmptyBody)));
     if (auto ok = upload_blob(empty, kEmptyBody.size(), -1, std::string(kEmptyBody)); !ok)
         return std::unexpected(ok.error());

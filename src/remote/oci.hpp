@@ -70,7 +70,9 @@ public:
     Result<OciPack> resolve();
     // Uploads `pack_path` (its blob unless the registry has it, the empty config, then the
     // manifest under the reference's tag, or "latest") and returns the manifest's digest.
-    Result<std::string> push(const std::string& pack_path, const std::string& image_digest);
+    // `progress`: the blob's bytes sent, as HttpRequest's.
+    Result<std::string> push(const std::string& pack_path, const std::string& image_digest,
+                             std::function<void(uint64_t, uint64_t)> progress = {});
 
     // The headers every request needs from now on (auth), for a client reading the blob.
     std::vector<std::string> auth_headers() const { return auth_; }
@@ -84,7 +86,9 @@ private:
     // One request, with the auth the registry asks for on a 401 (then once more).
     Result<HttpResponse> request(HttpRequest request, std::string_view what);
     bool authenticate(const HttpResponse& challenge);
-    Result<void> upload_blob(const std::string& digest, uint64_t size, int fd, std::string body);
+    // `progress`: as HttpRequest's, for the upload.
+    Result<void> upload_blob(const std::string& digest, uint64_t size, int fd, std::string body,
+                             std::function<void(uint64_t, uint64_t)> progress = {});
 
     OciReference ref_;
     std::chrono::milliseconds timeout_;

@@ -33,7 +33,7 @@ Result<std::string> push_pack(std::string_view pack_path, std::string_view refer
                         "with `packfs convert`)",
                         pack_path));
     remote::Registry registry(*ref, options.timeout, remote::log_or_stderr(options.log));
-    auto digest = registry.push(std::string(pack_path), info.digest);
+    auto digest = registry.push(std::string(pack_path), info.digest, options.progress);
     if (!digest) return std::unexpected(digest.error());
     remote::OciReference by_digest = *ref;
     by_digest.tag.clear();
@@ -85,6 +85,7 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
 
     get.url = url;
     get.out_fd = fd;
+    get.progress = options.progress;
     get.stall_seconds = std::max<long>(1, static_cast<long>(options.timeout.count() / 1000));
     remote::HttpResponse response;
     remote::HttpFailure why;

@@ -296,6 +296,18 @@ for source in "$work/sparse.pack" "$work/sparse-z.pack" "$sparse_src"; do
     done
 done
 
+# ---- version and help ----
+check "--version names the version and the formats" bash -c "'$packfs' --version | head -1 | grep -qE '^packfs [0-9]+\.[0-9]+\.[0-9]+$' &&
+    '$packfs' --version | grep -q '^pack format: reads 1-2, writes 1-2'"
+check "help SUBCOMMAND is that subcommand's help" \
+    bash -c "'$packfs' help ls | grep -q '^Usage: packfs ls ' && diff <('$packfs' help ls | tail -n +3) <('$packfs' ls --help | tail -n +3)"
+check "help of a nested subcommand" bash -c "'$packfs' help volume init | grep -q '^Usage: packfs volume init '"
+check "help alone is the program's help" bash -c "'$packfs' help | grep -q '^Usage: packfs \[OPTIONS\] SUBCOMMAND'"
+check "help of no such subcommand: exit 2 and why" \
+    bash -c "'$packfs' help nope 2>err; [ \$? -eq 2 ] && grep -q 'packfs has no subcommand nope' err"
+check "every SOURCE-reading command's help says which SOURCEs it takes" bash -c "
+    for s in ls stat cat extract diff; do '$packfs' help \$s | grep -q 'volume or directory' || exit 1; done"
+
 if [ "$failures" -ne 0 ]; then
     echo "pack cli: $failures check(s) failed"
     exit 1

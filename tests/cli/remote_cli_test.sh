@@ -269,6 +269,13 @@ done
 rm -f "$work/pulled.pack"
 check "pull of an http URL" "$packfs" pull "$NGINX_URL/raw.pack#sha256:$raw_digest" "$work/pulled.pack"
 check "  byte for byte" cmp -s "$work/pulled.pack" "$www/raw.pack"
+# On a terminal (script(1) gives it one) pull shows the bytes moved; off one it shows nothing.
+script -qec "'$packfs' pull '$NGINX_URL/raw.pack' '$work/pulled-tty.pack'" /dev/null >"$work/tty.out"
+check "pull on a terminal shows its progress (bytes of the total)" \
+    grep -qE "pull: .+ of .+ \(1?[0-9]?[0-9]%\)" "$work/tty.out"
+check "  and erases it" grep -q "$NGINX_URL/raw.pack -> " "$work/tty.out"
+"$packfs" pull "$NGINX_URL/raw.pack" "$work/pulled-pipe.pack" 2>"$work/pipe.err" >/dev/null
+check "pull off a terminal shows no progress" test ! -s "$work/pipe.err"
 expect_code "pull with a wrong digest leaves nothing" 1 \
     "$packfs" pull "$NGINX_URL/raw.pack#sha256:$(printf '%064d' 0)" "$work/nothing.pack"
 expect_code "pull with a malformed digest is refused before any transfer" 1 \

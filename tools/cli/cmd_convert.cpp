@@ -140,7 +140,7 @@ Command add_convert_command(CLI::App& parent) {
     auto args = std::make_shared<ConvertArgs>();
     CLI::App* sub = parent.add_subcommand(
         "convert", "Rewrite a pack in another format version or compression (same tree)");
-    sub->add_option("IN", args->in, "Pack file to read")->required();
+    sub->add_option("IN", args->in, "Pack file or URL (http(s)://, oci://) to read")->required();
     sub->add_option("OUT", args->out, "Pack file to write (replaced atomically; may be IN)")
         ->required();
     sub->add_option("--format", args->format,

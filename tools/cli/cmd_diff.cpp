@@ -158,8 +158,10 @@ Command add_diff_command(CLI::App& parent) {
     CLI::App* sub = parent.add_subcommand(
         "diff", "Compare two SOURCEs; exit 0 if identical, 1 if they differ, 2 on trouble");
     sub->add_flag("--json", args->json, "Print the differences as one JSON object");
-    sub->add_option("A", args->a, "First SOURCE (pack file)")->required();
-    sub->add_option("B", args->b, "Second SOURCE (pack file)")->required();
+    sub->add_option("A", args->a, "First SOURCE: pack file or URL, volume or directory")
+        ->required();
+    sub->add_option("B", args->b, "Second SOURCE: pack file or URL, volume or directory")
+        ->required();
     return {sub, [args](const std::string&) { return run_diff(*args); }};
 }
 

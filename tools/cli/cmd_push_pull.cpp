@@ -10,6 +10,7 @@
 #include "command.hpp"
 #include "format.hpp"
 #include "packfs/remote.hpp"
+#include "progress.hpp"
 #include "report.hpp"
 #include "source.hpp"
 
@@ -26,9 +27,27 @@ struct PullArgs {
     bool json = false;
 };
 
+// The remote options with a progress display of the bytes moved (on a terminal only).
+RemoteOptions with_progress(ProgressLine& line, std::string_view verb) {
+    RemoteOptions options = remote_options();
+    if (line.enabled()) {
+        options.progress = [&line, verb](uint64_t done, uint64_t total) {
+            line.update([&] {
+                if (total == 0) return fmt::format("{}: {}", verb, human_size(done));
+                return fmt::format("{}: {} of {} ({:.0f}%)", verb, human_size(done),
+                                   human_size(total),
+                                   100.0 * static_cast<double>(done) / static_cast<double>(total));
+            });
+        };
+    }
+    return options;
+}
+
 int run_push(const PushArgs& args) {
     const Output out(args.json);
-    auto pushed = push_pack(args.pack, args.reference, remote_options());
+    ProgressLine progress;
+    auto pushed = push_pack(args.pack, args.reference, with_progress(progress, "push"));
+    progress.clear();
     if (!pushed) return out.fail(pushed.error());
     if (out.json()) {
         Output::emit(Json{{"pack", args.pack}, {"reference", *pushed}});
@@ -41,7 +60,9 @@ int run_push(const PushArgs& args) {
 int run_pull(const PullArgs& args) {
     const Output out(args.json);
     const auto start = std::chrono::steady_clock::now();
-    auto size = pull_pack(args.source, args.out, remote_options());
+    ProgressLine progress;
+    auto size = pull_pack(args.source, args.out, with_progress(progress, "pull"));
+    progress.clear();
     if (!size) return out.fail(size.error());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

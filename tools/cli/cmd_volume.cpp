@@ -1,9 +1,8 @@
 // `packfs volume init|status|compact|check DIR`: make a volume, say what it holds, fold its
 // journal into a fresh pack (through its daemon when it is mounted), and check it without
 // changing it (DESIGN §10, §12).
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,11 +11,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include "build_options.hpp"
 #include "command.hpp"
 #include "format.hpp"
 #include "fuse/control.hpp"
 #include "fuse/mountinfo.hpp"
 #include "packfs/volume.hpp"
+#include "progress.hpp"
 #include "report.hpp"
 
 namespace packfs::cli {
@@ -144,11 +145,19 @@ int compact_mounted(const VolumeArgs& args, const Output& out, const Error& busy
 
 int run_compact(const VolumeArgs& args) {
     const Output out(args.json);
-    auto volume = Volume::open(args.dir);
+    ProgressLine progress;
+    VolumeOptions options;
+    if (progress.enabled()) {
+        options.pack.progress = [&progress](const BuildProgress& p) {
+            progress.update([&] { return "compact: " + build_progress_text(p); });
+        };
+    }
+    auto volume = Volume::open(args.dir, options);
     if (!volume && volume.error().code() == EBUSY) return compact_mounted(args, out, volume.error());
     if (!volume) return out.fail(volume.error());
     const RecoveryReport recovery = (*volume)->recovery();
     auto stats = (*volume)->compact();
+    progress.clear();
     if (!stats) return out.fail(stats.error());
     if (out.json()) {
         Output::emit(Json{{"volume", args.dir},

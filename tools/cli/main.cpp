@@ -25,6 +25,29 @@ std::string version_text() {
         packfs::pack::kFormatVersion, packfs::volume::kJournalVersion);
 }
 
+// Prints the help of the subcommand `topic` names (the program's when empty): 0, or 2 when
+// there is no such subcommand.
+int show_help(CLI::App& app, const std::vector<std::string>& topic) {
+    CLI::App* target = &app;
+    std::string path = "packfs";
+    for (const std::string& name : topic) {
+        CLI::App* next = nullptr;
+        for (CLI::App* sub : target->get_subcommands([](CLI::App*) { return true; })) {
+            if (sub->get_name() == name) next = sub;
+        }
+        if (next == nullptr || name == "help") {
+            fmt::print(stderr, "packfs: help: {} has no subcommand {} (packfs help lists them)\n",
+                       path, name);
+            return 2;
+        }
+        target = next;
+        path += " " + name;
+    }
+    // Through the formatter: App::help() would show the parsed subcommand's (help's own).
+    fmt::print("{}", target->get_formatter()->make_help(target, path, CLI::AppFormatMode::Normal));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,12 +66,18 @@ int main(int argc, char** argv) {
         packfs::cli::add_cache_command(app),   packfs::cli::add_push_command(app),
         packfs::cli::add_pull_command(app),
     };
+    // `packfs help [SUBCOMMAND ...]`: the help of packfs or of a (nested) subcommand.
+    std::vector<std::string> topic;
+    CLI::App* help = app.add_subcommand(
+        "help", "Show the help of packfs or of a subcommand (packfs help volume init)");
+    help->add_option("SUBCOMMAND", topic, "The subcommand, and a nested one (volume init)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         // --help exits 0; every other parse error is a usage error: 2 (DESIGN §12).
         return app.exit(e) == 0 ? 0 : 2;
     }
+    if (help->parsed()) return show_help(app, topic);
     std::string command_line;
     for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
     for (const auto& command : commands) {
