@@ -58,8 +58,11 @@ py::object open_tree(py::object source, bool writable) {
 }
 
 py::dict build(py::object src_dir, py::object out_pack, const std::string& compression, int level,
-               unsigned jobs) {
+               unsigned jobs, const std::vector<std::string>& exclude) {
     PackWriteOptions options;
+    for (const std::string& pattern : exclude) {
+        if (auto r = options.exclude.add(pattern); !r) throw py::value_error(r.error().message());
+    }
     if (compression == "zstd")
         options.compression = Compression::zstd;
     else if (compression == "lz4")
@@ -75,6 +78,7 @@ py::dict build(py::object src_dir, py::object out_pack, const std::string& compr
     d["files"] = stats.regular_files;
     d["directories"] = stats.directories;
     d["symlinks"] = stats.symlinks;
+    d["excluded"] = stats.excluded;
     d["file_bytes"] = stats.file_bytes;
     d["pack_bytes"] = stats.pack_bytes;
     d["digest"] = stats.digest;
@@ -106,5 +110,7 @@ PYBIND11_MODULE(packfs, m) {
         },
         "A new, empty, writable in-memory tree");
     m.def("build", &build, "src_dir"_a, "out_pack"_a, "compression"_a = "none", "level"_a = 0,
-          "jobs"_a = 0, "Packs the host directory src_dir into out_pack; returns its statistics");
+          "jobs"_a = 0, "exclude"_a = std::vector<std::string>{},
+          "Packs the host directory src_dir into out_pack, less what the exclude patterns name "
+          "(gitignore syntax, from src_dir's root); returns its statistics");
 }

@@ -11,6 +11,8 @@ packages=(
   # man pages from the CLI's help; make deb's dependency scan; the Python bindings and their tests
   help2man dpkg-dev pybind11-dev python3-dev python3-pytest
   squashfs-tools erofs-utils squashfuse attr e2fsprogs
+  # build --exclude's patterns are checked against git's own matcher
+  git
   # remote packs: libcurl, and the servers the remote tests start on 127.0.0.1
   libcurl4-openssl-dev nginx-light docker-registry curl bc
   # a registry token service for the auth tests (signs its tokens with a key openssl makes)

@@ -16,6 +16,7 @@
 
 #include "packfs/backend.hpp"
 #include "packfs/error.hpp"
+#include "packfs/exclude.hpp"
 #include "packfs/export.hpp"
 
 namespace packfs {
@@ -73,6 +74,9 @@ struct PackWriteOptions {
     // When set, every recorded time later than this is recorded as this (the SOURCE_DATE_EPOCH
     // convention of reproducible builds), so a tree touched today packs like yesterday's.
     std::optional<Time> clamp_time;
+    // Entries left out of the pack (gitignore syntax, paths from the source's root; see
+    // exclude.hpp). A directory left out is not read at all.
+    ExcludePatterns exclude;
     std::function<void(const BuildProgress&)> progress;
     // Test hook: replaces the XXH3-128 dedup hash (e.g. a constant, to force collisions).
     std::function<std::array<uint64_t, 2>(std::span<const std::byte>)> dedup_hash_for_tests;
@@ -93,6 +97,8 @@ struct PackStats {
     uint64_t inodes = 0, directories = 0, regular_files = 0, symlinks = 0, specials = 0;
     uint64_t hard_links = 0;       // dirents beyond the first naming an inode
     uint64_t xattrs = 0;
+    uint64_t excluded = 0;         // entries PackWriteOptions::exclude left out (a directory
+                                   // once: what is under it is not read)
     uint64_t file_bytes = 0;       // sum of regular file sizes, each inode once
     uint64_t unique_bytes = 0;     // after dedup
     uint64_t inline_bytes = 0;     // contents stored in the metadata

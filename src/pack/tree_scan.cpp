@@ -58,7 +58,8 @@ Result<void> read_extras(TreeSource& source, ScannedInode& inode, SourceNode* no
 
 }  // namespace
 
-Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry) {
+Result<ScannedTree> scan_tree(TreeSource& source, const ExcludePatterns& exclude,
+                              const std::function<void(uint64_t)>& on_entry) {
     ScannedTree tree;
     if (const uint64_t hint = source.inode_count_hint(); hint > 0) {
         tree.inodes.reserve(hint);
@@ -101,14 +102,18 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
         });
         std::vector<SourceNode*> order(keys.size());
         for (std::size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].node;
-        tree.inodes[dir_ino - 1].first_dirent = tree.dirents.size();
-        tree.inodes[dir_ino - 1].entry_count = listed->size();
+        const uint64_t first_dirent = tree.dirents.size();
         for (std::size_t i = 0; i < order.size(); ++i) {
             SourceNode& node = *order[i];
             if (auto r = check_name(node.name, dir_path); !r) return std::unexpected(r.error());
             if (i > 0 && node.name == order[i - 1]->name)
                 return fail(EINVAL, "build: duplicate name", path_join(dir_path, node.name));
             bool is_dir = node.stat.type == FileType::directory;
+            std::string path = path_join(dir_path, node.name);
+            if (!exclude.empty() && exclude.excludes(path, is_dir)) {
+                ++tree.excluded;
+                continue;
+            }
             if (!is_dir && node.stat.nlink > 1) {
                 auto found = linked.find(node.identity);
                 if (found != linked.end()) {
@@ -124,7 +129,7 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
             if (!is_dir && node.stat.nlink > 1) linked.emplace(node.identity, ino);
             ScannedInode inode;
             inode.stat = node.stat;
-            inode.path = path_join(dir_path, node.name);
+            inode.path = std::move(path);
             inode.handle = node.handle;
             inode.names = 1;
             if (auto r = read_extras(source, inode, &node, tree.xattr_count); !r)
@@ -136,6 +141,8 @@ Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint6
             }
             tree.dirents.push_back({ino, std::move(node.name)});
         }
+        tree.inodes[dir_ino - 1].first_dirent = first_dirent;
+        tree.inodes[dir_ino - 1].entry_count = tree.dirents.size() - first_dirent;
         if (on_entry) on_entry(tree.inodes.size());
     }
     return tree;

@@ -14,6 +14,7 @@
 #include "core/huge_pages.hpp"
 #include "pack/tree_source.hpp"
 #include "packfs/error.hpp"
+#include "packfs/exclude.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/types.hpp"
 
@@ -43,10 +44,13 @@ struct ScannedTree {
     std::vector<ScannedDirent, HugePageAllocator<ScannedDirent>> dirents;
     uint64_t hard_links = 0;
     uint64_t xattr_count = 0;
+    uint64_t excluded = 0;  // entries `exclude` left out
 };
 
-// Reads the tree; `on_entry(count)` is called every so many entries for progress.
-Result<ScannedTree> scan_tree(TreeSource& source, const std::function<void(uint64_t)>& on_entry);
+// Reads the tree, leaving out what `exclude` names (an excluded directory is not listed);
+// `on_entry(count)` is called every so many entries for progress.
+Result<ScannedTree> scan_tree(TreeSource& source, const ExcludePatterns& exclude,
+                              const std::function<void(uint64_t)>& on_entry);
 
 // Sets each inode's times to what the pack records (PackWriteOptions::times, clamp_time).
 void record_times(ScannedTree& tree, PackTimes times, const std::optional<Time>& clamp);

@@ -65,6 +65,7 @@ PackStats stats_of(const ScannedTree& tree, const ContentPlan& plan, const Metad
     }
     s.hard_links = tree.hard_links;
     s.xattrs = tree.xattr_count;
+    s.excluded = tree.excluded;
     s.file_bytes = plan.file_bytes;
     s.unique_bytes = plan.unique_bytes;
     s.inline_bytes = meta.inline_bytes;
@@ -83,7 +84,8 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
 
     using Clock = std::chrono::steady_clock;
     auto t0 = Clock::now();
-    auto tree = scan_tree(source, [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
+    auto tree = scan_tree(source, options.exclude,
+                          [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
     if (!tree) return std::unexpected(tree.error());
     record_times(*tree, options.times, options.clamp_time);
     std::optional<InodeNumbering> numbering;

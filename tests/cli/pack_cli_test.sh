@@ -296,6 +296,41 @@ for source in "$work/sparse.pack" "$work/sparse-z.pack" "$sparse_src"; do
     done
 done
 
+# ---- build --exclude and --exclude-from ----
+ex="$work/ex_src"
+mkdir -p "$ex/usr/bin" "$ex/usr/local/lib" "$ex/obj/sub" "$ex/logs"
+printf 'bin\n' > "$ex/usr/bin/tool"
+printf 'local\n' > "$ex/usr/local/lib/x.so"
+printf 'o\n' > "$ex/obj/sub/a.o"
+printf 'c\n' > "$ex/obj/a.c"
+printf 'l\n' > "$ex/logs/run.log"
+printf 'k\n' > "$ex/logs/keep.log"
+printf '# build products\n*.o\n\n/logs/*.log\n' > "$work/ex.list"
+check "build --exclude -e --exclude-from" bash -c "'$packfs' build --json -e /usr/local --exclude-from '$work/ex.list' \
+    --exclude '!keep.log' '$ex' '$work/ex.pack' > '$work/ex.json'"
+check "  the pack holds exactly what was not excluded" bash -c "
+    '$packfs' extract '$work/ex.pack' '$work/ex_out' && cd '$work/ex_out' &&
+    got=\$(find . -mindepth 1 | sort | tr '\n' ' ') &&
+    [ \"\$got\" = './logs ./logs/keep.log ./obj ./obj/a.c ./obj/sub ./usr ./usr/bin ./usr/bin/tool ' ] ||
+    { echo \"got: \$got\"; exit 1; }"
+check "  --json counts what was left out" python3 -c "
+import json; s = json.load(open('$work/ex.json'))['stats']
+assert s['excluded'] == 3, s"
+check "  the text report says so" bash -c "'$packfs' build -e '*.o' '$ex' '$work/ex3.pack' | grep -q '^  excluded  1 entry'"
+expect_code "a malformed pattern is a usage error" 2 "$packfs" build -e 'a/../b' "$ex" "$work/x.pack"
+check "  naming the pattern" grep -q "a/../b" "$work/last.err"
+printf 'ok\nbad\\\n' > "$work/bad.list"
+expect_code "a malformed pattern file is a usage error" 2 "$packfs" build --exclude-from "$work/bad.list" "$ex" "$work/x.pack"
+check "  naming the file and line" grep -q "bad.list:2" "$work/last.err"
+expect_code "a missing pattern file" 1 "$packfs" build --exclude-from "$work/none.list" "$ex" "$work/x.pack"
+check "  named" grep -q "none.list" "$work/last.err"
+expect_code "OUT inside SRC is refused" 2 "$packfs" build "$ex" "$ex/obj/self.pack"
+check "  and the message says how to exclude it" grep -q -- "--exclude /obj/self.pack" "$work/last.err"
+check "OUT inside SRC is fine when excluded" "$packfs" build -e /obj/self.pack "$ex" "$ex/obj/self.pack"
+check "  and it is not in the pack" bash -c "! '$packfs' stat '$ex/obj/self.pack' /obj/self.pack >/dev/null 2>&1"
+check "OUT inside an excluded directory of SRC" "$packfs" build -e 'obj/' "$ex" "$ex/obj/sub/self.pack"
+rm -f "$ex/obj/self.pack" "$ex/obj/sub/self.pack"
+
 # ---- version and help ----
 check "--version names the version and the formats" bash -c "'$packfs' --version | head -1 | grep -qE '^packfs [0-9]+\.[0-9]+\.[0-9]+$' &&
     '$packfs' --version | grep -q '^pack format: reads 1-2, writes 1-2'"

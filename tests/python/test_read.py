@@ -161,6 +161,20 @@ def test_build_stats(tree_dir, tmp_path):
         assert t.read("/a/two") == b"2" * 5000
 
 
+def test_build_exclude(tree_dir, tmp_path):
+    out = str(tmp_path / "x.pack")
+    stats = packfs.build(tree_dir[0], out, exclude=["/a", "*.txt"])
+    with packfs.open(out) as t:
+        names = [os.path.join(d, n) for d, dirs, files in t.walk("/") for n in dirs + files]
+    assert names and not any(n.startswith("/a/") or n == "/a" or n.endswith(".txt") for n in names)
+    assert stats["excluded"] == 2  # /a (what is under it is not read) and /hello.txt
+    assert "/data/x.dat" in names
+    with pytest.raises(ValueError, match="a/../b"):
+        packfs.build(tree_dir[0], str(tmp_path / "y.pack"), exclude=["a/../b"])
+    with pytest.raises(TypeError):
+        packfs.build(tree_dir[0], str(tmp_path / "z.pack"), exclude="*.txt")
+
+
 def test_wrong_argument_types(pack):
     with pytest.raises(TypeError):
         pack.stat(42)

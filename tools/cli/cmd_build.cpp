@@ -1,5 +1,6 @@
-// `packfs build SRC OUT.pack`: packs a host directory (write_pack_from_host) and reports what
-// it wrote: counts, sizes, dedup savings, compression ratio, digest, time and throughput.
+// `packfs build SRC OUT.pack`: packs a host directory (write_pack_from_host), less what
+// --exclude names, and reports what it wrote: counts, sizes, dedup savings, compression ratio,
+// digest, time and throughput.
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -13,6 +14,7 @@
 
 #include "build_options.hpp"
 #include "command.hpp"
+#include "exclude_options.hpp"
 #include "format.hpp"
 #include "pack_report.hpp"
 #include "packfs/pack.hpp"
@@ -37,6 +39,7 @@ struct BuildArgs {
     std::string metadata = "compressed";
     uint32_t format = 2;
     std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
+    ExcludeArgs exclude;
 };
 
 // Where the clamp came from, for the report.
@@ -60,14 +63,22 @@ std::optional<Clamp> clamp_of(const BuildArgs& args, std::string& why) {
     return Clamp{seconds, "SOURCE_DATE_EPOCH"};
 }
 
-// Whether `out` would land inside `source`: the pack would then pack itself (or its temp).
-bool inside(const std::string& out, const std::string& source) {
+// Where `out` would land inside `source`, as a path from its root ("/sub/out.pack"); nullopt
+// when it lands outside. Inside, the pack would pack itself unless it is excluded.
+std::optional<std::string> path_inside(const std::string& out, const std::string& source) {
     std::error_code ec;
-    const auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(out, ec), ec);
+    const auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(out, ec), ec);
     const auto root = std::filesystem::canonical(source, ec);
-    if (ec) return false;
-    auto [root_end, ignored] = std::mismatch(root.begin(), root.end(), dir.begin(), dir.end());
-    return root_end == root.end();
+    if (ec) return std::nullopt;
+    auto [root_end, file_at] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+    if (root_end != root.end()) return std::nullopt;
+    std::string path;
+    for (; file_at != file.end(); ++file_at) {
+        if (file_at->empty()) continue;  // the empty last element of a trailing slash
+        path += '/';
+        path += file_at->string();
+    }
+    return path.empty() ? "/" : path;
 }
 
 int run_build(const BuildArgs& args) {
@@ -90,13 +101,22 @@ int run_build(const BuildArgs& args) {
     const std::optional<Clamp> clamp = clamp_of(args, why);
     if (!clamp) return out.usage(fmt::format("build: {}", why));
     if (clamp->seconds) options.clamp_time = Time{*clamp->seconds, 0};
+    auto exclude = exclude_patterns(args.exclude);
+    if (!exclude) {
+        // A file that cannot be read failed; a pattern that cannot be used is misuse.
+        if (exclude.error().op() == "exclude-from") return out.fail(exclude.error());
+        return out.usage(fmt::format("build: {}", exclude.error().message()));
+    }
+    options.exclude = std::move(*exclude);
 
     struct stat st {};
     if (::stat(args.source.c_str(), &st) != 0) return out.fail(Error(errno, "build", args.source));
     if (!S_ISDIR(st.st_mode)) return out.fail(Error(ENOTDIR, "build", args.source));
-    if (inside(args.out, args.source)) {
-        return out.usage(fmt::format("build: {} is inside {}: the pack would contain itself",
-                                     args.out, args.source));
+    if (const auto at = path_inside(args.out, args.source);
+        at && (*at == "/" || !options.exclude.leaves_out(*at, false))) {
+        return out.usage(fmt::format(
+            "build: {} is inside {}: the pack would contain itself (exclude it: --exclude {})",
+            args.out, args.source, *at));
     }
 
     ProgressLine progress;
@@ -198,6 +218,7 @@ Command add_build_command(CLI::App& parent) {
                     "Record times later than SECONDS (since the epoch) as SECONDS; default: "
                     "$SOURCE_DATE_EPOCH when set")
         ->check(kEpochValidator);
+    add_exclude_options(*sub, args->exclude);
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
     return {sub, [args](const std::string&) { return run_build(*args); }};
 }

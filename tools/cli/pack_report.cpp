@@ -45,6 +45,10 @@ std::string pack_stats_text(const PackStats& s) {
         counted(s.regular_files, "file", "files"), counted(s.symlinks, "symlink", "symlinks"),
         counted(s.specials, "special", "specials"),
         counted(s.hard_links, "hard link", "hard links"), counted(s.xattrs, "xattr", "xattrs"));
+    if (s.excluded > 0) {
+        out += fmt::format("  excluded  {} (a directory counted once)\n",
+                           counted(s.excluded, "entry", "entries"));
+    }
     out += fmt::format("  content   {} in files, {} unique (dedup saved {:.1f}%), {} inline\n",
                        human_size(s.file_bytes), human_size(s.unique_bytes),
                        dedup_savings_percent(s), human_size(s.inline_bytes));
@@ -64,6 +68,7 @@ Json pack_stats_json(const PackStats& s) {
                 {"specials", s.specials},
                 {"hard_links", s.hard_links},
                 {"xattrs", s.xattrs},
+                {"excluded", s.excluded},
                 {"file_bytes", s.file_bytes},
                 {"unique_bytes", s.unique_bytes},
                 {"dedup_savings_pct", dedup_savings_percent(s)},
