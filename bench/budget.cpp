@@ -1,5 +1,7 @@
 #include "bench/budget.hpp"
 
+#include <algorithm>
+
 namespace packfs::bench {
 
 RemovalCost& RemovalCost::scratch() {
@@ -12,11 +14,12 @@ void RemovalCost::record(uint64_t entries, double seconds) noexcept {
     // Each sample halves the weight of those before it.
     entries_ = entries_ / 2 + static_cast<double>(entries);
     seconds_ = seconds_ / 2 + seconds;
+    last_ = seconds / static_cast<double>(entries);
 }
 
 std::optional<double> RemovalCost::per_entry() const noexcept {
     if (entries_ <= 0) return std::nullopt;
-    return seconds_ / entries_;
+    return std::max(last_, seconds_ / entries_);
 }
 
 }  // namespace packfs::bench

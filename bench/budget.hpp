@@ -19,10 +19,11 @@
 
 namespace packfs::bench {
 
-// What removing an entry costs on the scratch fs: a decayed average over the teardowns that
-// removed at least kMinSample entries (fewer would measure one large file's extents, not the
-// per-entry cost that grows with a run's count). Recent teardowns weigh most: a busy disk's
-// cost changes within minutes.
+// What removing an entry costs on the scratch fs: over the teardowns that removed at least
+// kMinSample entries (fewer would measure one large file's extents, not the per-entry cost
+// that grows with a run's count), the larger of the last one's cost and a decayed average. A
+// busy disk's cost changes within minutes, and a kind of entry can cost ten times another
+// (directories against files): one slow teardown bounds the next run at once.
 class RemovalCost {
 public:
     static constexpr uint64_t kMinSample = 64;
@@ -34,7 +35,8 @@ public:
     std::optional<double> per_entry() const noexcept;
 
 private:
-    double entries_ = 0, seconds_ = 0;
+    double entries_ = 0, seconds_ = 0;  // decayed sums
+    double last_ = 0;                   // the last teardown's seconds per entry
 };
 
 class RunBudget {
