@@ -132,11 +132,15 @@ void print_table(std::FILE* out, std::span<const Figure> figures) {
         if (first) fmt::print(out, "\n");
         first = false;
         const TimeBound& b = *f.bound;
-        const std::string at =
-            b.removal_runs == 0
-                ? fmt::format("stopped at {:g} s", b.budget_s)
-                : fmt::format("stopped: {} at {:g} s, {} at what their teardown removes in {:g} s",
-                              b.cut_runs - b.removal_runs, b.budget_s, b.removal_runs, b.budget_s);
+        const std::string removal =
+            fmt::format("at what their teardown removes in {:g} s", b.budget_s);
+        std::string at = fmt::format("stopped at {:g} s", b.budget_s);
+        if (b.removal_runs == b.cut_runs) {
+            at = "stopped " + removal;
+        } else if (b.removal_runs > 0) {
+            at = fmt::format("stopped: {} at {:g} s, {} {}", b.cut_runs - b.removal_runs,
+                             b.budget_s, b.removal_runs, removal);
+        }
         fmt::print(out,
                    "* time-bounded: {} on {}: {} of {} ops per run (median; {} of {} runs {}), "
                    "times scaled to n\n",
