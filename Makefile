@@ -25,8 +25,9 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: the benchmark table (categories, backends, medians, ratio to raw fs). The
-# default run is bounded by time (aiming at 3 minutes; 5 on a busy day here): a run of an arm
-# that reaches the disk stops after 0.5 s if its count is not done, and the table marks it.
+# default run is bounded by time (aiming at 3 minutes on a busy day; 2-2.5 here): a run of an
+# arm that reaches the disk stops after 0.5 s if its count is not done, or at the entries its
+# teardown removes in 0.5 s, and the table marks it.
 # BENCH_ARGS=--full is the complete run (no time budget; about half an hour here), --quick the
 # short one. Progress goes to stderr every few seconds, terminal or not (docs/BENCH.md).
 bench: build

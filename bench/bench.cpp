@@ -33,10 +33,12 @@ constexpr int kQuickRuns = 3;
 // operations reach the disk (the raw fs with and without fsync, the dir backend, the durable
 // volumes) stops its setup and its timed part each after kDefaultDiskBudget seconds if its
 // count is not done by then, and the table marks the figure. Half a second is still a hundred
-// fsyncs on a slow day, enough for a median per operation. What a budget cannot bound is left
-// to the full run: the dir backend's scaling check (4N and 16N on the disk), the 100k-mount
-// table (a minute of mounting on 2 cores; 20k here), and 4,000 directories for mkdir and rmdir
-// (1,000 here: the teardown removing them, untimed, took 3 ms a directory on a busy day).
+// fsyncs on a slow day, enough for a median per operation. Such a run also stops at the entries
+// its untimed teardown removes in that time (budget.hpp): removing took 3 ms a directory on a
+// busy day. What a budget cannot bound is left to the full run: the dir backend's scaling check
+// (4N and 16N on the disk), the 100k-mount table (a minute of mounting on 2 cores; 20k here),
+// 4,000 directories for mkdir and rmdir (1,000 here), and 400k creates beside the compactions
+// of a volume (100k here: CPU-bound, and the figure is per create).
 constexpr double kDefaultDiskBudget = 0.5;
 constexpr double kQuickDiskBudget = 0.25;
 // And the flush of the scratch fs after each run waits at most this long (settle.hpp): on a
@@ -49,6 +51,7 @@ Sizes default_sizes() {
     s.scaling_on_disk = false;
     s.mounts_many = 20'000;
     s.dirs = 1'000;
+    s.volume_writes = 100'000;
     return s;
 }
 

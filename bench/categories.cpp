@@ -53,8 +53,9 @@ std::vector<std::string> numbered_paths(const Target& t, std::string_view dir,
 
 // The small files a category reads, stats, lists or removes: "d/file-<i>", `bytes` bytes each,
 // file i stamped with i, made in the create order. Under a time budget (a disk-bound arm)
-// making them stops when the budget is spent, and the category works on the files made (it
-// tells the budget its smaller count: the harness scales the run's time to n from it).
+// making them stops when the budget is spent or at the files its teardown may remove, and the
+// category works on the files made (it tells the budget its smaller count: the harness scales
+// the run's time to n from it).
 struct SmallFiles {
     std::vector<std::string> paths;  // indexed by i < n, made or not
     std::vector<bool> made;
@@ -75,7 +76,7 @@ Result<SmallFiles> make_small_files(Target& t, std::size_t files, std::size_t by
     auto data = pattern(bytes, 7);
     budget.start();
     for (std::size_t i : shuffled(files, kCreateSeed)) {
-        if (out.count > 0 && budget.spent()) break;
+        if (out.count > 0 && budget.spent(out.count)) break;
         stamp(data, i);
         if (auto ok = t.create_file(out.paths[i], data); !ok) return std::unexpected(ok.error());
         out.made[i] = true;
@@ -107,7 +108,7 @@ Result<double> time_create(Target& t, const Sizes& s, RunBudget& budget) {
     const auto paths = numbered_paths(t, "d", "file-", s.files);
     const auto order = shuffled(s.files, kCreateSeed);
     auto data = pattern(s.file_bytes, 7);
-    return time_each(order, budget, [&](std::size_t i) {
+    return time_each(order, budget, Leaves::entry, [&](std::size_t i) {
         stamp(data, i);
         return t.create_file(paths[i], data);
     });
@@ -179,7 +180,8 @@ Result<double> time_unlink(Target& t, const Sizes& s, RunBudget& budget) {
     if (!files) return std::unexpected(files.error());
     count_made(*files, budget);
     const auto order = files->visit(kAccessSeed);
-    return time_each(order, budget, [&](std::size_t i) { return t.unlink(files->paths[i]); });
+    return time_each(order, budget, Leaves::nothing,
+                     [&](std::size_t i) { return t.unlink(files->paths[i]); });
 }
 
 // --- 6: directories --------------------------------------------------------------------
@@ -188,7 +190,8 @@ Result<double> time_mkdir(Target& t, const Sizes& s, RunBudget& budget) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     const auto paths = numbered_paths(t, "d", "dir-", s.dirs);
     const auto order = shuffled(s.dirs, kCreateSeed);
-    return time_each(order, budget, [&](std::size_t i) { return t.mkdir(paths[i]); });
+    return time_each(order, budget, Leaves::entry,
+                     [&](std::size_t i) { return t.mkdir(paths[i]); });
 }
 
 // The setup's mkdirs stop at the budget as make_small_files's creates do.
@@ -199,7 +202,7 @@ Result<double> time_rmdir(Target& t, const Sizes& s, RunBudget& budget) {
     std::size_t count = 0;
     budget.start();
     for (std::size_t i : shuffled(s.dirs, kCreateSeed)) {
-        if (count > 0 && budget.spent()) break;
+        if (count > 0 && budget.spent(count)) break;
         if (auto ok = t.mkdir(paths[i]); !ok) return std::unexpected(ok.error());
         made[i] = true;
         ++count;
@@ -207,7 +210,8 @@ Result<double> time_rmdir(Target& t, const Sizes& s, RunBudget& budget) {
     if (count < s.dirs) budget.stopped_after(count);
     auto order = shuffled(s.dirs, kAccessSeed);
     std::erase_if(order, [&](std::size_t i) { return !made[i]; });
-    return time_each(order, budget, [&](std::size_t i) { return t.rmdir(paths[i]); });
+    return time_each(order, budget, Leaves::nothing,
+                     [&](std::size_t i) { return t.rmdir(paths[i]); });
 }
 
 // --- 7: large sequential files ---------------------------------------------------------

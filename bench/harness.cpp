@@ -63,8 +63,10 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
         // earlier of its two positions that run.
         std::vector<std::vector<std::vector<double>>> seconds(arms);
         std::vector<std::vector<bool>> earlier(arms);
-        // done[arm][run]: the operations a budgeted arm's run did (n unless it was cut).
+        // done[arm][run]: the operations a budgeted arm's run did (n unless it was cut);
+        // at_removal[arm]: its runs cut at the entries their teardown may remove.
         std::vector<std::vector<uint64_t>> done(arms);
+        std::vector<int> at_removal(arms, 0);
         for (std::size_t i = 0; i < arms; ++i) seconds[i].resize(group.arms[i].measures.size());
         for (int run = 0; run < runs; ++run) {
             for (std::size_t k = 0; k < arms; ++k) {
@@ -83,6 +85,7 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
                 uint64_t did = arm.measures.front().n;
                 if (arm.budget && arm.budget->stopped_after() && arm.measures.size() == 1) {
                     did = std::max<uint64_t>(*arm.budget->stopped_after(), 1);
+                    if (arm.budget->stopped_at_removal()) ++at_removal[i];
                     (*s)[0] *=
                         static_cast<double>(arm.measures.front().n) / static_cast<double>(did);
                 }
@@ -120,7 +123,7 @@ std::expected<std::vector<Figure>, RunFailure> run_groups(std::vector<Group>& gr
                     f.mb_per_s = static_cast<double>(measure.bytes) / (1024.0 * 1024.0) / sum.median;
                 }
                 if (arm.budget) {
-                    TimeBound b{arm.budget->seconds(), 0, 0};
+                    TimeBound b{arm.budget->seconds(), 0, at_removal[i], 0};
                     for (uint64_t d : done[i]) b.cut_runs += d < measure.n ? 1 : 0;
                     std::vector<double> dones(done[i].begin(), done[i].end());
                     b.median_done = static_cast<uint64_t>(median_of(dones) + 0.5);

@@ -86,10 +86,12 @@ struct OrderSplit {
     std::size_t earlier_position = 0, later_position = 0, arms = 0;
 };
 
-// A figure whose runs its time budget cut short: what they did of n (the table marks it).
+// A figure whose runs its time budget cut short, by the time or by the entries their teardown
+// may remove within it: what they did of n (the table marks it).
 struct TimeBound {
     double budget_s = 0;       // the budget of each run
     int cut_runs = 0;          // runs that stopped at it
+    int removal_runs = 0;      // of them, those stopped at what their teardown may remove
     uint64_t median_done = 0;  // operations done, median over the runs (n for a whole run)
 };
 

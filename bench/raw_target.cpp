@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <utility>
 #include <vector>
+
+#include "bench/budget.hpp"
 
 namespace packfs::bench {
 
@@ -35,7 +38,15 @@ TempDir::~TempDir() { remove(); }
 void TempDir::remove() noexcept {
     if (path_.empty()) return;
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);  // best effort: a leftover is not a result
+    const auto start = std::chrono::steady_clock::now();
+    // Best effort: a leftover is not a result. What it cost bounds how much the next
+    // disk-bound runs may make (budget.hpp).
+    const auto removed = std::filesystem::remove_all(path_, ec);
+    if (!ec) {
+        RemovalCost::scratch().record(
+            removed,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     path_.clear();
 }
 

@@ -52,8 +52,10 @@ void print_header(std::FILE* out, const RunContext& c) {
     if (c.disk_budget_s > 0) {
         fmt::print(out,
                    "budget:   a disk-bound run stops after its n operations or {:g} s, whichever "
-                   "is first (marked *; `--full`: no budget)\n",
-                   c.disk_budget_s);
+                   "is first, and at\n"
+                   "          the entries its teardown removes in {:g} s (marked *; `--full`: no "
+                   "budget)\n",
+                   c.disk_budget_s, c.disk_budget_s);
     }
     fmt::print(out, "command:  {}\n", c.command);
     fmt::print(out, "machine:  {} CPUs, {}, {}, {:.1f} GiB RAM\n", c.machine.cpus, c.machine.cpu_model,
@@ -129,11 +131,21 @@ void print_table(std::FILE* out, std::span<const Figure> figures) {
         if (!f.bound) continue;
         if (first) fmt::print(out, "\n");
         first = false;
+        const TimeBound& b = *f.bound;
+        const std::string removal =
+            fmt::format("at what their teardown removes in {:g} s", b.budget_s);
+        std::string at = fmt::format("stopped at {:g} s", b.budget_s);
+        if (b.removal_runs == b.cut_runs) {
+            at = "stopped " + removal;
+        } else if (b.removal_runs > 0) {
+            at = fmt::format("stopped: {} at {:g} s, {} {}", b.cut_runs - b.removal_runs,
+                             b.budget_s, b.removal_runs, removal);
+        }
         fmt::print(out,
-                   "* time-bounded: {} on {}: {} of {} ops per run (median; {} of {} runs "
-                   "stopped at {:g} s), times scaled to n\n",
-                   f.category, f.backend, grouped(static_cast<double>(f.bound->median_done)),
-                   grouped(static_cast<double>(f.n)), f.bound->cut_runs, f.runs, f.bound->budget_s);
+                   "* time-bounded: {} on {}: {} of {} ops per run (median; {} of {} runs {}), "
+                   "times scaled to n\n",
+                   f.category, f.backend, grouped(static_cast<double>(b.median_done)),
+                   grouped(static_cast<double>(f.n)), b.cut_runs, f.runs, at);
     }
     std::fflush(out);
 }

@@ -42,17 +42,23 @@ inline std::vector<std::size_t> shuffled(std::size_t n, uint64_t seed) {
     return order;
 }
 
+// What each operation of a timed loop leaves for the teardown to remove: an entry (create,
+// mkdir: the loop also stops at the entries the budget may leave) or nothing.
+enum class Leaves { nothing, entry };
+
 // Times op(i) for each i of `order` (op returns Result<void>), stopping early when `budget` is
 // spent: after at least one operation, and telling the budget after how many. The clock and the
 // budget start together; the budget's check is one clock read per operation on a disk-bound
 // arm (tens of ns against microseconds) and a branch on the others.
 template <class Op>
-Result<double> time_each(const std::vector<std::size_t>& order, RunBudget& budget, Op&& op) {
+Result<double> time_each(const std::vector<std::size_t>& order, RunBudget& budget, Leaves leaves,
+                         Op&& op) {
     Stopwatch clock;
     budget.start();
     for (std::size_t k = 0; k < order.size(); ++k) {
         if (auto ok = op(order[k]); !ok) return std::unexpected(ok.error());
-        if (k + 1 < order.size() && budget.spent()) {
+        const bool stop = leaves == Leaves::entry ? budget.spent(k + 1) : budget.spent();
+        if (k + 1 < order.size() && stop) {
             const double seconds = clock.seconds();
             budget.stopped_after(k + 1);
             return seconds;

@@ -40,6 +40,17 @@ grep -q "^mkdir  *raw  *[0-9,]*\*" "$out/bounded.txt" ||
 grep -q "^\* time-bounded: mkdir on raw: [0-9,]* of 1,000 ops per run" "$out/bounded.txt" ||
   { echo "no time-bounded note"; cat "$out/bounded.txt"; exit 1; }
 if grep -q "time-bounded: mkdir on mem" "$out/bounded.txt"; then echo "mem bounded"; exit 1; fi
+# The pack section's raw files are made once, by a setup under the same budget: its raw arm
+# reads what was made, marked as cut; the pack arms read every entry.
+"$packfs" bench --quick --runs 1 --backends raw,pack --filter random-read --disk-budget 0.0001 \
+  > "$out/pack-bounded.txt" 2> /dev/null
+grep -q "^random-read 2k entries  *raw  *[0-9,]*\*" "$out/pack-bounded.txt" ||
+  { echo "no time-bounded mark on raw random-read"; cat "$out/pack-bounded.txt"; exit 1; }
+grep -q "^\* time-bounded: random-read 2k entries on raw: [0-9,]* of 2,000 ops per run" \
+  "$out/pack-bounded.txt" || { echo "no time-bounded note for random-read"; exit 1; }
+if grep -q "time-bounded: random-read 2k entries on pack" "$out/pack-bounded.txt"; then
+  echo "pack bounded"; exit 1
+fi
 # --full takes no budget: nothing is marked.
 "$packfs" bench --full --runs 1 --backends mem,raw --filter mkdir > "$out/full.txt" 2> /dev/null
 if grep -q "time-bounded" "$out/full.txt"; then echo "--full bounded something"; exit 1; fi
