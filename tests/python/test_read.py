@@ -99,6 +99,30 @@ def test_read_whole(tree, files):
     assert tree.read("/link") == files["/hello.txt"]
 
 
+def test_read_many(tree, files):
+    paths = sorted(files) + ["/link", "/empty"]
+    views = tree.read_many(paths)
+    assert [bytes(v) for v in views] == [tree.read(p) for p in paths]
+    assert all(isinstance(v, memoryview) and v.readonly for v in views)
+    with pytest.raises(TypeError):
+        views[0][0:1] = b"x"
+    del tree  # the views keep their one buffer alive, not the tree
+    assert bytes(views[0]) == files[paths[0]]
+
+
+def test_read_many_errors(tree, files):
+    assert tree.read_many([]) == []
+    with pytest.raises(FileNotFoundError) as e:
+        tree.read_many(["/hello.txt", "/nope", "/a/one"])
+    assert e.value.filename == "/nope"
+    with pytest.raises(IsADirectoryError):
+        tree.read_many(["/a"])
+    with pytest.raises(TypeError):
+        tree.read_many([1])
+    assert [bytes(v) for v in tree.read_many((b"/a/one", pathlib.PurePosixPath("/a/two")))] == [
+        files["/a/one"], files["/a/two"]]
+
+
 def test_file_object(tree, files):
     data = files["/big.bin"]
     with tree.open("/big.bin") as f:

@@ -31,6 +31,8 @@ def test_threads_read_concurrently(pack_path, files):
                     return f"view {p}"
                 if t.stat(p).st_size != len(files[p]):
                     return f"stat {p}"
+            if [bytes(v) for v in t.read_many(paths)] != [files[p] for p in paths]:
+                return "read_many"
             return sum(len(fs) for _, _, fs in t.walk())
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             results = list(pool.map(work, range(16)))
@@ -106,6 +108,8 @@ def test_gil_released_while_fetching(pack_path, files, tmp_path, monkeypatch):
             with t.open("/a/two") as f:
                 assert f.read() == files["/a/two"]
             assert bytes(t.view("/data/x.dat")) == files["/data/x.dat"]
+            assert [bytes(v) for v in t.read_many(["/a/b/c/deep.bin", "/data/y.dat"])] == [
+                files["/a/b/c/deep.bin"], files["/data/y.dat"]]
             names = [os.path.basename(p) for p in files] + ["dangling", "link", "loop"]
             assert sorted(f for _, _, fs in t.walk() for f in fs) == sorted(names)
     finally:
