@@ -326,6 +326,8 @@ expect_code "a missing pattern file" 1 "$packfs" build --exclude-from "$work/non
 check "  named" grep -q "none.list" "$work/last.err"
 expect_code "OUT inside SRC is refused" 2 "$packfs" build "$ex" "$ex/obj/self.pack"
 check "  and the message says how to exclude it" grep -q -- "--exclude /obj/self.pack" "$work/last.err"
+expect_code "OUT that is SRC itself" 2 "$packfs" build "$ex" "$ex/"
+check "  says so" grep -q "is $ex/* itself" "$work/last.err"
 check "OUT inside SRC is fine when excluded" "$packfs" build -e /obj/self.pack "$ex" "$ex/obj/self.pack"
 check "  and it is not in the pack" bash -c "! '$packfs' stat '$ex/obj/self.pack' /obj/self.pack >/dev/null 2>&1"
 check "OUT inside an excluded directory of SRC" "$packfs" build -e 'obj/' "$ex" "$ex/obj/sub/self.pack"

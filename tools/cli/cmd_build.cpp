@@ -112,8 +112,9 @@ int run_build(const BuildArgs& args) {
     struct stat st {};
     if (::stat(args.source.c_str(), &st) != 0) return out.fail(Error(errno, "build", args.source));
     if (!S_ISDIR(st.st_mode)) return out.fail(Error(ENOTDIR, "build", args.source));
-    if (const auto at = path_inside(args.out, args.source);
-        at && (*at == "/" || !options.exclude.leaves_out(*at, false))) {
+    if (const auto at = path_inside(args.out, args.source); at && *at == "/") {
+        return out.usage(fmt::format("build: {} is {} itself", args.out, args.source));
+    } else if (at && !options.exclude.leaves_out(*at, false)) {
         return out.usage(fmt::format(
             "build: {} is inside {}: the pack would contain itself (exclude it: --exclude {})",
             args.out, args.source, *at));
