@@ -74,41 +74,30 @@ Result<void> check_read(const std::string& path, std::span<const std::byte> got,
     return {};
 }
 
-
 // "d/file-<i>" for i < files, `bytes` each, created in the create order; every file stamped
-// with its index (unique) or all alike (identical).
-Result<void> make_flat_files(Target& t, std::size_t files, std::size_t bytes, bool unique) {
-    if (auto ok = t.mkdir(t.path("d")); !ok) return ok;
-    std::vector<std::byte> data(bytes);
-    fill_random(data, 7);
-    for (std::size_t i : shuffled(files, kCreateSeed)) {
-        if (unique) stamp_index(data, i);
-        if (auto ok = t.create_file(t.path(fmt::format("d/file-{}", i)), data); !ok) return ok;
-    }
-    return {};
-}
-
-// The same files on a disk-bound target, under its time budget: making them stops when
-// `budget` is spent or at the files its teardown may remove (budget.hpp). Returns which of
-// them were made (the first of the create order).
+// with its index (unique) or all alike (identical). Under a `budget` (a disk-bound target)
+// making them stops when it is spent or at the files its teardown may remove (budget.hpp).
+// Returns which of them were made (with a budget, the first of the create order).
 Result<std::vector<bool>> make_flat_files(Target& t, std::size_t files, std::size_t bytes,
-                                          RunBudget& budget) {
+                                          bool unique, RunBudget* budget = nullptr) {
     if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
     std::vector<std::byte> data(bytes);
     fill_random(data, 7);
     std::vector<bool> made(files, false);
     std::size_t count = 0;
-    budget.reset();
-    budget.start();
+    if (budget) {
+        budget->reset();
+        budget->start();
+    }
     for (std::size_t i : shuffled(files, kCreateSeed)) {
-        if (count > 0 && budget.spent(count)) break;
-        stamp_index(data, i);
+        if (budget && count > 0 && budget->spent(count)) break;
+        if (unique) stamp_index(data, i);
         if (auto ok = t.create_file(t.path(fmt::format("d/file-{}", i)), data); !ok)
             return std::unexpected(ok.error());
         made[i] = true;
         ++count;
     }
-    if (count < files) budget.stopped_after(count);
+    if (budget && count < files) budget->stopped_after(count);
     return made;
 }
 
@@ -259,7 +248,7 @@ Group compact_group(const Sizes& s, const std::string& scratch) {
                 if (!fs) return fail(ENOTSUP, "make_mem_backend");
                 auto t = make_backend_target(fs);
                 if (auto ok = make_flat_files(*t, n * (k == 0 ? 1 : 4), bytes, unique == 1); !ok)
-                    return ok;
+                    return std::unexpected(ok.error());
                 sources->fs[unique][k] = std::move(fs);
             }
         }
@@ -322,7 +311,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
         auto fs = make_mem_backend();
         if (!fs) return fail(ENOTSUP, "make_mem_backend");
         auto t = make_backend_target(fs);
-        if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return ok;
+        if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return std::unexpected(ok.error());
         for (std::size_t v = 0; v < 2; ++v) {
             const std::string path =
                 fmt::format("{}/read-v{}.pack", scratch, kReadFormats[v].first);
@@ -338,7 +327,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
             auto raw = make_raw_target(scratch, false);
             if (!raw) return std::unexpected(raw.error());
             state->raw_setup = std::make_shared<RunBudget>(budget_s);
-            auto made = make_flat_files(**raw, n, bytes, *state->raw_setup);
+            auto made = make_flat_files(**raw, n, bytes, true, state->raw_setup.get());
             if (!made) return std::unexpected(made.error());
             state->raw_made = std::move(*made);
             for (std::size_t i = 0; i < n; ++i)

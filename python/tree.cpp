@@ -52,24 +52,15 @@ int parse_mode(const std::string& mode) {
     return flags | (mode.find('r') != std::string::npos ? O_RDONLY : O_WRONLY);
 }
 
-// Opens `path` and reads it whole (a tree that is not a pack).
-Result<std::string> read_whole(Backend& fs, std::string_view path) {
-    auto file = fs.open(path, O_RDONLY);
-    if (!file) return std::unexpected(file.error());
-    auto st = (*file)->fstat();
-    if (!st) return std::unexpected(st.error());
-    std::string out(st->size, '\0');
-    std::size_t got = 0;
-    for (;;) {
-        if (got == out.size()) out.resize(std::max<std::size_t>(out.size() * 2, 4096));
-        auto n = (*file)->pread(
-            std::as_writable_bytes(std::span(out.data() + got, out.size() - got)), got);
-        if (!n) return std::unexpected(n.error());
-        if (*n == 0) break;
-        got += *n;
-    }
-    out.resize(got);
-    return out;
+// A whole file's bytes, called without the GIL: from a pack a view (of its mapping, or of the
+// blocks inflated into `held`), from another tree the file read into `held`.
+Result<std::span<const std::byte>> whole_file(PackBackend* pack, Backend& fs, std::string_view path,
+                                              std::string& held) {
+    if (pack) return pack->read_view(path, 0, std::numeric_limits<std::size_t>::max(), held);
+    auto data = read_file(fs, path);
+    if (!data) return std::unexpected(data.error());
+    held = std::move(*data);
+    return std::as_bytes(std::span(held));
 }
 
 // mkdir -p: every missing ancestor, then the directory itself.
@@ -148,21 +139,15 @@ public:
     }
 
     // --- contents ----------------------------------------------------------------------------
-    // The whole file in one call: the dataset case. From a pack, the lookup and the view are
-    // made without the GIL and only the copy into the bytes object holds it.
+    // The whole file in one call: the dataset case. The lookup and the read run without the
+    // GIL, and so does the copy into the bytes object from 1 KiB on (copy_out).
     py::bytes read(py::handle path) {
         PathArg p(path);
-        if (auto pack = packed()) {
-            std::string scratch;
-            auto bytes = nogil([&] {
-                return pack->read_view(p.view(), 0, std::numeric_limits<std::size_t>::max(),
-                                       scratch);
-            });
-            return copy_out(take(std::move(bytes), path));
-        }
+        auto pack = packed();
         auto fs = backend();
-        auto data = take(nogil([&] { return read_whole(*fs, p.view()); }), path);
-        return py::bytes(data);
+        std::string held;
+        auto bytes = nogil([&] { return whole_file(pack.get(), *fs, p.view(), held); });
+        return copy_out(take(std::move(bytes), path));
     }
     // Many whole files in one call, for threads: a thread that calls read() per small file
     // hands the GIL over twice a file (each a futex wake and a context switch, more than the
@@ -183,23 +168,13 @@ public:
         auto pack = packed();
         auto fs = backend();
         nogil([&] {
-            for (std::size_t i = 0; i < n && !failed; ++i) {
-                if (!pack) {  // another tree: read whole
-                    auto data = read_whole(*fs, args[i].view());
-                    if (!data) {
-                        failed.emplace(i, data.error());
-                        break;
-                    }
-                    held[i] = std::move(*data);
-                    views[i] = std::as_bytes(std::span(held[i]));
-                    continue;
-                }
-                auto bytes = pack->read_view(args[i].view(), 0,
-                                             std::numeric_limits<std::size_t>::max(), held[i]);
-                if (bytes)
-                    views[i] = *bytes;
-                else
+            for (std::size_t i = 0; i < n; ++i) {
+                auto bytes = whole_file(pack.get(), *fs, args[i].view(), held[i]);
+                if (!bytes) {
                     failed.emplace(i, bytes.error());
+                    break;
+                }
+                views[i] = *bytes;
             }
         });
         if (failed)

@@ -1,5 +1,6 @@
 #include <algorithm>
-#include <array>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "packfs/backend.hpp"
@@ -98,14 +99,21 @@ Result<uint64_t> File::seek_data(uint64_t offset, bool data) {
 Result<std::string> read_file(Backend& fs, std::string_view path) {
     auto file = fs.open(path, O_RDONLY);
     if (!file) return std::unexpected(file.error());
-    std::string out;
-    std::array<std::byte, 64 * 1024> buf;
+    auto st = (*file)->fstat();
+    if (!st) return std::unexpected(st.error());
+    // Sized to the file, so a file that keeps its size is read in place, with no copy; one
+    // that grew meanwhile is read on to its end.
+    std::string out(st->size, '\0');
+    std::size_t got = 0;
     for (;;) {
-        auto n = (*file)->pread(buf, out.size());
+        if (got == out.size()) out.resize(std::max<std::size_t>(out.size() * 2, 4096));
+        auto n = (*file)->pread(
+            std::as_writable_bytes(std::span(out.data() + got, out.size() - got)), got);
         if (!n) return std::unexpected(n.error());
         if (*n == 0) break;
-        out.append(reinterpret_cast<const char*>(buf.data()), *n);
+        got += *n;
     }
+    out.resize(got);
     return out;
 }
 

@@ -13,6 +13,7 @@ namespace {
 // A pattern file is small; a larger one is a mistake (a pack or a log given by accident).
 constexpr std::size_t kMaxPatternFile = 16 << 20;
 
+// Read, not pread sized by fstat: FILE may be a pipe (--exclude-from <(generate-list)).
 Result<std::string> read_pattern_file(const std::string& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return fail(errno, "exclude-from", path);
