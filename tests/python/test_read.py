@@ -123,6 +123,38 @@ def test_read_many_errors(tree, files):
         files["/a/one"], files["/a/two"]]
 
 
+def test_read_concat(tree, files):
+    paths = sorted(files) + ["/link", "/empty"]
+    data, offsets = tree.read_concat(paths)
+    assert isinstance(data, memoryview) and data.readonly
+    assert offsets.format == "Q" and offsets.readonly and len(offsets) == len(paths) + 1
+    assert offsets[0] == 0 and offsets[-1] == len(data)
+    assert [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(len(paths))] == [
+        tree.read(p) for p in paths]
+    assert list(offsets) == sorted(offsets)  # files end to end, in the order given
+    with pytest.raises(TypeError):
+        data[0:1] = b"x"
+    tree.close()  # the views own their buffers, not the tree
+    assert bytes(data[offsets[0]:offsets[1]]) == files[paths[0]]
+
+
+def test_read_concat_errors(tree, files):
+    data, offsets = tree.read_concat([])
+    assert len(data) == 0 and list(offsets) == [0]
+    with pytest.raises(FileNotFoundError) as e:
+        tree.read_concat(["/hello.txt", "/nope"])
+    assert e.value.filename == "/nope"
+    with pytest.raises(IsADirectoryError):
+        tree.read_concat(["/a"])
+    with pytest.raises(TypeError):
+        tree.read_concat([1])
+    with pytest.raises(TypeError):
+        tree.read_concat(7)  # not a sequence of paths
+    data, offsets = tree.read_concat(p for p in (b"/a/one", pathlib.PurePosixPath("/a/two")))
+    assert bytes(data) == files["/a/one"] + files["/a/two"]
+    assert list(offsets) == [0, len(files["/a/one"]), len(data)]
+
+
 def test_file_object(tree, files):
     data = files["/big.bin"]
     with tree.open("/big.bin") as f:

@@ -33,6 +33,9 @@ def test_threads_read_concurrently(pack_path, files):
                     return f"stat {p}"
             if [bytes(v) for v in t.read_many(paths)] != [files[p] for p in paths]:
                 return "read_many"
+            data, offsets = t.read_concat(paths)
+            if bytes(data) != b"".join(files[p] for p in paths) or len(offsets) != len(paths) + 1:
+                return "read_concat"
             return sum(len(fs) for _, _, fs in t.walk())
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             results = list(pool.map(work, range(16)))
@@ -110,6 +113,8 @@ def test_gil_released_while_fetching(pack_path, files, tmp_path, monkeypatch):
             assert bytes(t.view("/data/x.dat")) == files["/data/x.dat"]
             assert [bytes(v) for v in t.read_many(["/a/b/c/deep.bin", "/data/y.dat"])] == [
                 files["/a/b/c/deep.bin"], files["/data/y.dat"]]
+            data, _ = t.read_concat(["/data/y.dat", "/a/b/c/deep.bin"])
+            assert bytes(data) == files["/data/y.dat"] + files["/a/b/c/deep.bin"]
             names = [os.path.basename(p) for p in files] + ["dangling", "link", "loop"]
             assert sorted(f for _, _, fs in t.walk() for f in fs) == sorted(names)
     finally:
