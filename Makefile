@@ -34,8 +34,8 @@ bench: build
 	./$(BUILD)/tools/cli/packfs bench $(BENCH_ARGS)
 
 # Every test: the release build's suite, then the same suite under ASan+UBSan and TSan, then
-# each fuzz target for 30 s. The sanitizer builds keep line tables only (-g1): their reports
-# name file and line, and they build faster than with full debug info.
+# each fuzz target for 30 s (a target a core). Every build keeps line tables only (-g1): its
+# reports name file and line, and it builds faster than with full debug info.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan test-tsan

@@ -83,6 +83,9 @@ struct PackWriteOptions {
     // Test hook: replaces the v2 dirents' name hash (a constant makes every name collide); the
     // pack is then readable only by a reader opened with the same hook.
     uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;
+    // Test hook: the bytes the hashing may hold ahead of the writer (0: the 64 MiB default),
+    // so a few files can fill it and make the workers wait for room.
+    uint64_t hold_budget_for_tests = 0;
 };
 
 // Whether a build with `options` stores its metadata compressed: asked for, format 2, and a

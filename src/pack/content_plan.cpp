@@ -69,6 +69,7 @@ public:
           tree_(tree),
           files_(files),
           options_(options),
+          hold_budget_(options.hold_budget_for_tests ? options.hold_budget_for_tests : kHoldBudget),
           hashed_(files.size()),
           ready_(std::make_unique<std::atomic<bool>[]>(files.size())) {
         const std::size_t workers = std::min<std::size_t>(std::max(1u, jobs), files.size());
@@ -114,7 +115,7 @@ private:
         if (pending_count_ == 0) return;
         held_bytes_ -= pending_bytes_;
         for (std::string& bytes : pending_spare_) {
-            if (spare_bytes_ + bytes.capacity() > kHoldBudget) break;
+            if (spare_bytes_ + bytes.capacity() > hold_budget_) break;
             spare_bytes_ += bytes.capacity();
             spare_.push_back(std::move(bytes));
         }
@@ -126,7 +127,7 @@ private:
 
     // Whether file i may be read and held now: within the budget, or the one the writer needs.
     bool room_for(std::size_t i, uint64_t size) const {
-        return wanted_ == i || held_bytes_ + size <= kHoldBudget;
+        return wanted_ == i || held_bytes_ + size <= hold_budget_;
     }
 
     void work() {
@@ -161,7 +162,7 @@ private:
                 while (last < files_.size() && last - first < kBatchFiles) {
                     const uint64_t size = tree_.inodes[files_[last] - 1].stat.size;
                     if (size > kBatchBytes || batch_bytes + size > kBatchBytes || !holds(size) ||
-                        held_bytes_ + size > kHoldBudget)
+                        held_bytes_ + size > hold_budget_)
                         break;
                     held_bytes_ += size;
                     batch_bytes += size;
@@ -229,6 +230,7 @@ private:
     const ScannedTree& tree_;
     const std::vector<uint32_t>& files_;
     const PackWriteOptions& options_;
+    const uint64_t hold_budget_;  // kHoldBudget, or the test hook's
     std::mutex mutex_;
     std::condition_variable changed_;  // a result, room in the budget, the writer's need, a stop
     // Element i is written by the worker that claimed file i before ready_[i] is set, and

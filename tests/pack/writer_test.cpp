@@ -431,35 +431,38 @@ TEST(PackWriter, AFailedBuildLeavesNothingBehind) {
     EXPECT_TRUE(fs::is_empty(dir.path / "out"));
 }
 
-// More held bytes than the hashing may hold at once (80 files of 1 MiB against a 64 MiB
-// budget), every fourth a duplicate: the workers wait for room and the writer still gets every
-// file in order; any number of jobs gives the same bytes, and every file reads back.
+// More held bytes than the hashing may hold at once (16 files of 1 MiB against a 4 MiB
+// budget, the test hook's; the default is 64 MiB), every fourth a duplicate: the workers wait
+// for room and the writer still gets every file in order; any number of jobs gives the same
+// bytes, and every file reads back.
 TEST(PackWriter, HashingAheadPastItsBudgetKeepsOrderAndBytes) {
     TempDir dir;
     auto mem = make_mem_backend();
     constexpr std::size_t kMiB = 1 << 20;
+    constexpr int kFiles = 16;
     auto content_of = [](int i) {
         const int seed = i % 4 == 3 ? i - 1 : i;  // every fourth file the one before it again
         return conformance::pattern_bytes(kMiB - static_cast<std::size_t>(seed % 3),
                                           static_cast<uint8_t>(seed));
     };
-    for (int i = 0; i < 80; ++i)
+    for (int i = 0; i < kFiles; ++i)
         ASSERT_TRUE(write_file(*mem, fmt::format("/f{:02}", i), content_of(i)));
     std::string first;
     for (unsigned jobs : {1u, 4u}) {
         PackWriteOptions options;
         options.jobs = jobs;
+        options.hold_budget_for_tests = 4 * kMiB;
         const std::string path = (dir.path / fmt::format("j{}.pack", jobs)).string();
         auto stats = write_pack(*mem, path, options);
         ASSERT_TRUE(stats) << stats.error().message();
         uint64_t unique = 0;  // the twins are stored once
-        for (int i = 0; i < 80; ++i) unique += i % 4 == 3 ? 0 : content_of(i).size();
+        for (int i = 0; i < kFiles; ++i) unique += i % 4 == 3 ? 0 : content_of(i).size();
         EXPECT_EQ(stats->unique_bytes, unique);
         if (first.empty()) first = slurp(path);
         EXPECT_EQ(slurp(path), first) << jobs << " jobs";
         auto pack = open_pack(path);
         ASSERT_TRUE(pack);
-        for (int i = 0; i < 80; ++i)
+        for (int i = 0; i < kFiles; ++i)
             EXPECT_EQ(read_file(**pack, fmt::format("/f{:02}", i)).value_or("?"), content_of(i));
     }
 }
@@ -471,7 +474,7 @@ TEST(PackWriter, WorkersWaitingForRoomTogetherNeverClaimAFileTwice) {
     TempDir dir;
     auto mem = make_mem_backend();
     constexpr std::size_t kMiB = 1 << 20;
-    constexpr int kFiles = 150;
+    constexpr int kFiles = 24;
     auto content_of = [](int i) {
         return conformance::pattern_bytes(kMiB - static_cast<std::size_t>(i % 5),
                                           static_cast<uint8_t>(i));
@@ -482,6 +485,7 @@ TEST(PackWriter, WorkersWaitingForRoomTogetherNeverClaimAFileTwice) {
         PackWriteOptions options;
         options.jobs = jobs;
         options.compression = Compression::zstd;  // a slower writer: the workers wait for room
+        options.hold_budget_for_tests = 4 * kMiB;  // room for 4 of the 24 files at once
         // The hook runs once per file hashed: a file claimed twice is counted twice.
         std::atomic<int> hashed{0};
         options.dedup_hash_for_tests = [&hashed](std::span<const std::byte> bytes) {

@@ -1,0 +1,1 @@
+// Compiles the tests precompiled header (test_pch.hpp) once: every test target reuses it.
