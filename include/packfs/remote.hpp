@@ -28,8 +28,10 @@ struct RemoteOptions {
     // ($XDG_CACHE_HOME/packfs, else ~/.cache/packfs), or "none" for a private file that goes
     // when the pack is closed.
     std::string cache_dir;
-    // The bound the cache is pruned to when a pack is opened: least recently opened packs not
-    // in use by any process go first. 0: a quarter of the free space of its filesystem.
+    // The cache's bound, 0: a quarter of the free space of its filesystem. When a pack is
+    // opened, and each time it has fetched a sixteenth of the bound more, the least recently
+    // opened packs no process has open are removed; if the packs in use alone are still over,
+    // the pack evicts its least recently read blocks down to three quarters of the bound.
     uint64_t cache_bytes = 0;
     // How long a read may wait for the server, retries included, before it fails with EIO.
     std::chrono::milliseconds timeout{30'000};
@@ -82,7 +84,7 @@ PACKFS_API std::string remote_cache_dir();
 struct CachedPack {
     std::string digest;  // the pack's image digest (the file's name)
     std::string path;
-    uint64_t size = 0;      // the pack's size (the file's length)
+    uint64_t size = 0;      // the pack's size
     uint64_t on_disk = 0;   // bytes its fetched blocks take
     int64_t last_used = 0;  // when a process last opened it (seconds since the epoch)
     bool in_use = false;    // some process has it open now

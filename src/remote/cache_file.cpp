@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "core/io.hpp"
@@ -19,6 +21,17 @@ namespace packfs::remote {
 namespace {
 
 constexpr std::string_view kSuffix = ".pack";
+
+// The trailer: the page after the pack's bytes (rounded up to a page). Its first 16 bytes say
+// whose it is; the eviction epoch has a cache line of its own.
+constexpr uint64_t kPage = 4096;
+constexpr char kTrailerMagic[8] = {'P', 'F', 'S', 'C', 'A', 'C', 'H', '1'};
+constexpr std::size_t kEpochAt = 64;
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the epoch is shared between processes");
+
+uint64_t trailer_offset(uint64_t pack_size) {
+    return (pack_size + kPage - 1) / kPage * kPage;
+}
 
 bool is_digest_name(std::string_view name) {
     if (name.size() != 64 + kSuffix.size() || !name.ends_with(kSuffix)) return false;
@@ -68,31 +81,155 @@ Result<CacheFile> CacheFile::open(const std::string& dir, const std::string& dig
         }
         ::futimens(file.fd_, nullptr);  // last used: now
     }
+    file.trailer_ = trailer_offset(size);
+    const uint64_t file_size = file.trailer_ + kPage;
     struct stat st {};
     if (::fstat(file.fd_, &st) != 0) return fail(errno, "cache", dir);
-    if (static_cast<uint64_t>(st.st_size) != size) {
-        // New, or not this pack's size (a damaged or foreign file): start it over.
+    if (static_cast<uint64_t>(st.st_size) != file_size || cached_pack_size(file.fd_) != size) {
+        // New, or not this pack's (a damaged or foreign file, or one of an older layout
+        // without the trailer): start it over, unless another process has it open as it is
+        // (a PackFS from before the trailer, which would read the holes starting over makes
+        // as its checked blocks): then this pack's blocks go to a private file instead.
+        if (file.existed_ && ::flock(file.fd_, LOCK_EX | LOCK_NB) != 0)
+            return CacheFile::open("none", digest_hex, size);
+        const bool convert_back = file.existed_;
         file.existed_ = false;
-        if (::ftruncate(file.fd_, 0) != 0 || ::ftruncate(file.fd_, static_cast<off_t>(size)) != 0)
+        char head[16];
+        std::memcpy(head, kTrailerMagic, 8);
+        std::memcpy(head + 8, &size, 8);
+        if (::ftruncate(file.fd_, 0) != 0 ||
+            ::ftruncate(file.fd_, static_cast<off_t>(file_size)) != 0 ||
+            ::pwrite(file.fd_, head, sizeof head, static_cast<off_t>(file.trailer_)) !=
+                static_cast<ssize_t>(sizeof head))
             return fail(errno, "cache", dir);
+        if (convert_back) ::flock(file.fd_, LOCK_SH);
     }
+    file.mapping_ = ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd_,
+                           static_cast<off_t>(file.trailer_));
+    if (file.mapping_ == MAP_FAILED) {
+        file.mapping_ = nullptr;
+        return fail(errno, "cache", dir);
+    }
+    file.epoch_ =
+        reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(file.mapping_) + kEpochAt);
     return file;
 }
 
 CacheFile::CacheFile(CacheFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), existed_(other.existed_) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      existed_(other.existed_),
+      trailer_(other.trailer_),
+      mapping_(std::exchange(other.mapping_, nullptr)),
+      epoch_(std::exchange(other.epoch_, nullptr)) {}
 
 CacheFile& CacheFile::operator=(CacheFile&& other) noexcept {
     if (this != &other) {
-        if (fd_ >= 0) ::close(fd_);
+        CacheFile gone(std::move(*this));  // closes and unmaps what this held
         fd_ = std::exchange(other.fd_, -1);
         existed_ = other.existed_;
+        trailer_ = other.trailer_;
+        mapping_ = std::exchange(other.mapping_, nullptr);
+        epoch_ = std::exchange(other.epoch_, nullptr);
     }
     return *this;
 }
 
 CacheFile::~CacheFile() {
+    if (mapping_ != nullptr) ::munmap(mapping_, kPage);
     if (fd_ >= 0) ::close(fd_);  // drops the flock too
+}
+
+uint64_t CacheFile::epoch() const noexcept {
+    return epoch_ != nullptr ? epoch_->load(std::memory_order_seq_cst) : 0;
+}
+
+int CacheFile::reopen() const noexcept {
+    return ::open(fmt::format("/proc/self/fd/{}", fd_).c_str(), O_RDWR | O_CLOEXEC);
+}
+
+bool CacheFile::lock_evictions(int fd, short type) const noexcept {
+    struct flock l {};
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    l.l_start = static_cast<off_t>(trailer_);
+    l.l_len = static_cast<off_t>(kPage);
+    while (::fcntl(fd, F_OFD_SETLKW, &l) != 0) {
+        if (errno != EINTR) return false;
+    }
+    return true;
+}
+
+void CacheFile::wait_for_eviction() const noexcept {
+    if (epoch_ == nullptr) return;
+    const int fd = reopen();
+    if (fd < 0) return;
+    // Exclusive: once it is ours no eviction runs, so an odd epoch is one whose process died
+    // between its two steps (its lock went with it).
+    if (lock_evictions(fd, F_WRLCK) && epoch_->load() % 2 == 1) epoch_->fetch_add(1);
+    ::close(fd);  // unlocks
+}
+
+Result<uint64_t> CacheFile::evict(std::span<const std::pair<uint64_t, uint64_t>> ranges) const {
+    const int fd = reopen();
+    if (fd < 0) return fail(errno, "cache", "reopening the cache file to evict");
+    if (!lock_evictions(fd, F_WRLCK)) {
+        const int code = errno;
+        ::close(fd);
+        return fail(code, "cache", "locking the cache file to evict");
+    }
+    epoch_->fetch_add(1);  // odd: readers of checked blocks wait, or read again
+    uint64_t covered = 0;
+    int failed = 0;
+    for (const auto& [offset, length] : ranges) {
+        // Its range lock (this description's, so this process's own fetches count too): a
+        // process fetching the block finishes first.
+        const RangeLock lock(fd, offset, length);
+        if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                        static_cast<off_t>(length)) != 0) {
+            failed = errno;
+            break;
+        }
+        covered += length;
+    }
+    epoch_->fetch_add(1);  // even again, and moved: checked blocks are checked again
+    ::close(fd);
+    if (failed != 0) return fail(failed, "cache", "punching a hole in the cache file");
+    return covered;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> CacheFile::data_extents(uint64_t from,
+                                                                   uint64_t to) const {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (uint64_t at = from; at < to;) {
+        const off_t data = ::lseek(fd_, static_cast<off_t>(at), SEEK_DATA);
+        if (data < 0 || static_cast<uint64_t>(data) >= to) break;  // ENXIO: no data after
+        const off_t hole = ::lseek(fd_, data, SEEK_HOLE);
+        const uint64_t end = hole < 0 ? to : std::min<uint64_t>(static_cast<uint64_t>(hole), to);
+        out.emplace_back(static_cast<uint64_t>(data), end);
+        at = end;
+    }
+    return out;
+}
+
+uint64_t cached_pack_size(int fd) noexcept {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kPage)) return 0;
+    char head[16];
+    if (::pread(fd, head, sizeof head, st.st_size - static_cast<off_t>(kPage)) !=
+            static_cast<ssize_t>(sizeof head) ||
+        std::memcmp(head, kTrailerMagic, 8) != 0)
+        return 0;
+    uint64_t size = 0;
+    std::memcpy(&size, head + 8, 8);
+    return trailer_offset(size) + kPage == static_cast<uint64_t>(st.st_size) ? size : 0;
+}
+
+uint64_t cached_pack_size(const std::string& path) noexcept {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    const uint64_t size = cached_pack_size(fd);
+    ::close(fd);
+    return size;
 }
 
 bool CacheFile::read(uint64_t offset, std::span<std::byte> out) const noexcept {
@@ -152,7 +289,8 @@ Result<std::vector<CachedPack>> list_cache(const std::string& dir) {
         if (fd < 0) continue;  // removed meanwhile
         struct stat st {};
         if (::fstat(fd, &st) == 0) {
-            p.size = static_cast<uint64_t>(st.st_size);
+            p.size = cached_pack_size(fd);  // the pack's, without the trailer
+            if (p.size == 0) p.size = static_cast<uint64_t>(st.st_size);  // an older layout
             p.on_disk = static_cast<uint64_t>(st.st_blocks) * 512;
             p.last_used = st.st_mtim.tv_sec;
             p.in_use = ::flock(fd, LOCK_EX | LOCK_NB) != 0;

@@ -10,8 +10,18 @@
 // that miss the same block serialise on an OFD byte-range lock over it: the second finds the
 // first one's copy instead of fetching it again. Blocks are written whole with pwrite and read
 // with pread; two writers of one block write the same bytes.
+//
+// Eviction. A pack in use that takes more than the cache's bound gives back blocks: evict()
+// punches holes over them. A process may have checked a block and go on reading it from the file
+// without checking it again, so the file carries an eviction epoch, shared through a mapping of
+// its last page (the trailer, after the pack's bytes): evict() makes it odd, punches, makes it
+// even. A reader takes the epoch before and after it reads checked blocks from the file; when it
+// moved, it forgets what it had checked and reads again (remote_bytes.cpp). A reader that meets
+// an odd epoch waits for the eviction's lock, and makes the epoch even again if the evicting
+// process died halfway.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,6 +50,17 @@ public:
     bool read(uint64_t offset, std::span<std::byte> out) const noexcept;
     bool write(uint64_t offset, std::span<const std::byte> bytes) const noexcept;
 
+    // The eviction epoch: even while no eviction runs, moved by each one.
+    uint64_t epoch() const noexcept;
+    // Waits while an eviction runs (the epoch is odd), and repairs the epoch of one whose
+    // process died before it finished.
+    void wait_for_eviction() const noexcept;
+    // Punches holes over `ranges` ([offset, offset + length), within the pack's bytes), each
+    // under its range lock, with the epoch odd meanwhile. Returns the bytes covered.
+    Result<uint64_t> evict(std::span<const std::pair<uint64_t, uint64_t>> ranges) const;
+    // The parts of [from, to) that hold data (SEEK_DATA/SEEK_HOLE): what may be cached.
+    std::vector<std::pair<uint64_t, uint64_t>> data_extents(uint64_t from, uint64_t to) const;
+
     // An exclusive lock on [offset, offset + length) against other processes, held while the
     // object lives (threads of one process do not exclude each other: remote_bytes.cpp keeps
     // them apart itself).
@@ -60,9 +81,21 @@ public:
     }
 
 private:
+    // A second open file description of the file, for the eviction lock (OFD locks of one
+    // description do not exclude each other, and the range locks use fd_).
+    int reopen() const noexcept;
+    bool lock_evictions(int fd, short type) const noexcept;
+
     int fd_ = -1;
     bool existed_ = false;
+    uint64_t trailer_ = 0;  // where the trailer page starts
+    void* mapping_ = nullptr;
+    std::atomic<uint64_t>* epoch_ = nullptr;
 };
+
+// The pack size a cache file holds, from its trailer (0: not a cache file of this layout).
+uint64_t cached_pack_size(int fd) noexcept;
+uint64_t cached_pack_size(const std::string& path) noexcept;
 
 // The default cache directory: $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs, else
 // /tmp/packfs-cache-<uid>.

@@ -126,7 +126,94 @@ void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
     for (std::size_t i = 0; i < blocks_.size(); ++i)
         ends_[i] = blocks_[i].offset + blocks_[i].length;
     verified_ = std::make_unique<std::atomic<uint64_t>[]>((blocks_.size() + 63) / 64);
+    if (options_.cache_bound != 0) {
+        last_use_ = std::make_unique<std::atomic<uint32_t>[]>(blocks_.size());
+        // The first read checks the bound: the file may hold more than it allows already (an
+        // earlier run's blocks, another process's, or a bound lowered since).
+        written_.store(options_.cache_bound, std::memory_order_relaxed);
+    }
     prefer_cache_ = false;
+}
+
+void HttpPackBytes::forget_verified() noexcept {
+    for (std::size_t w = 0; w < (blocks_.size() + 63) / 64; ++w)
+        verified_[w].store(0, std::memory_order_release);
+}
+
+uint64_t HttpPackBytes::settle_epoch() noexcept {
+    uint64_t epoch = cache_.epoch();
+    while (epoch % 2 == 1) {  // an eviction is punching holes: wait for it to finish
+        cache_.wait_for_eviction();
+        epoch = cache_.epoch();
+    }
+    if (epoch != seen_epoch_.load(std::memory_order_acquire)) {
+        // Blocks were evicted (by this process or another): any checked one may be a hole now.
+        forget_verified();
+        seen_epoch_.store(epoch, std::memory_order_release);
+    }
+    return epoch;
+}
+
+void HttpPackBytes::keep_within_bound() noexcept try {
+    std::unique_lock one(evict_mutex_, std::try_to_lock);
+    if (!one) return;  // another thread is at it
+    written_.store(0, std::memory_order_relaxed);
+    const uint64_t bound = options_.cache_bound;
+    (void)prune_cache(options_.cache_dir, bound);
+    auto packs = list_cache(options_.cache_dir);
+    if (!packs) return;
+    uint64_t total = 0;
+    for (const CachedPack& p : *packs) total += p.on_disk;
+    if (total <= bound) return;
+    const uint64_t goal = total - bound / 4 * 3;  // give back down to three quarters
+    // This pack's blocks that have data in the file, never read here first, then the least
+    // recently read.
+    std::vector<std::size_t> present;
+    for (const auto& [from, to] : cache_.data_extents(blocks_.front().offset, ends_.back())) {
+        auto i = static_cast<std::size_t>(std::upper_bound(ends_.begin(), ends_.end(), from) -
+                                          ends_.begin());
+        for (; i < blocks_.size() && blocks_[i].offset < to; ++i) {
+            if (blocks_[i].length != 0 && (present.empty() || present.back() < i))
+                present.push_back(i);
+        }
+    }
+    std::stable_sort(present.begin(), present.end(), [this](std::size_t a, std::size_t b) {
+        return last_use_[a].load(std::memory_order_relaxed) <
+               last_use_[b].load(std::memory_order_relaxed);
+    });
+    std::vector<std::size_t> victims;
+    {
+        // Claimed like a fetch, so no thread of this process fetches or checks one meanwhile.
+        std::lock_guard lock(mutex_);
+        uint64_t chosen = 0;
+        for (std::size_t i : present) {
+            if (chosen >= goal) break;
+            if (in_flight_.contains(i)) continue;
+            in_flight_.insert(i);
+            victims.push_back(i);
+            chosen += blocks_[i].length;
+        }
+    }
+    std::sort(victims.begin(), victims.end());
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // adjacent blocks as one range
+    for (std::size_t i : victims) {
+        if (!ranges.empty() && ranges.back().first + ranges.back().second == blocks_[i].offset)
+            ranges.back().second += blocks_[i].length;
+        else
+            ranges.emplace_back(blocks_[i].offset, blocks_[i].length);
+    }
+    auto evicted = cache_.evict(ranges);
+    {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i : victims) in_flight_.erase(i);
+    }
+    landed_.notify_all();
+    if (!evicted)  // the blocks stay, checked again when next read; the bound is exceeded
+        log(
+            fmt::format("{}: the cache takes {} bytes, over its bound of {}, and evicting "
+                        "{} blocks failed: {}",
+                        url_, total, bound, victims.size(), evicted.error().message()));
+} catch (const std::bad_alloc&) {
 }
 
 bool HttpPackBytes::matches(std::size_t i, std::span<const std::byte> bytes) const noexcept {
@@ -155,34 +242,55 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
     const auto first = static_cast<std::size_t>(
         std::upper_bound(ends_.begin(), ends_.end(), offset) - ends_.begin());
     std::size_t last = first;
-    std::vector<std::size_t> missing;
-    for (std::size_t i = first; i < blocks_.size() && blocks_[i].offset < end; ++i) {
-        last = i;
-        if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
-    }
+    for (std::size_t i = first; i < blocks_.size() && blocks_[i].offset < end; ++i) last = i;
     if (first >= blocks_.size() || ends_[last] < end) {
         log(fmt::format("{}: bytes {}-{} lie outside the data blocks", url_, offset, end - 1));
         return false;
     }
-    std::vector<Fetched> fetched;
     const uint64_t expected_end = t_expected.owner == this ? t_expected.end : 0;
-    if (!missing.empty() &&
-        !resolve(std::move(missing), fetched, expected_end, Clock::now() + options_.timeout))
-        return false;
-    for (std::size_t i = first; i <= last; ++i) {
-        const pack::StoredBlockRef& b = blocks_[i];
-        const uint64_t from = std::max(offset, b.offset), to = std::min(end, ends_[i]);
-        if (from >= to) continue;
-        auto part = out.subspan(from - offset, to - from);
-        auto mine = std::find_if(fetched.begin(), fetched.end(),
-                                 [i](const Fetched& f) { return f.index == i; });
-        if (mine != fetched.end()) {
-            std::memcpy(part.data(), mine->buffer->data() + mine->at + (from - b.offset),
-                        part.size());
-        } else if (!cache_.read(from, part)) {
-            log(fmt::format("{}: the cache file could not be read at {}", url_, from));
+    // Blocks checked before are read from the cache file; an eviction that ran meanwhile (the
+    // epoch moved) may have punched one, so then the read starts over, checking again.
+    for (int attempt = 0;; ++attempt) {
+        const uint64_t epoch = settle_epoch();
+        std::vector<std::size_t> missing;
+        for (std::size_t i = first; i <= last; ++i)
+            if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
+        std::vector<Fetched> fetched;
+        if (!missing.empty() &&
+            !resolve(std::move(missing), fetched, expected_end, Clock::now() + options_.timeout))
+            return false;
+        bool from_cache = false;
+        for (std::size_t i = first; i <= last; ++i) {
+            const pack::StoredBlockRef& b = blocks_[i];
+            const uint64_t from = std::max(offset, b.offset), to = std::min(end, ends_[i]);
+            if (from >= to) continue;
+            auto part = out.subspan(from - offset, to - from);
+            auto mine = std::find_if(fetched.begin(), fetched.end(),
+                                     [i](const Fetched& f) { return f.index == i; });
+            if (mine != fetched.end()) {
+                std::memcpy(part.data(), mine->buffer->data() + mine->at + (from - b.offset),
+                            part.size());
+            } else if (cache_.read(from, part)) {
+                from_cache = true;
+            } else {
+                log(fmt::format("{}: the cache file could not be read at {}", url_, from));
+                return false;
+            }
+        }
+        if (!from_cache || cache_.epoch() == epoch) break;
+        if (attempt == 100) {  // evictions back to back without end: a bound far too small
+            log(fmt::format("{}: bytes {}-{} evicted from the cache 100 times while being read",
+                            url_, offset, end - 1));
+            errno = EIO;
             return false;
         }
+    }
+    if (last_use_ != nullptr) {
+        const uint32_t now = use_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
+        for (std::size_t i = first; i <= last; ++i)
+            last_use_[i].store(now, std::memory_order_relaxed);
+        if (written_.load(std::memory_order_relaxed) >= options_.cache_bound / 16)
+            keep_within_bound();
     }
     return true;
 } catch (const std::bad_alloc&) {
@@ -261,7 +369,10 @@ bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wan
                 return false;
             }
         }
-        if (cache_.valid() && cache_.write(b.offset, bytes)) mark_verified(i);
+        if (cache_.valid() && cache_.write(b.offset, bytes)) {
+            mark_verified(i);
+            written_.fetch_add(b.length, std::memory_order_relaxed);
+        }
         if (i >= wanted_first && i <= wanted_last)
             fetched.push_back(Fetched{i, buffer, b.offset - at});
     }

@@ -42,6 +42,12 @@ struct FetchOptions {
     // A registry's: fresh auth headers once a request was refused (401/403: its token expired
     // or was revoked), or an error. Empty: a refusal is final.
     std::function<Result<std::vector<std::string>>()> reauthorize;
+    // The cache's bound while the pack is open (0: none). Each time this pack has written a
+    // sixteenth of it more into its cache file, the cache directory is pruned to the bound
+    // (packs not in use, least recently used first); if the packs in use still take more, this
+    // pack's least recently read blocks are evicted until they take at most three quarters.
+    uint64_t cache_bound = 0;
+    std::string cache_dir;
 };
 
 // `log` when set, else a logger to standard error ("packfs: remote: ..." lines, whole).
@@ -76,6 +82,13 @@ private:
     void mark_verified(std::size_t i) noexcept {
         verified_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_acq_rel);
     }
+    void forget_verified() noexcept;
+    // The cache file's eviction epoch once no eviction runs; what this process had checked is
+    // forgotten when it moved since the last call.
+    uint64_t settle_epoch() noexcept;
+    // Prunes the cache to options_.cache_bound, evicting this pack's least recently read blocks
+    // when the packs in use alone are over it.
+    void keep_within_bound() noexcept;
     bool matches(std::size_t i, std::span<const std::byte> bytes) const noexcept;
     bool in_cache(std::size_t i) const;
     bool resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
@@ -99,6 +112,13 @@ private:
     std::vector<pack::StoredBlockRef> blocks_;           // in offset order
     std::vector<uint64_t> ends_;                         // blocks_[i].offset + length, for lookups
     std::unique_ptr<std::atomic<uint64_t>[]> verified_;  // bit i: block i is good in the cache
+    std::atomic<uint64_t> seen_epoch_{0};                // the cache's epoch verified_ holds for
+    // With a bound: block i's last read (a tick of use_clock_), the order eviction follows, and
+    // the bytes written to the cache since the bound was last checked.
+    std::unique_ptr<std::atomic<uint32_t>[]> last_use_;
+    std::atomic<uint32_t> use_clock_{0};
+    std::atomic<uint64_t> written_{0};
+    std::mutex evict_mutex_;  // one eviction at a time
 
     std::mutex auth_mutex_;         // one re-authentication at a time
     uint64_t auth_generation_ = 0;  // headers replaced this many times (under auth_mutex_)

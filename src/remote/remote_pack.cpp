@@ -56,13 +56,14 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
                          const std::string& pin, bool warm, bool trust_cache) {
     auto bytes = std::make_shared<HttpPackBytes>(url, fetch);
     if (warm) {
-        struct stat st {};
         const std::string path = fmt::format("{}/{}.pack", cache_dir, pin);
-        if (::stat(path.c_str(), &st) != 0 || st.st_size < pack::kHeaderSize)
-            return fail(ENOENT, kOp, path);
-        auto cache = CacheFile::open(cache_dir, pin, static_cast<uint64_t>(st.st_size));
+        // The pack's size, from the file's trailer (a file without one is of an older layout,
+        // or not a cache file: a cold open starts it over).
+        const uint64_t size = remote::cached_pack_size(path);
+        if (size < pack::kHeaderSize) return fail(ENOENT, kOp, path);
+        auto cache = CacheFile::open(cache_dir, pin, size);
         if (!cache) return std::unexpected(cache.error());
-        bytes->assume_size(static_cast<uint64_t>(st.st_size));
+        bytes->assume_size(size);
         bytes->set_cache(std::move(*cache), /*prefer_cache=*/true);
     }
     auto image = pack::PackImage::open_remote(bytes);
@@ -152,14 +153,20 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
                             pinned_by_manifest);
         pin = *named;
     }
+    const std::string cache_dir =
+        options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
+    const uint64_t cache_bound = cache_dir == "none" ? 0
+                                 : options.cache_bytes != 0
+                                     ? options.cache_bytes
+                                     : remote::default_cache_bound(cache_dir);
     const remote::FetchOptions fetch{.timeout = options.timeout,
                                      .connections = options.connections,
                                      .readahead_bytes = options.readahead_bytes,
                                      .log = log,
                                      .headers = headers,
-                                     .reauthorize = reauthorize};
-    const std::string cache_dir =
-        options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
+                                     .reauthorize = reauthorize,
+                                     .cache_bound = cache_bound,
+                                     .cache_dir = cache_dir};
 
     Result<Opened> opened = fail(ENOENT, kOp);
     if (!pin.empty() && cache_dir != "none") {
@@ -186,11 +193,8 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     auto blocks = reader.stored_blocks(ctx);
     if (!blocks) return std::unexpected(blocks.error());
     opened->bytes->set_blocks(std::move(*blocks));
-    if (cache_dir != "none") {
-        const uint64_t bound =
-            options.cache_bytes != 0 ? options.cache_bytes : remote::default_cache_bound(cache_dir);
-        (void)remote::prune_cache(cache_dir, bound);  // this pack is held open: it stays
-    }
+    // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.
+    if (cache_bound != 0) (void)remote::prune_cache(cache_dir, cache_bound);
     return pack::backend_over(std::move(opened->reader));
 }
 

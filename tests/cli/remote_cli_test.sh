@@ -20,7 +20,8 @@
 # - a trace recorded by one mount (--record-trace) prefetched by the next (--prefetch), which
 #   then reads those files with the server gone;
 # - the cache: two mounts of one pack fetch each block once between them; a bound prunes the
-#   least recently used pack not in use; `packfs cache ls|prune|clear`.
+#   least recently used pack not in use, and one in use evicts its own blocks;
+#   `packfs cache ls|prune|clear`.
 set -euo pipefail
 export LC_ALL=C
 packfs=$(realpath "$1")
@@ -234,6 +235,12 @@ do_umount "$work/m2"
 check "a bound prunes the least recently used pack not in use" \
     python3 -c "import json; d = json.load(open('$work/ls.json')); assert len(d['packs']) == 1, d"
 check "cache ls names the pack left" grep -q "\"size\": $(stat -c %s "$www/zstd.pack")" "$work/ls.json"
+# A bound below what one pack in use reads: it evicts its own blocks as it goes.
+check "a pack read past the bound reads right" sh -c \
+    "'$packfs' --cache '$work/c9' --cache-size 300000 cat '$NGINX_URL/raw.pack' /a/b/random | cmp -s - '$src/a/b/random'"
+"$packfs" --cache "$work/c9" cache ls --json >"$work/ls.json"
+check "and keeps under its bound by evicting blocks (1.5 MB read, 300 kB bound)" \
+    python3 -c "import json; d = json.load(open('$work/ls.json')); assert d['packs'][0]['cached_bytes'] <= 300000 * 9 // 8, d"
 do_mount "$NGINX_URL/raw.pack" "$work/m1" --cache "$work/c8"
 "$packfs" --cache "$work/c8" cache clear >/dev/null
 "$packfs" --cache "$work/c8" cache ls --json >"$work/ls.json"

@@ -1,10 +1,14 @@
 // Remote packs in process, against a real nginx (tests/support/nginx_server.hpp): threads that
 // read the same files at once get the right bytes and fetch each block once between them (the
-// server's access log shows no byte range asked twice); a pinned digest, given by the option or
-// the URL's fragment, is checked, and malformed ones are refused before any request.
+// server's access log shows no byte range asked twice); a pack over the cache's bound evicts
+// blocks, and one opener's evictions never show another reader a hole; a pinned digest, given
+// by the option or the URL's fragment, is checked, and malformed ones are refused before any
+// request.
 #include "packfs/remote.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <random>
@@ -13,6 +17,7 @@
 
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
+#include "support/files.hpp"
 #include "support/nginx_server.hpp"
 
 namespace packfs {
@@ -124,6 +129,127 @@ INSTANTIATE_TEST_SUITE_P(Codecs, RemoteThreads,
                          [](const auto& p) {
                              return std::string(p.param == Compression::none ? "raw" : "zstd");
                          });
+
+// --- the cache's bound while a pack is open: blocks evicted (docs/REMOTE.md, "The cache") ----
+
+uint64_t bytes_fetched(const std::string& name) {
+    uint64_t total = 0;
+    for (const auto& [a, b] : ranges_fetched(name)) total += b - a + 1;
+    return total;
+}
+
+// What `dir` holds on disk for the one pack in it.
+uint64_t cached_on_disk(const std::string& dir) {
+    auto packs = list_remote_cache(dir);
+    if (!packs || packs->size() != 1) return 0;
+    return packs->front().on_disk;
+}
+
+// The eviction epoch in the trailer of the one pack in `dir` (each eviction adds 2).
+uint64_t eviction_epoch(const std::string& dir) {
+    auto packs = list_remote_cache(dir);
+    if (!packs || packs->size() != 1) return 0;
+    const int fd = ::open(packs->front().path.c_str(), O_RDONLY | O_CLOEXEC);
+    uint64_t epoch = 0;
+    if (fd >= 0 && ::pread(fd, &epoch, 8, ::lseek(fd, 0, SEEK_END) - 4096 + 64) != 8) epoch = 0;
+    if (fd >= 0) ::close(fd);
+    return epoch;
+}
+
+TEST(RemoteCache, APackOverTheBoundEvictsItsLeastRecentlyReadBlocks) {
+    const Served served = serve_pack("bounded.pack", Compression::none);
+    ASSERT_FALSE(served.url.empty());
+    test_support::TempDir cache;
+    constexpr uint64_t kBound = 2 << 20;  // the pack's data is about 10 MiB
+    RemoteOptions options;
+    options.cache_dir = cache.path.string();
+    options.cache_bytes = kBound;
+    options.readahead_bytes = 64 * 1024;
+    auto pack = open_remote_pack(served.url, options);
+    ASSERT_TRUE(pack) << pack.error().message();
+    uint64_t data = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const auto& [path, bytes] : served.files) {
+            ASSERT_TRUE(read_all(**pack, path) == bytes) << path << " in pass " << pass;
+            // Between two checks the pack may grow by a sixteenth of the bound, plus one
+            // fetch's readahead, over three quarters of it.
+            EXPECT_LE(cached_on_disk(options.cache_dir), kBound + kBound / 8) << path;
+            if (pass == 0) data += bytes.size();
+        }
+    }
+    EXPECT_GE(eviction_epoch(options.cache_dir), 2u);
+    // The second pass found the first's early files evicted and fetched them again.
+    EXPECT_GT(bytes_fetched("bounded.pack"), data + data / 2);
+}
+
+TEST(RemoteCache, BlocksAnotherOpenerEvictsAreFetchedAgainNeverReadAsHoles) {
+    const Served served = serve_pack("shared-bound.pack", Compression::zstd);
+    ASSERT_FALSE(served.url.empty());
+    test_support::TempDir cache;
+    RemoteOptions roomy;  // checks every block once and then reads it from the file
+    roomy.cache_dir = cache.path.string();
+    roomy.cache_bytes = 1ull << 40;
+    roomy.readahead_bytes = 64 * 1024;
+    roomy.block_cache_bytes = 0;  // every read goes down to the remote bytes
+    RemoteOptions tight = roomy;  // the same cache file, which it keeps evicting
+    tight.cache_bytes = 1 << 20;
+    auto a = open_remote_pack(served.url, roomy);
+    ASSERT_TRUE(a) << a.error().message();
+    for (const auto& [path, bytes] : served.files)
+        ASSERT_TRUE(read_all(**a, path) == bytes) << path;
+    auto b = open_remote_pack(served.url, tight);
+    ASSERT_TRUE(b) << b.error().message();
+    // Readers of both at once: each of b's evictions may punch blocks a checked and is reading.
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> readers;
+    for (unsigned t = 0; t < 4; ++t) {
+        readers.emplace_back([&, t] {
+            Backend& fs = t % 2 == 0 ? **a : **b;
+            std::vector<std::size_t> order(served.files.size());
+            std::iota(order.begin(), order.end(), 0);
+            std::shuffle(order.begin(), order.end(), std::mt19937(t));
+            for (int pass = 0; pass < 2; ++pass)
+                for (std::size_t i : order)
+                    if (read_all(fs, served.files[i].first) != served.files[i].second) ++wrong;
+        });
+    }
+    for (auto& r : readers) r.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GE(eviction_epoch(roomy.cache_dir), 4u) << "b evicted at least twice";
+    for (const auto& [path, bytes] : served.files)
+        EXPECT_TRUE(read_all(**a, path) == bytes) << path;
+}
+
+TEST(RemoteCache, AnEvictionWhoseProcessDiedIsFinishedByTheNextReader) {
+    const Served served = serve_pack("died.pack", Compression::none);
+    ASSERT_FALSE(served.url.empty());
+    test_support::TempDir cache;
+    RemoteOptions options;
+    options.cache_dir = cache.path.string();
+    options.block_cache_bytes = 0;
+    auto pack = open_remote_pack(served.url, options);
+    ASSERT_TRUE(pack) << pack.error().message();
+    for (const auto& [path, bytes] : served.files)
+        ASSERT_TRUE(read_all(**pack, path) == bytes) << path;
+    // What a process killed between its two steps leaves: the epoch odd, a block punched.
+    auto packs = list_remote_cache(options.cache_dir);
+    ASSERT_TRUE(packs && packs->size() == 1);
+    const int fd = ::open(packs->front().path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    const off_t trailer = ::lseek(fd, 0, SEEK_END) - 4096;
+    uint64_t epoch = 0;
+    ASSERT_EQ(::pread(fd, &epoch, 8, trailer + 64), 8);
+    EXPECT_EQ(epoch % 2, 0u);
+    ++epoch;
+    ASSERT_EQ(::pwrite(fd, &epoch, 8, trailer + 64), 8);
+    ASSERT_EQ(::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0 + 8192, 4 << 20), 0);
+    for (const auto& [path, bytes] : served.files)
+        EXPECT_TRUE(read_all(**pack, path) == bytes) << path;
+    uint64_t after = 0;
+    ASSERT_EQ(::pread(fd, &after, 8, trailer + 64), 8);
+    EXPECT_EQ(after, epoch + 1) << "the next reader made the epoch even again";
+    ::close(fd);
+}
 
 TEST(RemoteDigest, APinnedDigestIsCheckedAndMalformedOnesAreRefused) {
     const Served served = serve_pack("pinned.pack", Compression::none);

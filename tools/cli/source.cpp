@@ -38,8 +38,9 @@ void add_remote_options(CLI::App& app) {
                    "~/.cache/packfs; 'none' keeps them only while the pack is open)")
         ->group(group);
     app.add_option("--cache-size", texts->cache_size,
-                   "Bound the cache is pruned to, least recently used packs first (e.g. 10G; "
-                   "default a quarter of its filesystem's free space)")
+                   "The cache's bound (e.g. 10G; default a quarter of its filesystem's free "
+                   "space): least recently used packs not in use go first, then blocks of the "
+                   "packs in use, least recently read first")
         ->group(group);
     app.add_option(
            "--digest", texts->digest,
