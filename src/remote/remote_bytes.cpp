@@ -177,9 +177,10 @@ void HttpPackBytes::keep_within_bound() noexcept try {
                 present.push_back(i);
         }
     }
-    std::stable_sort(present.begin(), present.end(), [this](std::size_t a, std::size_t b) {
-        return last_use_[a].load(std::memory_order_relaxed) <
-               last_use_[b].load(std::memory_order_relaxed);
+    std::sort(present.begin(), present.end(), [this](std::size_t a, std::size_t b) {
+        const uint32_t used_a = last_use_[a].load(std::memory_order_relaxed);
+        const uint32_t used_b = last_use_[b].load(std::memory_order_relaxed);
+        return used_a != used_b ? used_a < used_b : a < b;
     });
     std::vector<std::size_t> victims;
     {

@@ -440,11 +440,13 @@ TEST(PackWriter, HashingAheadPastItsBudgetKeepsOrderAndBytes) {
     auto mem = make_mem_backend();
     constexpr std::size_t kMiB = 1 << 20;
     constexpr int kFiles = 16;
-    auto content_of = [](int i) {
+    std::vector<std::string> contents;  // made once: a MiB of pattern is slow under TSan
+    for (int i = 0; i < kFiles; ++i) {
         const int seed = i % 4 == 3 ? i - 1 : i;  // every fourth file the one before it again
-        return conformance::pattern_bytes(kMiB - static_cast<std::size_t>(seed % 3),
-                                          static_cast<uint8_t>(seed));
-    };
+        contents.push_back(conformance::pattern_bytes(kMiB - static_cast<std::size_t>(seed % 3),
+                                                      static_cast<uint8_t>(seed)));
+    }
+    auto content_of = [&contents](int i) -> const std::string& { return contents[i]; };
     for (int i = 0; i < kFiles; ++i)
         ASSERT_TRUE(write_file(*mem, fmt::format("/f{:02}", i), content_of(i)));
     std::string first;
@@ -475,10 +477,11 @@ TEST(PackWriter, WorkersWaitingForRoomTogetherNeverClaimAFileTwice) {
     auto mem = make_mem_backend();
     constexpr std::size_t kMiB = 1 << 20;
     constexpr int kFiles = 24;
-    auto content_of = [](int i) {
-        return conformance::pattern_bytes(kMiB - static_cast<std::size_t>(i % 5),
-                                          static_cast<uint8_t>(i));
-    };
+    std::vector<std::string> contents;  // made once: a MiB of pattern is slow under TSan
+    for (int i = 0; i < kFiles; ++i)
+        contents.push_back(conformance::pattern_bytes(kMiB - static_cast<std::size_t>(i % 5),
+                                                      static_cast<uint8_t>(i)));
+    auto content_of = [&contents](int i) -> const std::string& { return contents[i]; };
     for (int i = 0; i < kFiles; ++i)
         ASSERT_TRUE(write_file(*mem, fmt::format("/f{:03}", i), content_of(i)));
     for (unsigned jobs : {3u, 8u}) {
