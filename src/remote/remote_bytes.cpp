@@ -167,27 +167,25 @@ void HttpPackBytes::keep_within_bound() noexcept try {
     if (total <= bound) return;
     const uint64_t goal = total - bound / 4 * 3;  // give back down to three quarters
     // This pack's blocks that have data in the file, never read here first, then the least
-    // recently read.
-    std::vector<std::size_t> present;
+    // recently read. Sorted on a copy of their last uses: readers go on updating those, and a
+    // sort whose keys change under it is no ordering at all (it runs off the array).
+    std::vector<std::pair<uint32_t, std::size_t>> present;  // (last use, block)
     for (const auto& [from, to] : cache_.data_extents(blocks_.front().offset, ends_.back())) {
         auto i = static_cast<std::size_t>(std::upper_bound(ends_.begin(), ends_.end(), from) -
                                           ends_.begin());
         for (; i < blocks_.size() && blocks_[i].offset < to; ++i) {
-            if (blocks_[i].length != 0 && (present.empty() || present.back() < i))
-                present.push_back(i);
+            if (blocks_[i].length != 0 && (present.empty() || present.back().second < i))
+                present.emplace_back(last_use_[i].load(std::memory_order_relaxed), i);
         }
     }
-    std::sort(present.begin(), present.end(), [this](std::size_t a, std::size_t b) {
-        const uint32_t used_a = last_use_[a].load(std::memory_order_relaxed);
-        const uint32_t used_b = last_use_[b].load(std::memory_order_relaxed);
-        return used_a != used_b ? used_a < used_b : a < b;
-    });
+    std::sort(present.begin(), present.end());
     std::vector<std::size_t> victims;
     {
         // Claimed like a fetch, so no thread of this process fetches or checks one meanwhile.
         std::lock_guard lock(mutex_);
         uint64_t chosen = 0;
-        for (std::size_t i : present) {
+        for (const auto& entry : present) {
+            const std::size_t i = entry.second;
             if (chosen >= goal) break;
             if (in_flight_.contains(i)) continue;
             in_flight_.insert(i);
