@@ -288,7 +288,11 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
         const uint32_t now = use_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
         for (std::size_t i = first; i <= last; ++i)
             last_use_[i].store(now, std::memory_order_relaxed);
-        if (written_.load(std::memory_order_relaxed) >= options_.cache_bound / 16)
+        // At least a block's worth between checks: with a bound under 16 bytes, bound / 16 is
+        // 0, and every read would list the cache directory.
+        constexpr uint64_t kMinCheckBytes = 64 * 1024;
+        if (written_.load(std::memory_order_relaxed) >=
+            std::max(options_.cache_bound / 16, kMinCheckBytes))
             keep_within_bound();
     }
     return true;
