@@ -3,7 +3,8 @@
 //
 // fix_checksums() reads the header's own numbers and recomputes, wherever those numbers lie
 // inside the buffer (a range that does not fit is left alone): each section's checksum, each
-// metadata block sum, the sums checksum, the image digest and, last, the header checksum; with
+// metadata block sum, the sums checksum, the metadata digests (with their feature), the image
+// digest and, last, the header checksum; with
 // compressed metadata the frame index checksum too, and the rest from the frames inflated.
 // With `fix_file_size` it also writes the buffer's size into file_size. Every range is
 // checked here, so hostile numbers cannot make this code read out of bounds.
@@ -103,7 +104,21 @@ inline void fix_checksums(std::string& file, bool fix_file_size) {
     }
     if (fits(h.sums_offset, h.sums_length))
         h.sums_checksum = xxh3_64(bytes(h.sums_offset, h.sums_length));
-    if (have_region) {
+    // With metadata digests the image digest covers their table: rewritten from the region
+    // first, when it fits.
+    const bool digests = (h.incompat_features & kIncompatMetaDigests) != 0;
+    const uint64_t table = meta_digests_offset(h);
+    const bool table_fits = digests && h.sums_offset <= size && h.sums_length <= size &&
+                            blocks <= size && fits(table, 32 * blocks);
+    if (have_region && table_fits) {
+        for (uint64_t b = 0; b < blocks && b * kMetaBlockSize < region.size(); ++b) {
+            const uint64_t at = b * kMetaBlockSize;
+            const uint64_t n = std::min<uint64_t>(kMetaBlockSize, region.size() - at);
+            const Sha256Digest d = sha256(std::as_bytes(std::span(region.data() + at, n)));
+            std::memcpy(file.data() + table + 32 * b, d.data(), d.size());
+        }
+        seal_header(h, bytes(table, 32 * blocks));
+    } else if (have_region && !digests) {
         seal_header(h, std::as_bytes(std::span(region.data(), region.size())));
     } else {
         h.header_checksum = 0;

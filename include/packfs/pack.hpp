@@ -70,6 +70,10 @@ struct PackWriteOptions {
     // reader that fetches blocks one at a time (a remote pack) can check each before using it.
     // 32 bytes of metadata per block, and one more SHA-256 pass over the data while building.
     bool block_digests = true;
+    // Format 2, with block_digests: store a SHA-256 of each 16 KiB metadata block too, which the
+    // image digest then covers (docs/FORMAT.md, "Metadata digests"), so a remote reader can
+    // fetch large metadata a block at a time and check each. 32 bytes per 16 KiB of metadata.
+    bool metadata_digests = true;
     PackTimes times = PackTimes::mtime;
     // When set, every recorded time later than this is recorded as this (the SOURCE_DATE_EPOCH
     // convention of reproducible builds), so a tree touched today packs like yesterday's.
@@ -168,6 +172,9 @@ struct PackInfo {
     // Each stored block has its SHA-256 in the metadata (format 2, the block-digests feature):
     // the pack can be read remotely, every fetched block checked.
     bool has_block_digests = false;
+    // Each metadata block has its SHA-256 too (format 2, the metadata-digests feature), and the
+    // image digest covers their table: a remote reader can fetch the metadata by block.
+    bool has_metadata_digests = false;
     std::string digest;  // hex SHA-256
 };
 

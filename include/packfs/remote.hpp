@@ -46,6 +46,11 @@ struct RemoteOptions {
     std::function<void(uint64_t done, uint64_t total)> progress;
     // Decompressed blocks kept in memory (compressed packs), as PackOpenOptions.
     std::size_t block_cache_bytes = 64 << 20;
+    // Metadata stored in at most this many bytes is fetched whole when the pack is opened, in
+    // one request. Larger metadata (compressed, with metadata digests: what `packfs build
+    // --compress` writes) is fetched by block as it is used, so opening a pack of millions of
+    // files fetches its header and 48 bytes per 16 KiB of metadata. 0: always by block.
+    uint64_t metadata_whole_bytes = 8 << 20;
 };
 
 // Whether `source` names a remote pack (http://, https:// or oci://) rather than a host path.

@@ -48,12 +48,12 @@ Sha256Digest sha256(std::span<const std::byte> bytes) noexcept {
     return context.finish();
 }
 
-void seal_header(Header& header, std::span<const std::byte> region) noexcept {
+void seal_header(Header& header, std::span<const std::byte> covered) noexcept {
     header.header_checksum = 0;
     std::memset(header.image_digest, 0, sizeof header.image_digest);
     Sha256 digest;
     digest.update(std::as_bytes(std::span(&header, 1)));
-    digest.update(region);
+    digest.update(covered);
     const Sha256Digest d = digest.finish();
     std::memcpy(header.image_digest, d.data(), d.size());
     header.header_checksum = xxh3_64(std::as_bytes(std::span(&header, 1)));

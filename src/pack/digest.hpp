@@ -39,10 +39,11 @@ Sha256Digest sha256(std::span<const std::byte> bytes) noexcept;
 // The SHA-256 of a file's bytes from offset 0 to its end (read errors name `what`).
 Result<Sha256Digest> sha256_file(int fd, std::string_view what);
 
-// A pack header sealed over its metadata region (format.hpp): the image digest, SHA-256 of the
-// header (digest and checksum zero) then the inflated region, and then the header checksum,
-// both from the header's other fields as they are now.
-void seal_header(Header& header, std::span<const std::byte> region) noexcept;
+// A pack header sealed (format.hpp): the image digest, SHA-256 of the header (digest and
+// checksum zero) then `covered` (the inflated metadata region, or with kIncompatMetaDigests the
+// table of its blocks' digests), and then the header checksum, both from the header's other
+// fields as they are now.
+void seal_header(Header& header, std::span<const std::byte> covered) noexcept;
 
 // Incremental XXH3-128, for contents read in slices.
 class Xxh3_128 {

@@ -58,8 +58,16 @@ inline constexpr uint64_t kIncompatCompressedMeta = 1u << 2;
 // in zero bytes is a hole: it reads as zeros and takes no space in the data region. Without a
 // codec every other block is stored raw, so raw blocks still map byte for byte.
 inline constexpr uint64_t kIncompatHoles = 1u << 3;
-inline constexpr uint64_t kIncompatKnown =
-    kIncompatCompressedData | kIncompatInodeNumbers | kIncompatCompressedMeta | kIncompatHoles;
+// v2: after the sums comes a table of one SHA-256 per metadata block (of the block inflated),
+// and the image digest is SHA-256 over the header (zeroed as always) followed by that table
+// instead of the region. A reader that fetches the metadata block by block (a remote pack,
+// docs/REMOTE.md) checks the table against the image digest once, on open, and each block
+// against its entry the first time it fetches it; the digest still names the whole tree. A
+// reader that ignored the bit would compute another image digest.
+inline constexpr uint64_t kIncompatMetaDigests = 1u << 4;
+inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData | kIncompatInodeNumbers |
+                                           kIncompatCompressedMeta | kIncompatHoles |
+                                           kIncompatMetaDigests;
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
 // v2: the times section exists, holding each inode's atime and ctime (without it a reader
 // reports both equal to mtime, which is what a reader that ignores the bit reports).
@@ -258,6 +266,15 @@ inline constexpr uint64_t meta_block_count(uint64_t meta_length) noexcept {
 }
 inline constexpr uint64_t frame_index_offset(const Header& h) noexcept {
     return h.meta_offset + (h.meta_frames_length + 7) / 8 * 8;
+}
+
+// The metadata digests (kIncompatMetaDigests): meta_blocks SHA-256s right after the sums, the
+// last thing in the file, so file_size = meta_digests_offset() + meta_digests_length().
+inline constexpr uint64_t meta_digests_offset(const Header& h) noexcept {
+    return h.sums_offset + h.sums_length;
+}
+inline constexpr uint64_t meta_digests_length(const Header& h) noexcept {
+    return (h.incompat_features & kIncompatMetaDigests) != 0 ? 32 * (h.sums_length / 8) : 0;
 }
 
 // The numbering sections (kIncompatInodeNumbers; both present or both absent). inode_numbers:

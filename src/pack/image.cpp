@@ -169,10 +169,28 @@ Result<std::unique_ptr<PackImage>> PackImage::open_remote(std::shared_ptr<Remote
 PackImage::~PackImage() {
     if (slot_ >= 0) release_slot(slot_);
     if (map_ != nullptr) ::munmap(map_, map_length_);
+    if (on_demand_ != nullptr) ::munmap(on_demand_, on_demand_length_);
     if (fd_ >= 0) ::close(fd_);
 }
 
 Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::string_view host_path) {
+    if (remote_ && frames_on_demand_) {
+        // Reserved, not committed: only the pages of frames fetched cost memory.
+        Header h;
+        std::memcpy(&h, header_, sizeof h);
+        on_demand_length_ = size_ - meta_offset;
+        void* at = ::mmap(nullptr, on_demand_length_, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (at == MAP_FAILED) return fail(errno, "open_pack", host_path);
+        on_demand_ = static_cast<std::byte*>(at);
+        const uint64_t tail = h.meta_frames_length;  // the index (after padding), sums, digests
+        if (auto ok = remote_->fetch_unchecked(
+                meta_offset + tail, std::span(on_demand_ + tail, size_ - meta_offset - tail));
+            !ok)
+            return std::unexpected(ok.error());
+        meta_ = on_demand_;
+        return {};
+    }
     if (remote_) {
         const uint64_t length = size_ - meta_offset;
         buffer_ = std::make_unique_for_overwrite<std::byte[]>(length);

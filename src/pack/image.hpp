@@ -73,6 +73,15 @@ public:
     virtual const std::string& name() const noexcept = 0;
     // Bytes the reader checks itself (the header, the metadata region and its sums, at open).
     virtual Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) = 0;
+    // Stored metadata frames fetched on demand (MetaFrames), which the caller checks against
+    // the metadata digests: cached_metadata reads them from the cache when it holds all of
+    // them, fetch_metadata from the server.
+    virtual bool cached_metadata(uint64_t offset, std::span<std::byte> out) = 0;
+    virtual Result<void> fetch_metadata(uint64_t offset, std::span<std::byte> out) = 0;
+    // A frame that passed its check, kept in the cache (nothing unchecked is kept).
+    virtual void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) = 0;
+    // A line for the log (a mount's daemon log): what went wrong with bytes the caller checked.
+    virtual void report(std::string_view line) const = 0;
     // The stored blocks, in stream order, each inside the data region: from now on read()
     // serves data.
     virtual void set_blocks(std::vector<StoredBlockRef> blocks) = 0;
@@ -105,6 +114,13 @@ public:
     // reads that range into memory (pread). Called once, after the header was validated.
     Result<void> load(PackAccess access, uint64_t meta_offset, std::string_view host_path);
 
+    // A remote pack with compressed metadata and metadata digests: load() fetches only what
+    // follows the frames (their index, the sums, the digests), and the frames' place in
+    // memory is left for the reader to fill as it uses them (fetched_frames()). Before load().
+    void fetch_frames_on_demand() noexcept { frames_on_demand_ = true; }
+    // Where the frames go when they are fetched on demand (writable, at meta()), else null.
+    std::byte* fetched_frames() const noexcept { return frames_on_demand_ ? on_demand_ : nullptr; }
+
     PackAccess access() const noexcept { return access_; }
     // The byte at file offset meta_offset, and the (size() - meta_offset) that follow.
     const std::byte* meta() const noexcept { return meta_; }
@@ -135,6 +151,9 @@ private:
     int slot_ = -1;                        // registry slot of the mapping, -1 when none
     std::unique_ptr<std::byte[]> buffer_;  // pread access: [meta_offset, size)
     std::shared_ptr<RemoteBytes> remote_;
+    bool frames_on_demand_ = false;
+    std::byte* on_demand_ = nullptr;  // [meta_offset, size) mapped anonymous, filled as used
+    std::size_t on_demand_length_ = 0;
     const std::byte* meta_ = nullptr;
     std::atomic<uint64_t> damage_{0};
 };

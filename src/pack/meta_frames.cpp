@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "pack/codec.hpp"
+#include "pack/digest.hpp"
+#include "pack/image.hpp"
 
 namespace packfs::pack {
 
@@ -29,7 +31,22 @@ Result<std::unique_ptr<MetaFrames>> MetaFrames::create(const Header& header,
         if (at == MAP_FAILED) return fail(errno, "open_pack", path);
         m->region_ = static_cast<std::byte*>(at);
     }
-    m->state_ = std::make_unique<std::atomic<uint8_t>[]>(meta_block_count(header.meta_length));
+    m->block_count_ = meta_block_count(header.meta_length);
+    m->state_ = std::make_unique<std::atomic<uint8_t>[]>(m->block_count_);
+    return m;
+}
+
+Result<std::unique_ptr<MetaFrames>> MetaFrames::create_fetching(const Header& header,
+                                                                std::byte* frames,
+                                                                const std::byte* index,
+                                                                std::span<const std::byte> digests,
+                                                                RemoteBytes& remote) {
+    auto m = create(header, frames, index, remote.name());
+    if (!m) return m;
+    (*m)->fetched_frames_ = frames;
+    (*m)->fetch_ = std::make_unique<std::atomic<uint8_t>[]>((*m)->block_count_);
+    (*m)->digests_ = digests;
+    (*m)->remote_ = &remote;
     return m;
 }
 
@@ -37,7 +54,7 @@ MetaFrames::~MetaFrames() {
     if (region_ != nullptr) ::munmap(region_, meta_length_);
 }
 
-std::optional<Corruption> MetaFrames::inflate(uint64_t block) const {
+std::optional<MetaFault> MetaFrames::inflate(uint64_t block) const {
     const uint8_t state = state_[block].load(std::memory_order_acquire);
     if (state == inflated) return std::nullopt;
     std::lock_guard lock(locks_[block % locks_.size()]);
@@ -50,11 +67,15 @@ Corruption MetaFrames::frame_fault(uint64_t block, uint64_t offset, uint64_t exp
                       fmt::format("metadata block {} frame {}", block, what)};
 }
 
-std::optional<Corruption> MetaFrames::inflate_locked(uint64_t block) const {
+uint64_t MetaFrames::frame_begin(uint64_t block) const noexcept {
+    return load<uint64_t>(index_ + 8 * block);
+}
+
+std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block) const {
     const uint8_t state = state_[block].load(std::memory_order_acquire);
     if (state == inflated) return std::nullopt;  // by another thread while this one waited
-    const uint64_t begin = load<uint64_t>(index_ + 8 * block);
-    const uint64_t end = load<uint64_t>(index_ + 8 * (block + 1));
+    const uint64_t begin = frame_begin(block);
+    const uint64_t end = frame_begin(block + 1);
     const uint64_t start = block * kMetaBlockSize;
     const uint64_t length = std::min<uint64_t>(kMetaBlockSize, meta_length_ - start);
     // The stored length is never more than the block's: a frame that would be is stored raw.
@@ -68,22 +89,110 @@ std::optional<Corruption> MetaFrames::inflate_locked(uint64_t block) const {
         fault = frame_fault(block, index_offset_ + 8 * block, length, end - begin,
                             "length (longer than the block)");
     if (state == broken) {
-        if (fault) return fault;
-        return frame_fault(block, meta_offset_ + begin, length, end - begin,
-                           "(does not inflate to the block's length)");
+        if (fault) return MetaFault{std::move(*fault)};
+        return MetaFault{frame_fault(block, meta_offset_ + begin, length, end - begin,
+                                     "(does not inflate to the block's length)")};
     }
     std::byte* out = region_ + start;
-    if (!fault) {
-        const std::span stored(frames_ + begin, end - begin);
-        if (stored.size() == length)
-            std::memcpy(out, stored.data(), length);
-        else if (!decompress_block(codec_, stored, std::span(out, length)))
-            fault = frame_fault(block, meta_offset_ + begin, length, stored.size(),
-                                "(does not inflate to the block's length)");
+    // (Empty when the index entries are bad: nothing is read then.)
+    const std::span stored(frames_ + (fault ? 0 : begin), fault ? 0 : end - begin);
+    auto inflate_stored = [&] {
+        if (stored.size() != length)
+            return decompress_block(codec_, stored, std::span(out, length));
+        std::memcpy(out, stored.data(), length);
+        return true;
+    };
+    auto no_inflate = [&] {
+        return frame_fault(block, meta_offset_ + begin, length, stored.size(),
+                           "(does not inflate to the block's length)");
+    };
+    // Fetched on demand: the frame first, then the block checked against its digest; a
+    // mismatch is fetched once more, from the server alone.
+    for (int attempt = 0; !fault && remote_ != nullptr; ++attempt) {
+        if (auto missing = fetch(block, attempt > 0)) return missing;
+        auto mismatch = inflate_stored() ? check_digest(block, std::span(out, length))
+                                         : MetaFault{no_inflate(), true};
+        if (!mismatch) {
+            if (fetch_[block].load(std::memory_order_relaxed) == present)
+                remote_->keep_metadata(meta_offset_ + begin, stored);
+            state_[block].store(inflated, std::memory_order_release);
+            return std::nullopt;
+        }
+        fetch_[block].store(absent, std::memory_order_release);  // not kept: fetched again
+        remote_->report(fmt::format(
+            "{}: {}; {}", remote_->name(), mismatch->corruption.what,
+            attempt > 0 ? "not kept, the read fails" : "fetching it once more from the server"));
+        if (attempt > 0) return mismatch;
     }
+    if (!fault && !inflate_stored()) fault = no_inflate();
     if (fault) std::memset(out, 0, length);  // what a failed block reads as, whoever reads it
     state_[block].store(fault ? broken : inflated, std::memory_order_release);
-    return fault;
+    if (fault) return MetaFault{std::move(*fault)};
+    return std::nullopt;
+}
+
+std::optional<MetaFault> MetaFrames::check_digest(uint64_t block,
+                                                  std::span<const std::byte> block_bytes) const {
+    const Sha256Digest found = sha256(block_bytes);
+    const auto expected = digests_.subspan(32 * block, 32);
+    if (std::memcmp(found.data(), expected.data(), 32) == 0) return std::nullopt;
+    auto first8 = [](const void* p) { return load<uint64_t>(static_cast<const std::byte*>(p)); };
+    return MetaFault{
+        Corruption{
+            meta_offset_ + frame_begin(block), __builtin_bswap64(first8(expected.data())),
+            __builtin_bswap64(first8(found.data())),
+            fmt::format("metadata block {} SHA-256 (expected {}, found {})", block,
+                        to_hex(std::span(reinterpret_cast<const uint8_t*>(expected.data()), 32)),
+                        to_hex(found))},
+        true};
+}
+
+std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
+    auto claim = [&](uint64_t b) {
+        uint8_t expected = absent;
+        return fetch_[b].compare_exchange_strong(expected, fetching, std::memory_order_acq_rel);
+    };
+    while (true) {
+        uint8_t now = fetch_[block].load(std::memory_order_acquire);
+        if (now == fetching) {  // another thread's fetch: wait for it to land or fail
+            fetch_[block].wait(fetching, std::memory_order_acquire);
+            continue;
+        }
+        if (now != absent && !fresh) return std::nullopt;
+        // Absent, or fresh: this block again, alone.
+        if (fetch_[block].compare_exchange_strong(now, fetching, std::memory_order_acq_rel)) break;
+    }
+    // Kept in the cache by an earlier run or another process: this frame alone, from there.
+    const uint64_t from = frame_begin(block);
+    if (!fresh && remote_->cached_metadata(
+                      meta_offset_ + from,
+                      std::span(fetched_frames_ + from, frame_begin(block + 1) - from))) {
+        fetch_[block].store(cached, std::memory_order_release);
+        fetch_[block].notify_all();
+        return std::nullopt;
+    }
+    // Else from the server: this block (whose index entries the caller checked), then the
+    // following ones nobody has or fetches, whose entries are in order, within the window.
+    uint64_t last = block;
+    if (!fresh) {
+        auto joins = [&](uint64_t b) {
+            const uint64_t begin = frame_begin(b), end = frame_begin(b + 1);
+            return begin <= end && end <= frames_length_ && end - from <= kFetchWindow && claim(b);
+        };
+        while (last + 1 < block_count_ && joins(last + 1)) ++last;
+    }
+    const uint64_t to = frame_begin(last + 1);
+    const Result<void> got =
+        remote_->fetch_metadata(meta_offset_ + from, std::span(fetched_frames_ + from, to - from));
+    for (uint64_t b = block; b <= last; ++b) {
+        fetch_[b].store(got ? present : absent, std::memory_order_release);
+        fetch_[b].notify_all();
+    }
+    if (got) return std::nullopt;
+    return MetaFault{Corruption{meta_offset_ + from, to - from, 0,
+                                fmt::format("metadata blocks {}-{} not fetched: {}", block, last,
+                                            got.error().message())},
+                     true};
 }
 
 }  // namespace packfs::pack

@@ -323,6 +323,14 @@ Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const Metadat
     return {};
 }
 
+// The header's digest and checksum: the digest over the metadata digests when the pack has
+// them, else over the region.
+void seal(MetadataImage& image) noexcept {
+    seal_header(image.header, image.meta_digests.empty()
+                                  ? std::span<const std::byte>(image.region)
+                                  : std::span<const std::byte>(image.meta_digests));
+}
+
 }  // namespace
 
 Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
@@ -399,8 +407,18 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
     h.sums_offset = h.meta_offset + h.meta_length;
     h.sums_length = image.sums.size();
     h.sums_checksum = xxh3_64(image.sums);
-    h.file_size = h.sums_offset + h.sums_length;
-    seal_header(image.header, image.region);  // (the digest covers every content's SHA-256)
+    if (v2 && format.meta_digests) {
+        h.incompat_features |= kIncompatMetaDigests;
+        image.meta_digests.reserve(32 * sums.size());
+        for (std::size_t at = 0; at < region.size(); at += kMetaBlockSize) {
+            const std::size_t n = std::min<std::size_t>(kMetaBlockSize, region.size() - at);
+            const Sha256Digest d = sha256(std::span(region).subspan(at, n));
+            const auto digest = std::as_bytes(std::span(d));
+            image.meta_digests.insert(image.meta_digests.end(), digest.begin(), digest.end());
+        }
+    }
+    h.file_size = h.sums_offset + h.sums_length + image.meta_digests.size();
+    seal(image);  // (the digest covers every content's SHA-256)
     return image;
 }
 
@@ -414,8 +432,8 @@ std::vector<std::byte> frame_metadata(MetadataImage& image,
     index.assign(bytes.begin(), bytes.end());
     h.meta_index_checksum = xxh3_64(index);
     h.sums_offset = frame_index_offset(h) + index.size();
-    h.file_size = h.sums_offset + h.sums_length;
-    seal_header(image.header, image.region);
+    h.file_size = h.sums_offset + h.sums_length + image.meta_digests.size();
+    seal(image);
     return index;
 }
 

@@ -18,6 +18,7 @@ namespace packfs::pack {
 struct MetadataImage {
     std::vector<std::byte, HugePageAllocator<std::byte>> region;  // [meta_offset, + meta_length)
     std::vector<std::byte> sums;    // the block sums that follow it
+    std::vector<std::byte> meta_digests;  // kIncompatMetaDigests: after the sums, else empty
     Header header{};                // complete: checksums and digest set
     uint64_t inline_bytes = 0;
 };
@@ -36,6 +37,7 @@ struct StreamFacts {
 struct MetadataFormat {
     uint32_t version = kFormatVersion;
     bool all_times = false;  // v2: the times section (v1 always holds all three times)
+    bool meta_digests = false;  // v2: a SHA-256 per metadata block (kIncompatMetaDigests)
     uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;  // v2: instead of name_hash()
 };
 

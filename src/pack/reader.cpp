@@ -67,8 +67,13 @@ Result<void> PackReader::check_block(uint64_t block, const Ctx& ctx) const {
     const uint64_t bit = uint64_t{1} << (block % 64);
     if (frames_) {
         if (auto fault = frames_->inflate(block)) {
+            if (fault->transient)  // a fetch: EIO, and the next use tries again
+                return std::unexpected(
+                    Error(EIO, ctx.op,
+                          fmt::format("{} ({} at offset {})", ctx.path, fault->corruption.what,
+                                      fault->corruption.offset)));
             failed_[block / 64].fetch_or(bit, std::memory_order_acq_rel);
-            return std::unexpected(Error::corrupt(ctx.op, ctx.path, std::move(*fault)));
+            return std::unexpected(Error::corrupt(ctx.op, ctx.path, std::move(fault->corruption)));
         }
     }
     uint64_t expected = 0, actual = 0;

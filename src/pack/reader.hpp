@@ -209,8 +209,15 @@ public:
 
     // --- a pack from elsewhere (src/remote/) --------------------------------------------------
     // The image digest recomputed from the header and every metadata block (each checked
-    // against its sum first): O(metadata). Equal to header().image_digest for a sound pack.
+    // against its sum first): O(metadata); with metadata digests, from the header and their
+    // table: O(table), no block touched. Equal to header().image_digest for a sound pack.
     Result<Sha256Digest> image_digest(const Ctx& ctx) const;
+    // With metadata digests (kIncompatMetaDigests), whose table image_digest() covers: every
+    // metadata block against its entry (EUCLEAN naming the first that differs). O(metadata);
+    // nothing to check without them (image_digest() then covered the region itself).
+    Result<void> check_metadata_digests(const Ctx& ctx) const;
+    // Whether the pack has metadata digests.
+    bool has_metadata_digests() const noexcept { return !meta_digests_.empty(); }
     // Every stream block's stored place and digest, in order (has_block_digests() only).
     Result<std::vector<StoredBlockRef>> stored_blocks(const Ctx& ctx) const;
 
@@ -342,6 +349,7 @@ private:
     // metadata frames_'s inflated region.
     const std::byte* meta_ = nullptr;
     const std::byte* sums_ = nullptr;     // the metadata block sums (of the inflated blocks)
+    std::span<const std::byte> meta_digests_;  // kIncompatMetaDigests: SHA-256 per metadata block
     std::unique_ptr<MetaFrames> frames_;  // compressed metadata only
     uint64_t meta_offset_ = 0;
     uint64_t meta_length_ = 0;

@@ -106,6 +106,8 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
     if (sums != h.sums_checksum)
         return header_corrupt(host_path, h.sums_offset, h.sums_checksum, sums,
                               "metadata block sums checksum");
+    if (const uint64_t length = meta_digests_length(h); length != 0)
+        r->meta_digests_ = std::span(stored + (meta_digests_offset(h) - h.meta_offset), length);
     if ((h.incompat_features & kIncompatCompressedMeta) != 0) {
         const std::byte* index = stored + (frame_index_offset(h) - h.meta_offset);
         const uint64_t index_sum = xxh3_64(std::span(index, 8 * (r->block_sum_count_ + 1)));
@@ -120,7 +122,15 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
                                       static_cast<uint64_t>(stored[at]),
                                       "metadata frames padding (not zero)");
         }
-        auto frames = MetaFrames::create(h, stored, index, host_path);
+        // A remote pack's frames fetched on demand are checked against the metadata digests
+        // (the opener checks those against the image digest before anything is read).
+        std::byte* on_demand = r->image_->fetched_frames();
+        if (on_demand != nullptr && r->meta_digests_.empty())
+            return unsupported(host_path, "metadata fetched on demand without metadata digests");
+        auto frames = on_demand != nullptr
+                          ? MetaFrames::create_fetching(h, on_demand, index, r->meta_digests_,
+                                                        *r->image_->remote())
+                          : MetaFrames::create(h, stored, index, host_path);
         if (!frames) return std::unexpected(frames.error());
         r->frames_ = std::move(*frames);
         r->meta_ = r->frames_->region();
@@ -139,6 +149,12 @@ Result<Sha256Digest> PackReader::image_digest(const Ctx& ctx) const {
     std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
     Sha256 sha;
     sha.update(std::as_bytes(std::span(&zeroed, 1)));
+    // With metadata digests, the table stands for the region (verify checks each block
+    // against its entry).
+    if (!meta_digests_.empty()) {
+        sha.update(meta_digests_);
+        return sha.finish();
+    }
     // Block by block through meta(): each is checked against its sum (and inflated) first.
     for (uint64_t at = 0; at < meta_length_; at += kMetaBlockSize) {
         const uint64_t n = std::min<uint64_t>(kMetaBlockSize, meta_length_ - at);
@@ -147,6 +163,25 @@ Result<Sha256Digest> PackReader::image_digest(const Ctx& ctx) const {
         sha.update(std::span(*bytes, n));
     }
     return sha.finish();
+}
+
+Result<void> PackReader::check_metadata_digests(const Ctx& ctx) const {
+    for (uint64_t b = 0; b * kMetaBlockSize < meta_length_ && !meta_digests_.empty(); ++b) {
+        const uint64_t at = b * kMetaBlockSize;
+        const uint64_t n = std::min<uint64_t>(kMetaBlockSize, meta_length_ - at);
+        auto bytes = meta(at, n, ctx);
+        if (!bytes) return std::unexpected(bytes.error());
+        const Sha256Digest found = sha256(std::span(*bytes, n));
+        const auto expected = meta_digests_.subspan(32 * b, 32);
+        if (std::memcmp(found.data(), expected.data(), 32) != 0)
+            return corrupt(ctx, at, load<uint64_t>(expected.data()),
+                           load<uint64_t>(reinterpret_cast<const std::byte*>(found.data())),
+                           fmt::format("metadata block {} SHA-256 (expected {}, found {})", b,
+                                       to_hex(std::span(
+                                           reinterpret_cast<const uint8_t*>(expected.data()), 32)),
+                                       to_hex(found)));
+    }
+    return {};
 }
 
 Result<void> PackReader::validate_header(std::string_view path) const {
@@ -267,10 +302,19 @@ Result<void> PackReader::validate_header(std::string_view path) const {
     if (h.sums_length != meta_blocks * 8)
         return header_corrupt(path, at(offsetof(Header, sums_length)), meta_blocks * 8,
                               h.sums_length, "block sums length");
+    // Then the metadata digests (v2 with kIncompatMetaDigests), or nothing: the file ends.
+    const bool meta_digests = (h.incompat_features & kIncompatMetaDigests) != 0;
+    if (meta_digests && !v2)
+        return header_corrupt(path, at(offsetof(Header, incompat_features)),
+                              h.incompat_features & ~kIncompatMetaDigests, h.incompat_features,
+                              "incompatible features (metadata digests in version 1)");
+    const uint64_t tail = meta_digests ? 32 * meta_blocks : 0;
     if (!within(h.sums_offset, h.sums_length, real_size) ||
-        h.sums_offset + h.sums_length != real_size)
+        real_size - h.sums_offset - h.sums_length != tail)
         return header_corrupt(path, at(offsetof(Header, sums_length)), real_size - h.sums_offset,
-                              h.sums_length, "block sums (must end the file)");
+                              h.sums_length + tail,
+                              meta_digests ? "block sums and metadata digests (must end the file)"
+                                           : "block sums (must end the file)");
 
     // The sections: in order, 8-aligned (gaps under 8 bytes), inside the metadata region, whole
     // records.
@@ -384,6 +428,7 @@ PackInfo PackReader::info() const {
     i.has_xattrs = (header_.compat_features & kCompatXattrs) != 0;
     i.has_holes = holes_;
     i.has_block_digests = block_digests_;
+    i.has_metadata_digests = !meta_digests_.empty();
     i.keeps_inode_numbers = numbered_;
     i.stores_all_times = version_ == 1 || all_times_;
     i.digest = to_hex(std::span<const uint8_t>(header_.image_digest));

@@ -66,10 +66,13 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     if (frames_) {
         for (uint64_t b = 0; b < block_sum_count_; ++b) {
             if (auto fault = frames_->inflate(b)) {
-                failed_[b / 64].fetch_or(uint64_t{1} << (b % 64), std::memory_order_acq_rel);
-                problem(fmt::format("metadata block {} (offset {})", b, fault->offset),
-                        fmt::format("{}: expected {}, found {}", fault->what, fault->expected,
-                                    fault->actual));
+                const Corruption& c = fault->corruption;
+                if (!fault->transient)
+                    failed_[b / 64].fetch_or(uint64_t{1} << (b % 64), std::memory_order_acq_rel);
+                problem(fmt::format("metadata block {} (offset {})", b, c.offset),
+                        fault->transient ? c.what
+                                         : fmt::format("{}: expected {}, found {}", c.what,
+                                                       c.expected, c.actual));
             }
         }
     }
@@ -477,15 +480,33 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
     // 6. The inode numbers.
     if (numbered_) verify_numbering(report);
 
-    // 7. The image digest: the header (checksum and digest zero), then the metadata region.
+    // 7. The image digest: the header (checksum and digest zero), then the metadata region, or
+    // with metadata digests their table, each block checked against its entry.
     Header zeroed = header_;
     zeroed.header_checksum = 0;
     std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
     sha.update(std::as_bytes(std::span(&zeroed, 1)));
-    for (uint64_t at = 0; at < meta_length_; at += kChunk) {
-        const uint64_t n = std::min(kChunk, meta_length_ - at);
-        sha.update(std::span(meta_ + at, n));
-        meter.add(n);
+    if (!meta_digests_.empty()) {
+        for (uint64_t b = 0; b < block_sum_count_; ++b) {
+            const uint64_t at = b * kMetaBlockSize;
+            const uint64_t n = std::min<uint64_t>(kMetaBlockSize, meta_length_ - at);
+            const Sha256Digest found = sha256(std::span(meta_ + at, n));
+            const auto expected = meta_digests_.subspan(32 * b, 32);
+            if (std::memcmp(found.data(), expected.data(), 32) != 0)
+                problem(fmt::format("metadata block {} (offset {})", b, meta_offset_ + at),
+                        fmt::format("SHA-256 mismatch: expected {}, found {}",
+                                    to_hex(std::span(
+                                        reinterpret_cast<const uint8_t*>(expected.data()), 32)),
+                                    to_hex(found)));
+            meter.add(n);
+        }
+        sha.update(meta_digests_);
+    } else {
+        for (uint64_t at = 0; at < meta_length_; at += kChunk) {
+            const uint64_t n = std::min(kChunk, meta_length_ - at);
+            sha.update(std::span(meta_ + at, n));
+            meter.add(n);
+        }
     }
     const Sha256Digest digest = sha.finish();
     if (std::memcmp(digest.data(), header_.image_digest, digest.size()) != 0)

@@ -153,6 +153,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                       .block_digests = stream.take_digests()};
     const MetadataFormat format{.version = options.format,
                                 .all_times = options.times == PackTimes::all,
+                                .meta_digests = options.block_digests && options.metadata_digests,
                                 .name_hash_for_tests = options.name_hash_for_tests};
     auto meta = build_metadata(*tree, *plan, facts, format, numbering ? &*numbering : nullptr);
     if (!meta) return std::unexpected(meta.error());
@@ -177,6 +178,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
         return std::unexpected(r.error());
     }
     if (auto r = out->append(meta->sums); !r) return std::unexpected(r.error());
+    if (auto r = out->append(meta->meta_digests); !r) return std::unexpected(r.error());
     if (auto r = out->write_at(std::as_bytes(std::span(&meta->header, 1)), 0); !r)
         return std::unexpected(r.error());
     if (auto r = out->commit(); !r) return std::unexpected(r.error());

@@ -39,6 +39,33 @@ bool is_digest_name(std::string_view name) {
                        [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+// An open-file-description lock on [offset, offset + length): the same description's locks
+// never conflict, another description's (another process or a reopen) do. Waits when asked.
+bool ofd_lock(int fd, short type, uint64_t offset, uint64_t length, bool wait) noexcept {
+    struct flock l {};
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    l.l_start = static_cast<off_t>(offset);
+    l.l_len = static_cast<off_t>(length);
+    while (::fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &l) != 0) {
+        if (errno != EINTR) return false;
+    }
+    return true;
+}
+
+// The pack size a cache file of file_size bytes names in its trailer, 0 if it has none.
+uint64_t trailer_pack_size(int fd, uint64_t file_size) noexcept {
+    if (file_size < kPage) return 0;
+    char head[16];
+    if (::pread(fd, head, sizeof head, static_cast<off_t>(file_size - kPage)) !=
+            static_cast<ssize_t>(sizeof head) ||
+        std::memcmp(head, kTrailerMagic, 8) != 0)
+        return 0;
+    uint64_t size = 0;
+    std::memcpy(&size, head + 8, 8);
+    return trailer_offset(size) + kPage == file_size ? size : 0;
+}
+
 Result<void> make_dirs(const std::string& dir) {
     for (std::size_t at = 1; at <= dir.size(); ++at) {
         if (at != dir.size() && dir[at] != '/') continue;
@@ -85,7 +112,8 @@ Result<CacheFile> CacheFile::open(const std::string& dir, const std::string& dig
     const uint64_t file_size = file.trailer_ + kPage;
     struct stat st {};
     if (::fstat(file.fd_, &st) != 0) return fail(errno, "cache", dir);
-    if (static_cast<uint64_t>(st.st_size) != file_size || cached_pack_size(file.fd_) != size) {
+    if (static_cast<uint64_t>(st.st_size) != file_size ||
+        trailer_pack_size(file.fd_, file_size) != size) {
         // New, or not this pack's (a damaged or foreign file, or one of an older layout
         // without the trailer): start it over, unless another process has it open as it is
         // (a PackFS from before the trailer, which would read the holes starting over makes
@@ -148,15 +176,7 @@ int CacheFile::reopen() const noexcept {
 }
 
 bool CacheFile::lock_evictions(int fd, short type) const noexcept {
-    struct flock l {};
-    l.l_type = type;
-    l.l_whence = SEEK_SET;
-    l.l_start = static_cast<off_t>(trailer_);
-    l.l_len = static_cast<off_t>(kPage);
-    while (::fcntl(fd, F_OFD_SETLKW, &l) != 0) {
-        if (errno != EINTR) return false;
-    }
-    return true;
+    return ofd_lock(fd, type, trailer_, kPage, true);
 }
 
 void CacheFile::wait_for_eviction() const noexcept {
@@ -211,23 +231,12 @@ std::vector<std::pair<uint64_t, uint64_t>> CacheFile::data_extents(uint64_t from
     return out;
 }
 
-uint64_t cached_pack_size(int fd) noexcept {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kPage)) return 0;
-    char head[16];
-    if (::pread(fd, head, sizeof head, st.st_size - static_cast<off_t>(kPage)) !=
-            static_cast<ssize_t>(sizeof head) ||
-        std::memcmp(head, kTrailerMagic, 8) != 0)
-        return 0;
-    uint64_t size = 0;
-    std::memcpy(&size, head + 8, 8);
-    return trailer_offset(size) + kPage == static_cast<uint64_t>(st.st_size) ? size : 0;
-}
-
 uint64_t cached_pack_size(const std::string& path) noexcept {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
-    const uint64_t size = cached_pack_size(fd);
+    struct stat st {};
+    const uint64_t size =
+        ::fstat(fd, &st) == 0 ? trailer_pack_size(fd, static_cast<uint64_t>(st.st_size)) : 0;
     ::close(fd);
     return size;
 }
@@ -251,25 +260,12 @@ bool CacheFile::write(uint64_t offset, std::span<const std::byte> bytes) const n
 CacheFile::RangeLock::RangeLock(int fd, uint64_t offset, uint64_t length) noexcept
     : fd_(fd), offset_(offset), length_(length) {
     if (fd_ < 0 || length_ == 0) return;
-    struct flock l {};
-    l.l_type = F_WRLCK;
-    l.l_whence = SEEK_SET;
-    l.l_start = static_cast<off_t>(offset_);
-    l.l_len = static_cast<off_t>(length_);
-    while (::fcntl(fd_, F_OFD_SETLKW, &l) != 0) {
-        if (errno != EINTR) return;  // no lock: at worst a block is fetched twice
-    }
-    held_ = true;
+    // No lock (an error other than EINTR): at worst a block is fetched twice.
+    held_ = ofd_lock(fd_, F_WRLCK, offset_, length_, true);
 }
 
 CacheFile::RangeLock::~RangeLock() {
-    if (!held_) return;
-    struct flock l {};
-    l.l_type = F_UNLCK;
-    l.l_whence = SEEK_SET;
-    l.l_start = static_cast<off_t>(offset_);
-    l.l_len = static_cast<off_t>(length_);
-    ::fcntl(fd_, F_OFD_SETLK, &l);
+    if (held_) ofd_lock(fd_, F_UNLCK, offset_, length_, false);
 }
 
 Result<std::vector<CachedPack>> list_cache(const std::string& dir) {
@@ -289,7 +285,8 @@ Result<std::vector<CachedPack>> list_cache(const std::string& dir) {
         if (fd < 0) continue;  // removed meanwhile
         struct stat st {};
         if (::fstat(fd, &st) == 0) {
-            p.size = cached_pack_size(fd);  // the pack's, without the trailer
+            // The pack's, without the trailer
+            p.size = trailer_pack_size(fd, static_cast<uint64_t>(st.st_size));
             if (p.size == 0) p.size = static_cast<uint64_t>(st.st_size);  // an older layout
             p.on_disk = static_cast<uint64_t>(st.st_blocks) * 512;
             p.last_used = st.st_mtim.tv_sec;

@@ -94,7 +94,6 @@ private:
 };
 
 // The pack size a cache file holds, from its trailer (0: not a cache file of this layout).
-uint64_t cached_pack_size(int fd) noexcept;
 uint64_t cached_pack_size(const std::string& path) noexcept;
 
 // The default cache directory: $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs, else

@@ -120,6 +120,27 @@ Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte
     return {};
 }
 
+bool HttpPackBytes::cached_metadata(uint64_t offset, std::span<std::byte> out) {
+    if (!cache_.valid() || out.empty()) return false;
+    // Only what the cache file holds as data: a hole (never kept) would read as zeros.
+    const uint64_t end = offset + out.size();
+    const auto extents = cache_.data_extents(offset, end);
+    return extents.size() == 1 && extents[0].first == offset && extents[0].second == end &&
+           cache_.read(offset, out);
+}
+
+Result<void> HttpPackBytes::fetch_metadata(uint64_t offset, std::span<std::byte> out) {
+    if (!out.empty() && !get(offset, out, Clock::now() + options_.timeout))
+        return fail(
+            errno, "read",
+            fmt::format("{} (metadata bytes {}-{})", url_, offset, offset + out.size() - 1));
+    return {};
+}
+
+void HttpPackBytes::keep_metadata(uint64_t offset, std::span<const std::byte> bytes) {
+    if (cache_.valid()) cache_.write(offset, bytes);
+}
+
 void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
     blocks_ = std::move(blocks);
     ends_.resize(blocks_.size());

@@ -1,6 +1,8 @@
 // The bytes of a pack behind an HTTP URL (pack::RemoteBytes): the header and metadata fetched
-// whole at open, data fetched by stored block, each block checked against its SHA-256 before it
-// is used or written to the cache file, and read from the cache file once it is there.
+// at open (whole, or with large metadata what follows its frames, the frames then fetched as
+// the reader uses them: fetch_metadata), data fetched by stored block, each block checked against
+// its SHA-256 before it is used or written to the cache file, and read from the cache file once it
+// is there.
 //
 // A read of blocks that are not here yet:
 // 1. claims them in this process (a thread that finds a block claimed waits for it instead of
@@ -60,6 +62,10 @@ public:
     uint64_t size() const noexcept override { return size_; }
     const std::string& name() const noexcept override { return url_; }
     Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) override;
+    bool cached_metadata(uint64_t offset, std::span<std::byte> out) override;
+    Result<void> fetch_metadata(uint64_t offset, std::span<std::byte> out) override;
+    void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) override;
+    void report(std::string_view line) const override { log(line); }
     void set_blocks(std::vector<pack::StoredBlockRef> blocks) override;
     bool read(uint64_t offset, std::span<std::byte> out) noexcept override;
     void expect(uint64_t end) noexcept override;

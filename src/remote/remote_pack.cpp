@@ -3,11 +3,15 @@
 //
 // Opening, cold: GET the first 512 bytes (the header, and the pack's size from Content-Range),
 // then GET [meta_offset, end) (the metadata region and its sums: the format puts them last so
-// that this is one request). Warm, with the digest given and the cache holding the pack: no
-// request at all; the metadata read from the cache file is checked like fetched metadata, and a
-// cache copy that fails the checks is dropped for a fetch. Either way the image digest is
-// recomputed over the header and the whole metadata and must equal the header's and the pinned
-// one, so every block digest the metadata holds is vouched for.
+// that this is one request). Metadata larger than RemoteOptions::metadata_whole_bytes (stored
+// as frames, with metadata digests) is not fetched whole: the second GET starts after the
+// frames (their index, the sums, the digests), and each frame is fetched when the reader first
+// uses its block, checked against its digest (MetaFrames). Warm, with the digest given and the
+// cache holding the pack: no request at all; what is read from the cache file is checked like
+// fetched metadata, and a cache copy that fails the checks is dropped for a fetch. Either way the
+// image digest is recomputed over the header and the whole metadata (or the table of its
+// blocks' digests) and must equal the header's and the pinned one, so every block digest the
+// metadata holds is vouched for.
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -82,6 +86,10 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
         cache->write(0, (*image)->header_bytes());
         bytes->set_cache(std::move(*cache), existed && trust_cache);
     }
+    const bool on_demand = (header.incompat_features & pack::kIncompatCompressedMeta) != 0 &&
+                           (header.incompat_features & pack::kIncompatMetaDigests) != 0 &&
+                           header.meta_frames_length > options.metadata_whole_bytes;
+    if (on_demand) (*image)->fetch_frames_on_demand();
     PackOpenOptions open_options;
     open_options.access = PackAccess::pread;
     open_options.block_cache_bytes = options.block_cache_bytes;
@@ -93,6 +101,12 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
     if (pack::to_hex(*digest) != named)
         return mismatch(url, "image digest of the header and metadata", named,
                         pack::to_hex(*digest));
+    // Fetched whole, with metadata digests: every block against the table the digest covers
+    // (on demand, each block is checked as it is fetched).
+    if (!on_demand) {
+        if (auto ok = (*reader)->check_metadata_digests(ctx); !ok)
+            return std::unexpected(ok.error());
+    }
     return Opened{std::move(bytes), std::move(*reader)};
 }
 

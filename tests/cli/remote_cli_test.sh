@@ -95,6 +95,10 @@ for kind in raw zstd; do
     check "$kind: extract by URL keeps the hole" \
         test "$(du -k "$work/x-remote/sparse" | cut -f1)" -lt 100
 done
+# The metadata fetched by block as it is used (--metadata-whole 0), whatever its size.
+extra=(/); same "ls -lR, the metadata fetched by block" zstd --metadata-whole 0 ls -l -R
+extra=(); same "verify, the metadata fetched by block" zstd --metadata-whole 0 verify
+expect_code "--metadata-whole wants a size" 2 "$packfs" --metadata-whole lots ls "$NGINX_URL/zstd.pack" /
 
 # ---- 2. what is fetched --------------------------------------------------------------------
 reset_nginx_log

@@ -4,6 +4,9 @@
 // bytes found from the header and the blocks section, hashed by this test), for raw, raw with
 // holes and compressed packs; verify catches a changed block by its digest; the feature is
 // left out on request and in version 1; a damaged entry or feature bit is refused on open.
+// Metadata digests (the metadata-digests feature) likewise: one SHA-256 per metadata block,
+// checked against the region as this test inflates it, the image digest over their table, verify
+// naming a block whose entry differs, and left out with the block digests.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -24,6 +27,13 @@ using test_support::slurp;
 using test_support::TempDir;
 
 constexpr uint32_t kBlock = 16 * 1024;
+
+const auto kEveryCodec = ::testing::Values(Compression::none, Compression::zstd, Compression::lz4);
+std::string codec_test_name(const ::testing::TestParamInfo<Compression>& info) {
+    return info.param == Compression::none   ? "raw"
+           : info.param == Compression::zstd ? "zstd"
+                                             : "lz4";
+}
 
 std::string pattern(std::size_t n, unsigned seed) {
     std::string s(n, '\0');
@@ -115,13 +125,7 @@ TEST_P(BlockDigests, EveryStoredBlockHasItsSha256AndVerifyChecksIt) {
     EXPECT_TRUE(named);
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, BlockDigests,
-                         ::testing::Values(Compression::none, Compression::zstd, Compression::lz4),
-                         [](const auto& param_info) {
-                             return std::string(param_info.param == Compression::none   ? "raw"
-                                                : param_info.param == Compression::zstd ? "zstd"
-                                                                                        : "lz4");
-                         });
+INSTANTIATE_TEST_SUITE_P(Codecs, BlockDigests, kEveryCodec, codec_test_name);
 
 TEST(BlockDigestsFeature, ARawStreamWithoutHolesHasOneDigestPerStreamBlock) {
     TempDir dir;
@@ -193,6 +197,159 @@ TEST(BlockDigestsFeature, ADamagedEntryOrFeatureBitIsRefusedOnOpen) {
     EXPECT_NE(open_error(PackParts::parse(slurp(path)),
                          [](Header& h) { h.compat_features |= kCompatBlockDigests; })
                   .find("block digests in version 1"),
+              std::string::npos);
+}
+
+// --- metadata digests ------------------------------------------------------------------------
+
+// The metadata region as the reader sees it (inflated), and the table of its blocks' digests.
+struct MetaTable {
+    std::string region, table;
+};
+
+MetaTable meta_table(const std::string& file) {
+    const Header h = header_of(file);
+    MetaTable t;
+    t.region = (h.incompat_features & kIncompatCompressedMeta) != 0
+                   ? PackParts::inflate_region(file, h)
+                   : file.substr(h.meta_offset, h.meta_length);
+    t.table = file.substr(meta_digests_offset(h), meta_digests_length(h));
+    return t;
+}
+
+std::string sha_of(std::string_view bytes) {
+    const Sha256Digest d = sha256(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+// SHA-256 of the header (checksum and digest zero) followed by `covered`.
+std::string image_digest_over(Header h, std::string_view covered) {
+    h.header_checksum = 0;
+    std::memset(h.image_digest, 0, sizeof h.image_digest);
+    std::string bytes(reinterpret_cast<const char*>(&h), sizeof h);
+    bytes += covered;
+    return sha_of(bytes);
+}
+
+class MetadataDigests : public ::testing::TestWithParam<Compression> {};
+
+TEST_P(MetadataDigests, EveryMetadataBlockHasItsSha256AndTheImageDigestCoversTheTable) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    fill(*mem);
+    for (int i = 0; i < 400; ++i)  // metadata of several blocks
+        ASSERT_TRUE(write_file(*mem, "/d/n" + std::to_string(i), pattern(300 + i, 100 + i)));
+    const std::string path = dir.path.string() + "/p.pack";
+    PackWriteOptions options;
+    options.compression = GetParam();
+    options.block_size = kBlock;
+    ASSERT_TRUE(write_pack(*mem, path, options));
+    const std::string file = slurp(path);
+    const Header h = header_of(file);
+    ASSERT_NE(h.incompat_features & kIncompatMetaDigests, 0u);
+    const MetaTable t = meta_table(file);
+    const uint64_t blocks = (h.meta_length + kMetaBlockSize - 1) / kMetaBlockSize;
+    ASSERT_GE(blocks, 3u);
+    ASSERT_EQ(t.table.size(), 32 * blocks);
+    EXPECT_EQ(meta_digests_offset(h) + t.table.size(), file.size());  // the last thing in it
+    for (uint64_t b = 0; b < blocks; ++b)
+        EXPECT_EQ(t.table.substr(32 * b, 32),
+                  sha_of(std::string_view(t.region).substr(b * kMetaBlockSize, kMetaBlockSize)))
+            << "block " << b;
+    EXPECT_EQ(image_digest_over(h, t.table),
+              std::string(reinterpret_cast<const char*>(h.image_digest), 32));
+
+    auto pack = open_pack(path);
+    ASSERT_TRUE(pack) << pack.error().message();
+    EXPECT_TRUE((*pack)->info().has_metadata_digests);
+    EXPECT_TRUE((*pack)->verify().ok());
+
+    // An entry changed and the header sealed over the changed table: the digest holds, and
+    // verify names the block whose entry differs.
+    std::string bad = file;
+    bad[meta_digests_offset(h) + 32 * 2 + 5] ^= 0x01;
+    Header resealed = h;
+    seal_header(resealed,
+                std::as_bytes(std::span(bad.data() + meta_digests_offset(h), t.table.size())));
+    std::memcpy(bad.data(), &resealed, sizeof resealed);
+    hostile::spit(path, bad);
+    auto sealed = open_pack(path);
+    ASSERT_TRUE(sealed) << sealed.error().message();
+    VerifyReport report = (*sealed)->verify();
+    ASSERT_EQ(report.problems.size(), 1u);
+    EXPECT_TRUE(report.problems[0].where.starts_with("metadata block 2 "))
+        << report.problems[0].where;
+    EXPECT_EQ(report.problems[0].what.find("SHA-256 mismatch"), 0u) << report.problems[0].what;
+
+    // The same change without sealing: the image digest no longer matches either.
+    bad = file;
+    bad[meta_digests_offset(h) + 32 * 2 + 5] ^= 0x01;
+    hostile::spit(path, bad);
+    auto unsealed = open_pack(path);
+    ASSERT_TRUE(unsealed);
+    report = (*unsealed)->verify();
+    bool digest_named = false;
+    for (const VerifyProblem& p : report.problems) digest_named |= p.where == "image digest";
+    EXPECT_TRUE(digest_named);
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, MetadataDigests, kEveryCodec, codec_test_name);
+
+TEST(MetadataDigestsFeature, LeftOutWithTheBlockDigestsAndInVersion1) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    fill(*mem);
+    const std::string path = dir.path.string() + "/p.pack";
+    for (uint32_t version : {1u, 2u}) {
+        PackWriteOptions options;
+        options.format = version;
+        options.block_digests = false;
+        options.compression = Compression::zstd;
+        ASSERT_TRUE(write_pack(*mem, path, options));
+        const std::string file = slurp(path);
+        const Header h = header_of(file);
+        EXPECT_EQ(h.incompat_features & kIncompatMetaDigests, 0u) << version;
+        EXPECT_EQ(meta_digests_offset(h), file.size()) << version;  // the sums end the file
+        // Without the table the image digest covers the region, as it always did.
+        EXPECT_EQ(image_digest_over(h, meta_table(file).region),
+                  std::string(reinterpret_cast<const char*>(h.image_digest), 32))
+            << version;
+        auto pack = open_pack(path);
+        ASSERT_TRUE(pack) << pack.error().message();
+        EXPECT_FALSE((*pack)->info().has_metadata_digests);
+        EXPECT_TRUE((*pack)->verify().ok());
+    }
+}
+
+TEST(MetadataDigestsFeature, AShortTableOrTheFeatureInVersion1IsRefusedOnOpen) {
+    TempDir dir;
+    auto mem = make_mem_backend();
+    fill(*mem);
+    const std::string path = dir.path.string() + "/p.pack";
+    ASSERT_TRUE(write_pack(*mem, path));
+    const std::string file = slurp(path);
+    auto open_error = [&](const std::string& bytes) {
+        hostile::spit(path, bytes);
+        auto pack = open_pack(path);
+        return pack ? std::string() : pack.error().message();
+    };
+    // The last entry cut off, the header's file size and checksum made to agree.
+    std::string shorter = file.substr(0, file.size() - 32);
+    Header h = header_of(shorter);
+    h.file_size = shorter.size();
+    h.header_checksum = 0;
+    h.header_checksum = xxh3_64(std::as_bytes(std::span(&h, 1)));
+    std::memcpy(shorter.data(), &h, sizeof h);
+    EXPECT_NE(open_error(shorter).find("block sums and metadata digests (must end the file)"),
+              std::string::npos)
+        << open_error(shorter);
+    // The feature in a version 1 header.
+    PackWriteOptions v1;
+    v1.format = 1;
+    ASSERT_TRUE(write_pack(*mem, path, v1));
+    EXPECT_NE(open_error(PackParts::parse(slurp(path)).build([](Header& x) {
+                  x.incompat_features |= kIncompatMetaDigests;
+              })).find("metadata digests in version 1"),
               std::string::npos);
 }
 

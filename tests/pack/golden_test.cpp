@@ -66,6 +66,11 @@ constexpr Golden kGoldens[] = {
      "v2-digests.expected", 2},
     {"v2-digests-zstd-cmeta.pack",
      "eafa9f69f8f72ce01c0935f04a42df1771bc986a584c81228cc922c0b63ce79d", "v2-digests.expected", 2},
+    // Format v2 with metadata digests too (the image digest over their table), its first writer.
+    {"v2-mdigests-raw.pack", "2e39018d9b225df24fd207c3d94ff515c39b714300db4d1caf89b22f5062cd75",
+     "v2-mdigests.expected", 2},
+    {"v2-mdigests-zstd-cmeta.pack",
+     "34112925fe11a9abd10a30aaaac1b7fae149419908963bdbf6ea3171fdfae64e", "v2-mdigests.expected", 2},
 };
 
 fs::path golden_dir() { return fs::path(PACKFS_SOURCE_DIR) / "tests" / "pack" / "golden"; }
@@ -89,6 +94,8 @@ TEST(PackGolden, EveryGoldenIsPinnedAndReadsAsRecorded) {
             EXPECT_EQ((*pack)->info().has_holes,
                       digests || name.find("holes") != std::string_view::npos);
             EXPECT_EQ((*pack)->info().has_block_digests, digests);
+            EXPECT_EQ((*pack)->info().has_metadata_digests,
+                      name.find("mdigests") != std::string_view::npos);
             EXPECT_EQ(describe_all(**pack), expected);
             EXPECT_TRUE((*pack)->verify().ok());
         }

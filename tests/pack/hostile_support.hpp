@@ -79,9 +79,10 @@ inline void seal_header(Header& h, std::string_view region) {
 //
 // parse() splits a well-formed pack into its header, data region and six sections; build()
 // lays them out as the writer does (data at 4096, sections 8-aligned, region padded to 8) and
-// recomputes the section checksums, the metadata block sums, the sums checksum, the file size,
-// the image digest and the header checksum. An edited record, a resized data region or a
-// header field changed by `tamper` therefore passes every checksum and reaches the parser.
+// recomputes the section checksums, the metadata block sums, the sums checksum, the metadata
+// digests (with their feature), the file size, the image digest and the header checksum. An edited
+// record, a resized data region or a header field changed by `tamper` therefore passes every
+// checksum and reaches the parser.
 struct PackParts {
     Header h{};
     std::string data;
@@ -258,10 +259,20 @@ struct PackParts {
             stored += index;
             out.sums_offset = meta_offset + stored.size();
         }
-        out.file_size = out.sums_offset + out.sums_length;
+        // The metadata digests, when the parts' header has the feature (the digest covers
+        // them instead of the region).
+        std::string digests;
+        if ((h.incompat_features & kIncompatMetaDigests) != 0) {
+            for (uint64_t at = 0; at < region.size(); at += kMetaBlockSize) {
+                const std::string_view block = std::string_view(region).substr(at, kMetaBlockSize);
+                const Sha256Digest d = sha256(std::as_bytes(std::span(block.data(), block.size())));
+                digests.append(reinterpret_cast<const char*>(d.data()), d.size());
+            }
+        }
+        out.file_size = out.sums_offset + out.sums_length + digests.size();
         if (tamper) tamper(out);
         // The digest and the header checksum after the tampering, so both still match.
-        seal_header(out, region);
+        seal_header(out, digests.empty() ? std::string_view(region) : std::string_view(digests));
 
         std::string file(kDataOffset, '\0');
         std::memcpy(file.data(), &out, sizeof out);
@@ -269,6 +280,7 @@ struct PackParts {
         file.resize(meta_offset, '\0');
         file += stored;
         file += sums;
+        file += digests;
         return file;
     }
 };

@@ -48,14 +48,19 @@ protected:
         std::memcpy(file.data() + frame_index_offset(header_of(file)) + 8 * i, &v, 8);
     }
     // After an edit of the frames or the index: the index checksum, the image digest (over the
-    // clean inflated region) and the header checksum made right again, so the damage reaches
-    // the frame checks instead of failing the index checksum at open.
+    // clean inflated region, or the metadata digests) and the header checksum made right again, so
+    // the damage reaches the frame checks instead of failing the index checksum at open.
     static std::string reseal(std::string file, const std::string& clean_region) {
         Header h = header_of(file);
         const uint64_t blocks = meta_block_count(h.meta_length);
         h.meta_index_checksum = xxh3_64(
             std::as_bytes(std::span(file.data() + frame_index_offset(h), 8 * (blocks + 1))));
-        seal_header(h, clean_region);
+        // With metadata digests the digest covers their table (of the clean blocks), else
+        // the region.
+        seal_header(
+            h, (h.incompat_features & kIncompatMetaDigests) != 0
+                   ? std::string_view(file).substr(meta_digests_offset(h), meta_digests_length(h))
+                   : std::string_view(clean_region));
         std::memcpy(file.data(), &h, sizeof h);
         return file;
     }

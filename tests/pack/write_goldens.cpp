@@ -85,6 +85,7 @@ struct Kind {
     Compression compression;
     bool compress_metadata;
     bool block_digests = false;  // the sets from before the feature are written without it
+    bool metadata_digests = false;  // likewise
 };
 
 // The packs v<version><infix>-<kind>.pack of `tree`, each's digest printed as golden_test.cpp
@@ -99,6 +100,7 @@ void write_set(Backend& tree, const fs::path& dir, const std::string& infix,
         options.compression = kind.compression;
         options.compress_metadata = kind.compress_metadata;
         options.block_digests = kind.block_digests;
+        options.metadata_digests = kind.metadata_digests;
         options.block_size = 16384;  // several blocks for the 70,000-byte file
         const std::string name = stem + "-" + kind.name + ".pack";
         ok(write_pack(tree, (dir / name).string(), options));
@@ -142,5 +144,10 @@ int main(int argc, char** argv) {
     write_set(**holes, dir, "-digests",
               {Kind{"raw", Compression::none, false, true},
                Kind{"zstd-cmeta", Compression::zstd, true, true}});
+    // Since the metadata-digests feature: each metadata block's SHA-256 too, the image digest
+    // over their table.
+    write_set(**holes, dir, "-mdigests",
+              {Kind{"raw", Compression::none, false, true, true},
+               Kind{"zstd-cmeta", Compression::zstd, true, true, true}});
     return 0;
 }

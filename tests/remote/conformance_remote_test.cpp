@@ -1,6 +1,7 @@
 // The conformance suite's read-only topic on remote packs: the fixture tree packed into the
 // directory a real nginx serves (tests/support/nginx_server.hpp) and opened by URL with
-// open_remote_pack, raw and zstd, with a private cache and with a shared cache directory; and
+// open_remote_pack, raw and zstd, with a private cache and with a shared cache directory, and
+// with its metadata fetched by block as it is used (MetaFrames, fetching on demand); and
 // pushed to a real OCI registry (tests/support/registry_server.hpp) and opened by reference.
 #include <cstdlib>
 #include <filesystem>
@@ -37,8 +38,10 @@ std::string fixture_pack(packfs::PackWriteOptions write) {
     return packfs::write_pack(*mem, path, write) ? name : std::string();
 }
 
-// The fixture opened by URL.
-std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std::string cache) {
+// The fixture opened by URL (its metadata fetched whole at open when it is stored in at most
+// `metadata_whole` bytes, else by block as it is used).
+std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std::string cache,
+                                             uint64_t metadata_whole) {
     NginxServer& server = NginxServer::shared();
     if (server.url("x").empty()) {
         std::fprintf(stderr, "%s\n", server.start_error().c_str());
@@ -49,6 +52,7 @@ std::shared_ptr<packfs::Backend> make_remote(packfs::PackWriteOptions write, std
     packfs::RemoteOptions options;
     options.cache_dir = cache.empty() ? (server.root().parent_path() / "cache").string() : cache;
     options.timeout = std::chrono::seconds(10);
+    options.metadata_whole_bytes = metadata_whole;
     auto pack = packfs::open_remote_pack(server.url(name), options);
     if (!pack) {
         std::fprintf(stderr, "%s\n", pack.error().message().c_str());
@@ -90,14 +94,18 @@ packfs::PackWriteOptions zstd_small_blocks() {
     return o;
 }
 
-BackendFactory remote_factory(std::string name, packfs::PackWriteOptions write, std::string cache) {
-    return {std::move(name), [write, cache] { return make_remote(write, cache); }, remote_caps()};
+BackendFactory remote_factory(
+    std::string name, packfs::PackWriteOptions write, std::string cache,
+    uint64_t metadata_whole = packfs::RemoteOptions{}.metadata_whole_bytes) {
+    return {std::move(name),
+            [write, cache, metadata_whole] { return make_remote(write, cache, metadata_whole); },
+            remote_caps()};
 }
 
 }  // namespace
 
-PACKFS_INSTANTIATE_CONFORMANCE(Remote, remote_factory("remote_raw_private_cache", {}, "none"),
-                               remote_factory("remote_zstd_shared_cache", zstd_small_blocks(), ""),
-                               BackendFactory{"oci_zstd",
-                                              [] { return make_oci(zstd_small_blocks()); },
-                                              remote_caps()});
+PACKFS_INSTANTIATE_CONFORMANCE(
+    Remote, remote_factory("remote_raw_private_cache", {}, "none"),
+    remote_factory("remote_zstd_shared_cache", zstd_small_blocks(), ""),
+    remote_factory("remote_zstd_metadata_by_block", zstd_small_blocks(), "", 0),
+    BackendFactory{"oci_zstd", [] { return make_oci(zstd_small_blocks()); }, remote_caps()});

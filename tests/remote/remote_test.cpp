@@ -17,6 +17,7 @@
 
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
+#include "remote/remote_support.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
 
@@ -24,13 +25,7 @@ namespace packfs {
 namespace {
 
 using test_support::NginxServer;
-
-std::string random_bytes(std::size_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::string s(n, '\0');
-    for (auto& c : s) c = static_cast<char>(rng());
-    return s;
-}
+using namespace remote_test;
 
 struct Served {
     std::string url, digest;
@@ -58,35 +53,6 @@ Served serve_pack(const std::string& name, Compression compression) {
     EXPECT_TRUE(stats);
     if (stats) out.digest = stats->digest;
     return out;
-}
-
-// The ranges of `name` the server was asked for, beyond the header.
-std::vector<std::pair<uint64_t, uint64_t>> ranges_fetched(const std::string& name) {
-    std::vector<std::pair<uint64_t, uint64_t>> out;
-    std::istringstream log(NginxServer::shared().access_log());
-    std::string method, uri, status, bytes, range;
-    while (log >> method >> uri >> status >> bytes >> range) {
-        unsigned long long a = 0, b = 0;
-        if (uri != "/" + name || std::sscanf(range.c_str(), "\"bytes=%llu-%llu\"", &a, &b) != 2)
-            continue;
-        if (a == 0 && b == 511) continue;
-        out.emplace_back(a, b);
-    }
-    return out;
-}
-
-std::string read_all(Backend& fs, const std::string& path) {
-    auto f = fs.open(path, O_RDONLY);
-    if (!f) return "open failed: " + f.error().message();
-    std::string out;
-    std::string buf(7000, '\0');  // not a block multiple: reads straddle blocks
-    for (uint64_t at = 0;;) {
-        auto n = (*f)->pread(std::as_writable_bytes(std::span(buf)), at);
-        if (!n) return "read failed: " + n.error().message();
-        if (*n == 0) return out;
-        out.append(buf.data(), *n);
-        at += *n;
-    }
 }
 
 class RemoteThreads : public ::testing::TestWithParam<Compression> {};
@@ -131,12 +97,6 @@ INSTANTIATE_TEST_SUITE_P(Codecs, RemoteThreads,
                          });
 
 // --- the cache's bound while a pack is open: blocks evicted (docs/REMOTE.md, "The cache") ----
-
-uint64_t bytes_fetched(const std::string& name) {
-    uint64_t total = 0;
-    for (const auto& [a, b] : ranges_fetched(name)) total += b - a + 1;
-    return total;
-}
 
 // What `dir` holds on disk for the one pack in it.
 uint64_t cached_on_disk(const std::string& dir) {

@@ -203,8 +203,8 @@ Command add_build_command(CLI::App& parent) {
                     "(the order find and tar read them: sequential reads, for remote packs)")
         ->check(CLI::IsMember({"inodes", "walk"}));
     sub->add_flag("--no-block-digests", args->no_block_digests,
-                  "Leave out the SHA-256 of each block (32 bytes per block) that reading the pack "
-                  "remotely needs");
+                  "Leave out the SHA-256 of each block (32 bytes per block) and of each 16 KiB "
+                  "of metadata that reading the pack remotely needs");
     sub->add_option("--format", args->format,
                     "Pack format version: 2 (lookups in one hash probe, 64-byte inodes) or 1 "
                     "(for readers that predate version 2); default 2")

@@ -159,8 +159,8 @@ Command add_convert_command(CLI::App& parent) {
     sub->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per core)");
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
     sub->add_flag("--no-block-digests", args->no_block_digests,
-                  "Leave out the SHA-256 of each block (32 bytes per block) that reading the pack "
-                  "remotely needs");
+                  "Leave out the SHA-256 of each block (32 bytes per block) and of each 16 KiB "
+                  "of metadata that reading the pack remotely needs");
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
     return {sub, [args](const std::string&) { return run_convert(*args); }};
 }

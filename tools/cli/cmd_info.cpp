@@ -46,6 +46,7 @@ int run_info(const InfoArgs& args) {
                           {"compressed_metadata", info.compressed_metadata},
                           {"has_holes", info.has_holes},
                           {"has_block_digests", info.has_block_digests},
+                          {"has_metadata_digests", info.has_metadata_digests},
                           {"metadata_inflated_bytes", info.meta_length},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
@@ -61,6 +62,7 @@ int run_info(const InfoArgs& args) {
         fmt::print(", metadata compressed ({} inflated)", human_size(info.meta_length));
     if (info.keeps_inode_numbers) fmt::print(", keeps its source's inode numbers");
     if (info.has_block_digests) fmt::print(", block digests (readable remotely)");
+    if (info.has_metadata_digests) fmt::print(", metadata digests (its metadata fetched by block)");
     fmt::print("\n{}", pack_stats_text(*stats));
     return kExitOk;
 }

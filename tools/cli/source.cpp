@@ -28,7 +28,7 @@ RemoteOptions& remote_settings() {
 
 void add_remote_options(CLI::App& app) {
     struct Texts {
-        std::string cache, cache_size, digest;
+        std::string cache, cache_size, digest, metadata_whole;
         double timeout = 30;
     };
     auto texts = std::make_shared<Texts>();
@@ -52,6 +52,11 @@ void add_remote_options(CLI::App& app) {
                    "with an I/O error")
         ->check(CLI::PositiveNumber)
         ->group(group);
+    app.add_option("--metadata-whole", texts->metadata_whole,
+                   "Metadata stored in at most this many bytes (default 8M) is fetched whole "
+                   "when the pack is opened; larger metadata is fetched by 16 KiB block as it "
+                   "is used (0: always by block)")
+        ->group(group);
     app.fallthrough();  // so `packfs ls --timeout 5 URL` works as well
     app.parse_complete_callback([texts] {
         RemoteOptions& o = remote_settings();
@@ -62,6 +67,11 @@ void add_remote_options(CLI::App& app) {
             auto bytes = parse_size(texts->cache_size);
             if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
             o.cache_bytes = *bytes;
+        }
+        if (!texts->metadata_whole.empty()) {
+            auto bytes = parse_size(texts->metadata_whole);
+            if (!bytes) throw CLI::ValidationError("--metadata-whole", "wants a size such as 8M");
+            o.metadata_whole_bytes = *bytes;
         }
     });
 }

@@ -18,7 +18,7 @@ namespace packfs::cli {
 // What a SOURCE argument names, decided from the host file it points at.
 enum class SourceKind { pack, remote, volume, directory };
 
-// The tool's options for remote SOURCEs (--cache, --cache-size, --timeout), given before or
+// The tool's options for remote SOURCEs (--cache, --cache-size, --timeout, ...), given before or
 // after the subcommand's name.
 void add_remote_options(CLI::App& app);
 // What those options said (after parsing).
