@@ -147,6 +147,28 @@ std::optional<MetaFault> MetaFrames::check_digest(uint64_t block,
         true};
 }
 
+uint64_t MetaFrames::window_for(uint64_t block) const {
+    std::lock_guard lock(streams_mutex_);
+    for (const Stream& s : streams_) {
+        if (s.next == block) return std::min(2 * s.window, kMaxFetchWindow);
+    }
+    return kFetchWindow;
+}
+
+void MetaFrames::record_fetch(uint64_t block, uint64_t next_block, uint64_t window) const {
+    std::lock_guard lock(streams_mutex_);
+    // The stream this fetch continues, else the least recently used one.
+    Stream* slot = &streams_[0];
+    for (Stream& s : streams_) {
+        if (s.next == block) {
+            slot = &s;
+            break;
+        }
+        if (s.last_use < slot->last_use) slot = &s;
+    }
+    *slot = Stream{next_block, window, ++stream_clock_};
+}
+
 std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
     auto claim = [&](uint64_t b) {
         uint8_t expected = absent;
@@ -175,11 +197,13 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
     // following ones nobody has or fetches, whose entries are in order, within the window.
     uint64_t last = block;
     if (!fresh) {
+        const uint64_t window = window_for(block);
         auto joins = [&](uint64_t b) {
             const uint64_t begin = frame_begin(b), end = frame_begin(b + 1);
-            return begin <= end && end <= frames_length_ && end - from <= kFetchWindow && claim(b);
+            return begin <= end && end <= frames_length_ && end - from <= window && claim(b);
         };
         while (last + 1 < block_count_ && joins(last + 1)) ++last;
+        record_fetch(block, last + 1, window);
     }
     const uint64_t to = frame_begin(last + 1);
     const Result<void> got =

@@ -10,8 +10,8 @@
 //
 // Fetched on demand (a remote pack with metadata digests, src/remote/): the frames are not
 // there at open. The first inflate of a block reads its frame from the cache when the cache
-// holds it, else fetches it with the frames after it up to a window (kFetchWindow, stopping at
-// one already here or being fetched), in one request; a
+// holds it, else fetches it with the frames after it up to a window (kFetchWindow, growing for
+// sequential fetches; stopping at one already here or being fetched), in one request; a
 // fetch claims its frames first, so a thread needing one of them waits for it instead of
 // fetching it again. Each block inflated is checked against its SHA-256 in the metadata
 // digests, which the opener checked against the image digest: a block that does not match is
@@ -47,8 +47,11 @@ struct MetaFault {
 
 class MetaFrames {
 public:
-    // Stored frames fetched at most this many bytes at a time (one request per window).
+    // Stored frames fetched at most this many bytes at a time (one request per window); a fetch
+    // that starts where an earlier one ended (a walk reading a section in order) doubles that
+    // one's window, up to kMaxFetchWindow.
     static constexpr uint64_t kFetchWindow = 256 << 10;
+    static constexpr uint64_t kMaxFetchWindow = 4 << 20;
 
     // `frames` holds the header's meta_frames_length stored bytes (file offset meta_offset),
     // `index` its meta_block_count(meta_length) + 1 offsets (checked against the header's
@@ -83,6 +86,9 @@ private:
     // Fetching on demand: makes block `block`'s frame present (fetching it with the frames after
     // it when no other thread is; `fresh`: from the server alone, this block only).
     std::optional<MetaFault> fetch(uint64_t block, bool fresh) const;
+    // The window of a fetch starting at `block`, and where it ends recorded for the next.
+    uint64_t window_for(uint64_t block) const;
+    void record_fetch(uint64_t block, uint64_t next_block, uint64_t window) const;
     std::optional<MetaFault> check_digest(uint64_t block,
                                           std::span<const std::byte> block_bytes) const;
     uint64_t frame_begin(uint64_t block) const noexcept;
@@ -108,6 +114,16 @@ private:
     std::span<const std::byte> digests_;
     RemoteBytes* remote_ = nullptr;
     uint64_t block_count_ = 0;
+    // Sequential streams of fetches (a walk reads several sections at once: inodes, dirents,
+    // names): the block after each one's last fetch and the window it had.
+    struct Stream {
+        uint64_t next = UINT64_MAX;
+        uint64_t window = 0;
+        uint64_t last_use = 0;
+    };
+    mutable std::mutex streams_mutex_;
+    mutable std::array<Stream, 8> streams_{};
+    mutable uint64_t stream_clock_ = 0;
 };
 
 }  // namespace packfs::pack
