@@ -57,9 +57,10 @@ struct RemoteOptions {
 PACKFS_API bool is_remote_url(std::string_view source) noexcept;
 
 // Opens the pack at `url` (a fragment "#sha256:<digest>" pins the digest, as options.digest
-// does): fetches its header and metadata (two requests, or none when the
-// cache holds them and `digest` is given), checks them against the digest, and returns a
-// read-only backend that fetches data blocks on demand. Errors: EINVAL for a bad URL or digest;
+// does): fetches its header and metadata (two requests, or none when the cache holds them and
+// `digest` is given; metadata over options.metadata_whole_bytes is then fetched by block as it
+// is used), checks them against the digest, and returns a read-only backend that fetches data
+// blocks on demand. Errors: EINVAL for a bad URL or digest;
 // ENOENT for a 404; ENOTSUP for a pack without block digests (rebuild it with `packfs convert`)
 // or a server that ignores Range; EUCLEAN when the pack does not match its digest; EIO or
 // ETIMEDOUT when the server cannot be reached in time.
