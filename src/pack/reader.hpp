@@ -216,8 +216,6 @@ public:
     // metadata block against its entry (EUCLEAN naming the first that differs). O(metadata);
     // nothing to check without them (image_digest() then covered the region itself).
     Result<void> check_metadata_digests(const Ctx& ctx) const;
-    // Whether the pack has metadata digests.
-    bool has_metadata_digests() const noexcept { return !meta_digests_.empty(); }
     // Every stream block's stored place and digest, in order (has_block_digests() only).
     Result<std::vector<StoredBlockRef>> stored_blocks(const Ctx& ctx) const;
 
