@@ -1,5 +1,6 @@
 #include "pack/digest.hpp"
 
+#include <fmt/format.h>
 #include <nettle/sha2.h>
 #include <xxhash.h>
 
@@ -91,6 +92,25 @@ std::string to_hex(std::span<const uint8_t> bytes) {
         out += kDigits[b & 15];
     }
     return out;
+}
+
+std::optional<MetaBlockMismatch> check_meta_block(std::span<const std::byte> table, uint64_t block,
+                                                  std::span<const std::byte> bytes) {
+    const Sha256Digest found = sha256(bytes);
+    const auto expected =
+        std::span(reinterpret_cast<const uint8_t*>(table.data()) + 32 * block, 32);
+    if (std::memcmp(found.data(), expected.data(), 32) == 0) return std::nullopt;
+    auto prefix = [](const uint8_t* p) {
+        uint64_t v = 0;
+        for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+        return v;
+    };
+    return MetaBlockMismatch{to_hex(expected), to_hex(found), prefix(expected.data()),
+                             prefix(found.data())};
+}
+
+std::string MetaBlockMismatch::describe(uint64_t block) const {
+    return fmt::format("metadata block {} SHA-256 (expected {}, found {})", block, expected, found);
 }
 
 Result<Sha256Digest> sha256_file(int fd, std::string_view what) {

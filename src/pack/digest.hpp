@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,19 @@ Result<Sha256Digest> sha256_file(int fd, std::string_view what);
 // table of its blocks' digests), and then the header checksum, both from the header's other
 // fields as they are now.
 void seal_header(Header& header, std::span<const std::byte> covered) noexcept;
+
+// A metadata block (inflated) that does not match its entry in the metadata digests table
+// (kIncompatMetaDigests): both digests in hex, and their first 8 bytes big-endian (so they read
+// as the start of the hex) for a Corruption's fields.
+struct MetaBlockMismatch {
+    std::string expected, found;
+    uint64_t expected_prefix = 0, found_prefix = 0;
+    // "metadata block B SHA-256 (expected X, found Y)"
+    std::string describe(uint64_t block) const;
+};
+// Checks metadata block `block` against its entry in `table`; nullopt when it matches.
+std::optional<MetaBlockMismatch> check_meta_block(std::span<const std::byte> table, uint64_t block,
+                                                  std::span<const std::byte> bytes);
 
 // Incremental XXH3-128, for contents read in slices.
 class Xxh3_128 {

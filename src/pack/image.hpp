@@ -74,9 +74,9 @@ public:
     // Bytes the reader checks itself (the header, the metadata region and its sums, at open).
     virtual Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) = 0;
     // Stored metadata frames fetched on demand (MetaFrames), which the caller checks against
-    // the metadata digests: cached_metadata reads them from the cache when it holds all of
-    // them, fetch_metadata from the server.
-    virtual bool cached_metadata(uint64_t offset, std::span<std::byte> out) = 0;
+    // the metadata digests: cached_metadata reads the longest start of `out` the cache holds
+    // and returns its length (0: none), fetch_metadata fetches all of it from the server.
+    virtual std::size_t cached_metadata(uint64_t offset, std::span<std::byte> out) = 0;
     virtual Result<void> fetch_metadata(uint64_t offset, std::span<std::byte> out) = 0;
     // A frame that passed its check, kept in the cache (nothing unchecked is kept).
     virtual void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) = 0;

@@ -118,10 +118,14 @@ std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block) const {
             state_[block].store(inflated, std::memory_order_release);
             return std::nullopt;
         }
+        const bool from_cache = fetch_[block].load(std::memory_order_relaxed) == cached;
         fetch_[block].store(absent, std::memory_order_release);  // not kept: fetched again
-        remote_->report(fmt::format(
-            "{}: {}; {}", remote_->name(), mismatch->corruption.what,
-            attempt > 0 ? "not kept, the read fails" : "fetching it once more from the server"));
+        // A copy from the cache that fails is no news: past the end of a window kept there, the
+        // rest of the file's page reads as zeros. What the server sends wrong is reported.
+        if (!from_cache)
+            remote_->report(fmt::format("{}: {}; {}", remote_->name(), mismatch->corruption.what,
+                                        attempt > 0 ? "not kept, the read fails"
+                                                    : "fetching it once more from the server"));
         if (attempt > 0) return mismatch;
     }
     if (!fault && !inflate_stored()) fault = no_inflate();
@@ -133,18 +137,11 @@ std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block) const {
 
 std::optional<MetaFault> MetaFrames::check_digest(uint64_t block,
                                                   std::span<const std::byte> block_bytes) const {
-    const Sha256Digest found = sha256(block_bytes);
-    const auto expected = digests_.subspan(32 * block, 32);
-    if (std::memcmp(found.data(), expected.data(), 32) == 0) return std::nullopt;
-    auto first8 = [](const void* p) { return load<uint64_t>(static_cast<const std::byte*>(p)); };
-    return MetaFault{
-        Corruption{
-            meta_offset_ + frame_begin(block), __builtin_bswap64(first8(expected.data())),
-            __builtin_bswap64(first8(found.data())),
-            fmt::format("metadata block {} SHA-256 (expected {}, found {})", block,
-                        to_hex(std::span(reinterpret_cast<const uint8_t*>(expected.data()), 32)),
-                        to_hex(found))},
-        true};
+    auto mismatch = check_meta_block(digests_, block, block_bytes);
+    if (!mismatch) return std::nullopt;
+    return MetaFault{Corruption{meta_offset_ + frame_begin(block), mismatch->expected_prefix,
+                                mismatch->found_prefix, mismatch->describe(block)},
+                     true};
 }
 
 uint64_t MetaFrames::window_for(uint64_t block) const {
@@ -184,17 +181,9 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
         // Absent, or fresh: this block again, alone.
         if (fetch_[block].compare_exchange_strong(now, fetching, std::memory_order_acq_rel)) break;
     }
-    // Kept in the cache by an earlier run or another process: this frame alone, from there.
+    // This block (whose index entries the caller checked), then, unless it is fetched afresh,
+    // the following ones nobody has or fetches, whose entries are in order, within the window.
     const uint64_t from = frame_begin(block);
-    if (!fresh && remote_->cached_metadata(
-                      meta_offset_ + from,
-                      std::span(fetched_frames_ + from, frame_begin(block + 1) - from))) {
-        fetch_[block].store(cached, std::memory_order_release);
-        fetch_[block].notify_all();
-        return std::nullopt;
-    }
-    // Else from the server: this block (whose index entries the caller checked), then the
-    // following ones nobody has or fetches, whose entries are in order, within the window.
     uint64_t last = block;
     if (!fresh) {
         const uint64_t window = window_for(block);
@@ -206,6 +195,20 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
         record_fetch(block, last + 1, window);
     }
     const uint64_t to = frame_begin(last + 1);
+    // Kept in the cache by an earlier run or another process: as much of the window as it
+    // holds, in one read; the blocks past that go back to absent, fetched when they are used.
+    if (!fresh) {
+        const uint64_t held = remote_->cached_metadata(
+            meta_offset_ + from, std::span(fetched_frames_ + from, to - from));
+        if (from + held >= frame_begin(block + 1)) {
+            for (uint64_t b = block; b <= last; ++b) {
+                fetch_[b].store(frame_begin(b + 1) <= from + held ? cached : absent,
+                                std::memory_order_release);
+                fetch_[b].notify_all();
+            }
+            return std::nullopt;
+        }
+    }
     const Result<void> got =
         remote_->fetch_metadata(meta_offset_ + from, std::span(fetched_frames_ + from, to - from));
     for (uint64_t b = block; b <= last; ++b) {

@@ -171,15 +171,9 @@ Result<void> PackReader::check_metadata_digests(const Ctx& ctx) const {
         const uint64_t n = std::min<uint64_t>(kMetaBlockSize, meta_length_ - at);
         auto bytes = meta(at, n, ctx);
         if (!bytes) return std::unexpected(bytes.error());
-        const Sha256Digest found = sha256(std::span(*bytes, n));
-        const auto expected = meta_digests_.subspan(32 * b, 32);
-        if (std::memcmp(found.data(), expected.data(), 32) != 0)
-            return corrupt(ctx, at, load<uint64_t>(expected.data()),
-                           load<uint64_t>(reinterpret_cast<const std::byte*>(found.data())),
-                           fmt::format("metadata block {} SHA-256 (expected {}, found {})", b,
-                                       to_hex(std::span(
-                                           reinterpret_cast<const uint8_t*>(expected.data()), 32)),
-                                       to_hex(found)));
+        if (auto mismatch = check_meta_block(meta_digests_, b, std::span(*bytes, n)))
+            return corrupt(ctx, at, mismatch->expected_prefix, mismatch->found_prefix,
+                           mismatch->describe(b));
     }
     return {};
 }

@@ -490,14 +490,10 @@ VerifyReport PackReader::verify(const std::function<void(uint64_t, uint64_t)>& p
         for (uint64_t b = 0; b < block_sum_count_; ++b) {
             const uint64_t at = b * kMetaBlockSize;
             const uint64_t n = std::min<uint64_t>(kMetaBlockSize, meta_length_ - at);
-            const Sha256Digest found = sha256(std::span(meta_ + at, n));
-            const auto expected = meta_digests_.subspan(32 * b, 32);
-            if (std::memcmp(found.data(), expected.data(), 32) != 0)
+            if (auto mismatch = check_meta_block(meta_digests_, b, std::span(meta_ + at, n)))
                 problem(fmt::format("metadata block {} (offset {})", b, meta_offset_ + at),
-                        fmt::format("SHA-256 mismatch: expected {}, found {}",
-                                    to_hex(std::span(
-                                        reinterpret_cast<const uint8_t*>(expected.data()), 32)),
-                                    to_hex(found)));
+                        fmt::format("SHA-256 mismatch: expected {}, found {}", mismatch->expected,
+                                    mismatch->found));
             meter.add(n);
         }
         sha.update(meta_digests_);

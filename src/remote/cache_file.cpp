@@ -246,6 +246,16 @@ bool CacheFile::read(uint64_t offset, std::span<std::byte> out) const noexcept {
     return n && *n == out.size();
 }
 
+std::size_t CacheFile::read_held(uint64_t offset, std::span<std::byte> out) const noexcept {
+    if (out.empty() ||
+        ::lseek(fd_, static_cast<off_t>(offset), SEEK_DATA) != static_cast<off_t>(offset))
+        return 0;  // a hole here (ENXIO: no data after it at all)
+    const off_t hole = ::lseek(fd_, static_cast<off_t>(offset), SEEK_HOLE);
+    if (hole < 0) return 0;
+    const std::size_t held = std::min<uint64_t>(out.size(), static_cast<uint64_t>(hole) - offset);
+    return read(offset, out.first(held)) ? held : 0;
+}
+
 bool CacheFile::write(uint64_t offset, std::span<const std::byte> bytes) const noexcept {
     for (std::size_t done = 0; done < bytes.size();) {
         const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,

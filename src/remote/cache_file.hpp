@@ -48,6 +48,9 @@ public:
     // Whether the file existed before open() (a warm cache may hold the metadata too).
     bool existed() const noexcept { return existed_; }
     bool read(uint64_t offset, std::span<std::byte> out) const noexcept;
+    // Reads the longest start of `out` the file holds as data (never a hole, which would read
+    // as zeros): two lseeks and a pread. Returns how many bytes that was (0: none).
+    std::size_t read_held(uint64_t offset, std::span<std::byte> out) const noexcept;
     bool write(uint64_t offset, std::span<const std::byte> bytes) const noexcept;
 
     // The eviction epoch: even while no eviction runs, moved by each one.

@@ -95,7 +95,9 @@ bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_p
 
 Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte> out) {
     if (out.empty()) return {};
-    if (prefer_cache_ && cache_.valid() && cache_.read(offset, out)) return {};
+    // A warm open: from the cache when it holds all of it (metadata fetched by block leaves
+    // holes in the region, which would read as zeros), else from the server.
+    if (prefer_cache_ && cache_.valid() && cache_.read_held(offset, out) == out.size()) return {};
     const auto deadline = Clock::now() + options_.timeout;
     if (size_ == 0 && offset == 0) {
         // The first request: the size is not known yet, and a pack smaller than what is asked
@@ -120,13 +122,8 @@ Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte
     return {};
 }
 
-bool HttpPackBytes::cached_metadata(uint64_t offset, std::span<std::byte> out) {
-    if (!cache_.valid() || out.empty()) return false;
-    // Only what the cache file holds as data: a hole (never kept) would read as zeros.
-    const uint64_t end = offset + out.size();
-    const auto extents = cache_.data_extents(offset, end);
-    return extents.size() == 1 && extents[0].first == offset && extents[0].second == end &&
-           cache_.read(offset, out);
+std::size_t HttpPackBytes::cached_metadata(uint64_t offset, std::span<std::byte> out) {
+    return cache_.valid() ? cache_.read_held(offset, out) : 0;
 }
 
 Result<void> HttpPackBytes::fetch_metadata(uint64_t offset, std::span<std::byte> out) {

@@ -62,7 +62,7 @@ public:
     uint64_t size() const noexcept override { return size_; }
     const std::string& name() const noexcept override { return url_; }
     Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) override;
-    bool cached_metadata(uint64_t offset, std::span<std::byte> out) override;
+    std::size_t cached_metadata(uint64_t offset, std::span<std::byte> out) override;
     Result<void> fetch_metadata(uint64_t offset, std::span<std::byte> out) override;
     void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) override;
     void report(std::string_view line) const override { log(line); }

@@ -98,6 +98,10 @@ done
 # The metadata fetched by block as it is used (--metadata-whole 0), whatever its size.
 extra=(/); same "ls -lR, the metadata fetched by block" zstd --metadata-whole 0 ls -l -R
 extra=(); same "verify, the metadata fetched by block" zstd --metadata-whole 0 verify
+# One connection (every request in turn) reads the same; 0 or more than 64 are refused.
+extra=(/); same "ls -lR, one connection" zstd --connections 1 ls -l -R
+expect_code "--connections 0 is refused" 2 "$packfs" --connections 0 ls "$NGINX_URL/zstd.pack" /
+expect_code "--connections 65 is refused" 2 "$packfs" --connections 65 ls "$NGINX_URL/zstd.pack" /
 expect_code "--metadata-whole wants a size" 2 "$packfs" --metadata-whole lots ls "$NGINX_URL/zstd.pack" /
 
 # ---- 2. what is fetched --------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // header and what follows the frames, not the frames; a lookup fetches a window of frames;
 // reading everything fetches each frame once; a second opener with the digest pinned finds
 // the frames in the cache and asks the server for nothing; frames the server alters are refused
-// (EIO), never kept in the cache, and read right once the server is fixed.
+// (EIO), never kept in the cache, and read right once the server is fixed; a cache filled by
+// block in part serves later opens by block and whole alike, without a false alarm in the log.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -194,6 +195,55 @@ TEST(RemoteMetadata, FramesTheServerAltersAreRefusedNeverCachedAndReadOnceFixed)
     // The server fixed: the same pack reads everything right.
     put(m.path, original);
     for (const auto& [path, bytes] : m.files) EXPECT_TRUE(read_all(**pack, path) == bytes) << path;
+}
+
+TEST(RemoteMetadata, ACacheFilledInPartServesLaterOpensOfEitherKindQuietly) {
+    const ManyFiles m = serve_many("partly-cached.pack");
+    ASSERT_FALSE(m.url.empty());
+    test_support::TempDir cache;
+    auto lines = std::make_shared<std::vector<std::string>>();
+    auto options = [&](uint64_t whole) {
+        RemoteOptions o = by_block(cache.path.string());
+        o.digest = m.digest;
+        o.metadata_whole_bytes = whole;
+        o.log = [lines](std::string_view line) { lines->emplace_back(line); };
+        return o;
+    };
+    // By block, one directory of 24 read: windows of frames kept, with holes between them.
+    {
+        auto pack = open_remote_pack(m.url, options(0));
+        ASSERT_TRUE(pack) << pack.error().message();
+        for (int f = 0; f < 100; ++f) {
+            const std::string path = "/dir-5/file-" + std::to_string(f) + ".bin";
+            ASSERT_TRUE(read_all(**pack, path) == m.files.at(path)) << path;
+        }
+    }
+    const uint64_t first = bytes_fetched(m.name);
+    ASSERT_LT(first, m.header.meta_frames_length / 2) << "the first open fetched most frames";
+    // By block again, everything: what the cache holds comes from there, the rest from the
+    // server; a frame at the edge of a kept window (its page half zeros in the file) is
+    // fetched again without a word.
+    {
+        auto pack = open_remote_pack(m.url, options(0));
+        ASSERT_TRUE(pack) << pack.error().message();
+        for (const auto& [path, bytes] : m.files)
+            ASSERT_TRUE(read_all(**pack, path) == bytes) << path;
+    }
+    const uint64_t second = bytes_fetched(m.name) - first;
+    // Whole: the frames no read used are still holes in the file, so the region comes from the
+    // server, in one request (it used to be read from the file, holes as zeros, fail its check
+    // and log that the cached copy was unusable).
+    {
+        auto pack = open_remote_pack(m.url, options(uint64_t{1} << 40));
+        ASSERT_TRUE(pack) << pack.error().message();
+        for (const auto& [path, bytes] : m.files)
+            ASSERT_TRUE(read_all(**pack, path) == bytes) << path;
+    }
+    const auto ranges = ranges_fetched(m.name);
+    ASSERT_FALSE(ranges.empty());
+    EXPECT_EQ(ranges.back(), std::make_pair(m.header.meta_offset, m.header.file_size - 1));
+    EXPECT_EQ(bytes_fetched(m.name) - first - second, m.header.file_size - m.header.meta_offset);
+    for (const std::string& line : *lines) ADD_FAILURE() << "logged: " << line;
 }
 
 }  // namespace

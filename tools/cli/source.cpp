@@ -30,6 +30,7 @@ void add_remote_options(CLI::App& app) {
     struct Texts {
         std::string cache, cache_size, digest, metadata_whole;
         double timeout = 30;
+        unsigned connections = RemoteOptions{}.connections;
     };
     auto texts = std::make_shared<Texts>();
     const char* group = "Remote SOURCEs (http(s):// URLs and oci:// references; docs/REMOTE.md)";
@@ -52,6 +53,11 @@ void add_remote_options(CLI::App& app) {
                    "with an I/O error")
         ->check(CLI::PositiveNumber)
         ->group(group);
+    app.add_option("--connections", texts->connections,
+                   "Connections kept open to the server: how many requests are in flight at "
+                   "once (default 8)")
+        ->check(CLI::Range(1, 64))
+        ->group(group);
     app.add_option("--metadata-whole", texts->metadata_whole,
                    "Metadata stored in at most this many bytes (default 8M) is fetched whole "
                    "when the pack is opened; larger metadata is fetched by 16 KiB block as it "
@@ -63,6 +69,7 @@ void add_remote_options(CLI::App& app) {
         o.cache_dir = texts->cache;
         o.digest = texts->digest;
         o.timeout = std::chrono::milliseconds(static_cast<int64_t>(texts->timeout * 1000));
+        o.connections = texts->connections;
         if (!texts->cache_size.empty()) {
             auto bytes = parse_size(texts->cache_size);
             if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
