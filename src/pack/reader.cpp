@@ -584,17 +584,13 @@ Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& 
     return out;
 }
 
-// v2: a listing from the dirents alone, which carry the type (format.hpp): no child inode is
-// loaded. Each entry's name, inode number range and type nibble are checked; whether the type
-// agrees with the inode is checked when the inode is loaded (a lookup, verify).
-Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, const Ctx& ctx) const {
-    std::vector<DirEntry> out;
+template <class Each>
+Result<void> PackReader::each_dirent(const InodeView& dir, const Ctx& ctx, Each&& each) const {
     const uint64_t count = dir.rec.size;
-    if (count == 0) return out;
+    if (count == 0) return {};
     const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
     auto base = meta(first_rel, count * sizeof(Dirent), ctx);
     if (!base) return std::unexpected(base.error());
-    out.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
         const std::byte* at = *base + i * sizeof(Dirent);
         const uint64_t rel = first_rel + i * sizeof(Dirent);
@@ -603,45 +599,50 @@ Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, con
         if (!is_file_name(*name)) [[unlikely]]
             return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
                            "dirent name (not a file name)");
-        const auto d = load<Dirent>(at);
-        if (d.ino < 2 || d.ino > inode_count_) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Dirent, ino), inode_count_, d.ino,
-                           "dirent inode number");
-        FileType type;
-        if (!type_of_nibble(d.type, type)) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Dirent, type), 0, d.type, "dirent type");
-        uint64_t number = d.ino;
-        if (numbered_) {
-            auto stored = stored_number(d.ino - 1, ctx);
-            if (!stored) return std::unexpected(stored.error());
-            number = *stored;
-        }
-        out.push_back(DirEntry{std::string(*name), number, type});
+        if (auto ok = each(load<Dirent>(at), rel, *name); !ok) return ok;
     }
+    return {};
+}
+
+// v2: a listing from the dirents alone, which carry the type (format.hpp): no child inode is
+// loaded. Each entry's name, inode number range and type nibble are checked; whether the type
+// agrees with the inode is checked when the inode is loaded (a lookup, verify).
+Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, const Ctx& ctx) const {
+    std::vector<DirEntry> out;
+    out.reserve(dir.rec.size);
+    auto listed = each_dirent(
+        dir, ctx, [&](const Dirent& d, uint64_t rel, std::string_view name) -> Result<void> {
+            if (d.ino < 2 || d.ino > inode_count_) [[unlikely]]
+                return corrupt(ctx, rel + offsetof(Dirent, ino), inode_count_, d.ino,
+                               "dirent inode number");
+            FileType type;
+            if (!type_of_nibble(d.type, type)) [[unlikely]]
+                return corrupt(ctx, rel + offsetof(Dirent, type), 0, d.type, "dirent type");
+            uint64_t number = d.ino;
+            if (numbered_) {
+                auto stored = stored_number(d.ino - 1, ctx);
+                if (!stored) return std::unexpected(stored.error());
+                number = *stored;
+            }
+            out.push_back(DirEntry{std::string(name), number, type});
+            return {};
+        });
+    if (!listed) return std::unexpected(listed.error());
     return out;
 }
 
 Result<std::vector<std::pair<std::string, InodeView>>> PackReader::list_nodes(
     const InodeView& dir, const Ctx& ctx) const {
     std::vector<std::pair<std::string, InodeView>> out;
-    const uint64_t count = dir.rec.size;
-    if (count == 0) return out;
-    const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
-    auto base = meta(first_rel, count * sizeof(Dirent), ctx);
-    if (!base) return std::unexpected(base.error());
-    out.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) {
-        const std::byte* at = *base + i * sizeof(Dirent);
-        const uint64_t rel = first_rel + i * sizeof(Dirent);
-        auto name = name_at(at, rel, ctx);
-        if (!name) return std::unexpected(name.error());
-        if (!is_file_name(*name)) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
-                           "dirent name (not a file name)");
-        auto node = child(load<Dirent>(at), rel, ctx);
-        if (!node) return std::unexpected(node.error());
-        out.emplace_back(std::string(*name), *node);
-    }
+    out.reserve(dir.rec.size);
+    auto listed = each_dirent(
+        dir, ctx, [&](const Dirent& d, uint64_t rel, std::string_view name) -> Result<void> {
+            auto node = child(d, rel, ctx);
+            if (!node) return std::unexpected(node.error());
+            out.emplace_back(std::string(name), *node);
+            return {};
+        });
+    if (!listed) return std::unexpected(listed.error());
     return out;
 }
 

@@ -271,6 +271,10 @@ private:
         return name_hash(name);
     }
     Result<std::vector<DirEntry>> list_entries(const InodeView& dir, const Ctx& ctx) const;
+    // Calls each(rec, rel, name) for the dirents of `dir` in order, each name checked (a file
+    // name, its bytes in range); stops at the first error, its own or one `each` returns.
+    template <class Each>
+    Result<void> each_dirent(const InodeView& dir, const Ctx& ctx, Each&& each) const;
     // The hot path of inode(): true when the record's block was checked and its fields are fine.
     bool try_inode(uint64_t ino, InodeView& out) const noexcept;
     Result<InodeView> inode_slow(uint64_t ino, const Ctx& ctx) const;

@@ -604,11 +604,12 @@ Result<Entry> VolumeImpl::link(Node node, Node dir, std::string_view name) {
         });
 }
 
-Result<void> VolumeImpl::unlink(Node dir, std::string_view name) {
+Result<void> VolumeImpl::remove_name(RecordType type, Node dir, std::string_view name) {
     auto done = journaled<bool>(
-        RecordType::unlink_at, name,
+        type, name,
         [&](Backend& tree) -> Result<bool> {
-            if (auto ok = tree.unlink(dir, name); !ok) return std::unexpected(ok.error());
+            auto ok = type == RecordType::rmdir_at ? tree.rmdir(dir, name) : tree.unlink(dir, name);
+            if (!ok) return std::unexpected(ok.error());
             return true;
         },
         [&](OpRecord& r, bool) {
@@ -620,20 +621,12 @@ Result<void> VolumeImpl::unlink(Node dir, std::string_view name) {
     return {};
 }
 
+Result<void> VolumeImpl::unlink(Node dir, std::string_view name) {
+    return remove_name(RecordType::unlink_at, dir, name);
+}
+
 Result<void> VolumeImpl::rmdir(Node dir, std::string_view name) {
-    auto done = journaled<bool>(
-        RecordType::rmdir_at, name,
-        [&](Backend& tree) -> Result<bool> {
-            if (auto ok = tree.rmdir(dir, name); !ok) return std::unexpected(ok.error());
-            return true;
-        },
-        [&](OpRecord& r, bool) {
-            r.ino = dir.id;
-            r.name = name;
-            return true;
-        });
-    if (!done) return std::unexpected(done.error());
-    return {};
+    return remove_name(RecordType::rmdir_at, dir, name);
 }
 
 Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,

@@ -186,6 +186,8 @@ private:
     // fill(record, value), or fill(record) when T is void; false keeps no record.
     template <class T, class Op, class Fill>
     Result<T> journaled(RecordType type, std::string_view what, Op&& op, Fill&& fill);
+    // unlink (unlink_at) and rmdir (rmdir_at): `name` removed from `dir`, journaled.
+    Result<void> remove_name(RecordType type, Node dir, std::string_view name);
     // A change through an open file (its tree handle, under mu_), journaled by inode while the
     // file has a name: `describe` adds the change's own fields to the record.
     template <class T, class Change, class Describe>

@@ -88,6 +88,15 @@ Digests read_digests(const std::string& file) {
     return d;
 }
 
+// `mem` packed at `path` in blocks of kBlock with `compression`: the file's bytes.
+std::string pack_bytes(Backend& mem, const std::string& path, Compression compression) {
+    PackWriteOptions options;
+    options.compression = compression;
+    options.block_size = kBlock;
+    EXPECT_TRUE(write_pack(mem, path, options));
+    return slurp(path);
+}
+
 class BlockDigests : public ::testing::TestWithParam<Compression> {};
 
 TEST_P(BlockDigests, EveryStoredBlockHasItsSha256AndVerifyChecksIt) {
@@ -95,11 +104,7 @@ TEST_P(BlockDigests, EveryStoredBlockHasItsSha256AndVerifyChecksIt) {
     auto mem = make_mem_backend();
     fill(*mem);
     const std::string path = dir.path.string() + "/p.pack";
-    PackWriteOptions options;
-    options.compression = GetParam();
-    options.block_size = kBlock;
-    ASSERT_TRUE(write_pack(*mem, path, options));
-    const std::string file = slurp(path);
+    const std::string file = pack_bytes(*mem, path, GetParam());
     const Header h = header_of(file);
     EXPECT_NE(h.compat_features & kCompatBlockDigests, 0u);
     EXPECT_NE(h.incompat_features & kIncompatHoles, 0u);  // the three blocks of zeros
@@ -132,10 +137,7 @@ TEST(BlockDigestsFeature, ARawStreamWithoutHolesHasOneDigestPerStreamBlock) {
     auto mem = make_mem_backend();
     ASSERT_TRUE(write_file(*mem, "/f", pattern(3 * kBlock + 5, 9)));
     const std::string path = dir.path.string() + "/p.pack";
-    PackWriteOptions options;
-    options.block_size = kBlock;
-    ASSERT_TRUE(write_pack(*mem, path, options));
-    const std::string file = slurp(path);
+    const std::string file = pack_bytes(*mem, path, Compression::none);
     EXPECT_EQ(header_of(file).incompat_features & kIncompatHoles, 0u);
     const Digests d = read_digests(file);
     EXPECT_EQ(d.stored.size(), 4u);
@@ -240,11 +242,7 @@ TEST_P(MetadataDigests, EveryMetadataBlockHasItsSha256AndTheImageDigestCoversThe
     for (int i = 0; i < 400; ++i)  // metadata of several blocks
         ASSERT_TRUE(write_file(*mem, "/d/n" + std::to_string(i), pattern(300 + i, 100 + i)));
     const std::string path = dir.path.string() + "/p.pack";
-    PackWriteOptions options;
-    options.compression = GetParam();
-    options.block_size = kBlock;
-    ASSERT_TRUE(write_pack(*mem, path, options));
-    const std::string file = slurp(path);
+    const std::string file = pack_bytes(*mem, path, GetParam());
     const Header h = header_of(file);
     ASSERT_NE(h.incompat_features & kIncompatMetaDigests, 0u);
     const MetaTable t = meta_table(file);
