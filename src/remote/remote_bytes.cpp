@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "pack/digest.hpp"
+#include "remote/log_limit.hpp"
 
 namespace packfs::remote {
 
@@ -33,13 +34,16 @@ HttpPackBytes::HttpPackBytes(std::string url, FetchOptions options)
     http_.set_headers(options_.headers);
 }
 
-std::function<void(std::string_view)> log_or_stderr(std::function<void(std::string_view)> log) {
-    if (log) return log;
-    return [](std::string_view line) {
-        static std::mutex m;  // one line at a time from every thread
-        std::lock_guard lock(m);
-        std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()), line.data());
-    };
+std::function<void(std::string_view)> remote_log(std::function<void(std::string_view)> log) {
+    if (!log) {
+        log = [](std::string_view line) {
+            static std::mutex m;  // one line at a time from every thread
+            std::lock_guard lock(m);
+            std::fprintf(stderr, "packfs: remote: %.*s\n", static_cast<int>(line.size()),
+                         line.data());
+        };
+    }
+    return rate_limited(std::move(log));
 }
 
 void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {

@@ -52,8 +52,9 @@ struct FetchOptions {
     std::string cache_dir;
 };
 
-// `log` when set, else a logger to standard error ("packfs: remote: ..." lines, whole).
-std::function<void(std::string_view)> log_or_stderr(std::function<void(std::string_view)> log);
+// The log of one opened pack or transfer: `log` when set, else standard error ("packfs:
+// remote: ..." lines, whole), rate-limited (log_limit.hpp).
+std::function<void(std::string_view)> remote_log(std::function<void(std::string_view)> log);
 
 class HttpPackBytes final : public pack::RemoteBytes {
 public:

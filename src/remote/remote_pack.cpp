@@ -138,7 +138,7 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     auto taken = remote::take_digest_pin(url, options.digest, kOp);
     if (!taken) return std::unexpected(taken.error());
     std::string pin = std::move(*taken);
-    auto log = remote::log_or_stderr(options.log);
+    auto log = remote::remote_log(options.log);
     std::vector<std::string> headers;
     std::function<Result<std::vector<std::string>>()> reauthorize;
     std::string pinned_by_manifest;

@@ -32,7 +32,7 @@ Result<std::string> push_pack(std::string_view pack_path, std::string_view refer
             fmt::format("{} (no block digests, so it could not be read remotely: rebuild it "
                         "with `packfs convert`)",
                         pack_path));
-    remote::Registry registry(*ref, options.timeout, remote::log_or_stderr(options.log));
+    remote::Registry registry(*ref, options.timeout, remote::remote_log(options.log));
     auto digest = registry.push(std::string(pack_path), info.digest, options.progress);
     if (!digest) return std::unexpected(digest.error());
     remote::OciReference by_digest = *ref;
@@ -48,7 +48,7 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
     auto taken = remote::take_digest_pin(url, options.digest, "pull");
     if (!taken) return std::unexpected(taken.error());
     std::string pin = std::move(*taken);
-    auto log = remote::log_or_stderr(options.log);
+    auto log = remote::remote_log(options.log);
     remote::HttpRequest get;
     std::optional<remote::Registry> registry;
     if (remote::is_oci_url(url)) {

@@ -99,5 +99,27 @@ check "a new mount over the cache, server gone: the file reads right from the ca
     test "$(sha256sum <"$mnt/data/big")" = "$want"
 do_umount "$mnt"
 
+# A daemon (no terminal) with --log FILE: its failed fetches go there, stamped with the time and
+# its pid, and rate-limited (a server that is down fails every read; the log must not drown).
+"$NGINX_BIN" -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"
+wait_for curl -s -o /dev/null "$NGINX_URL/big.pack"
+"$packfs" --cache "$work/cache2" --timeout "$timeout_s" mount --log "$work/daemon.log" \
+    "$NGINX_URL/big.pack" "$mnt"
+check "a daemon with --log reads while the server is up" grep -q "small file" "$mnt/small"
+kill_nginx
+failed=0
+for i in $(seq 40); do
+    dd if="$mnt/data/big" of=/dev/null bs=4k count=1 skip=$((i * mib * 256 / 41)) 2>/dev/null || failed=$((failed + 1))
+done
+check "  with the server gone, its 40 uncached reads fail" test "$failed" -eq 40
+check "  and its log names the URL and byte range, stamped with the time and pid" \
+    grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z packfs\[[0-9]+\]: remote: .*big\.pack: bytes [0-9]+-[0-9]+: ' \
+    "$work/daemon.log"
+check "  at most 10 lines for the 40 failures (rate-limited): $(wc -l <"$work/daemon.log")" \
+    test "$(wc -l <"$work/daemon.log")" -le 10
+do_umount "$mnt"
+check "mount --log to a file it cannot open fails, naming it" \
+    sh -c "! '$packfs' mount --log /nonexistent/dir/log '$work/www/big.pack' '$mnt' 2>'$work/log.err' && grep -q '/nonexistent/dir/log' '$work/log.err'"
+
 echo "remote_kill_test: $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -24,6 +24,7 @@
 #include "access_trace.hpp"
 #include "command.hpp"
 #include "core/fd.hpp"
+#include "daemon_log.hpp"
 #include "format.hpp"
 #include "fuse/control.hpp"
 #include "fuse/mount.hpp"
@@ -51,6 +52,7 @@ struct MountArgs {
     bool lazy = false;       // umount: detach now, finish when no longer busy
     std::string record_trace;  // where to write the paths of the files opened
     std::string prefetch;      // a list of paths to read in the background once mounted
+    std::string log;           // the daemon's log file (else stderr, then syslog)
 };
 
 std::optional<std::string> absolute(const std::string& path) {
@@ -234,6 +236,13 @@ int serve_mount(MountArgs args, int ready_fd) {
     auto compact_at = parse_compact_at(args.compact_at);
     if (!compact_at) return out.usage("--compact-at wants auto, off or a size such as 64M");
     raise_fd_limit();  // before the backend sizes its directory fd cache from it
+    if (!args.log.empty()) {
+        if (auto ok = daemon_log::open_file(args.log); !ok) return out.fail(ok.error());
+    }
+    // Set before the SOURCE is opened: an opened remote pack keeps the log it was given.
+    set_remote_log([](std::string_view line) {
+        daemon_log::write(fmt::format("remote: {}", line), LOG_WARNING);
+    });
     std::vector<std::string> prefetch;
     if (!args.prefetch.empty()) {
         auto list = read_path_list(args.prefetch);
@@ -263,8 +272,7 @@ int serve_mount(MountArgs args, int ready_fd) {
             write_all(ready_fd, "ready\n");
             ::close(ready_fd);
             detach_stdio();
-            ::openlog("packfs", LOG_PID, LOG_DAEMON);
-            log_remote_to_syslog();  // a remote pack's failed fetches: the daemon's log
+            daemon_log::detached();
         } else {
             fmt::print(stderr, "packfs: {} mounted on {} ({})\n", args.source, args.mountpoint,
                        what);
@@ -277,7 +285,7 @@ int serve_mount(MountArgs args, int ready_fd) {
     served->volume.reset();
     const bool daemon = ready_fd >= 0;
     auto report = [&](const Error& e) {
-        if (daemon) ::syslog(LOG_ERR, "%s", e.message().c_str());
+        if (daemon) daemon_log::write(e.message(), LOG_ERR);
         return out.fail(mount_failure(e, args));
     };
     if (!served_ok) return report(served_ok.error());
@@ -296,7 +304,7 @@ int run_mount(MountArgs args) {
     if (!mountpoint) return out.fail(Error(errno, "mount", args.mountpoint));
     args.mountpoint = *mountpoint;
     // The daemon works from /: the lists it reads and writes are named from here.
-    for (std::string* path : {&args.record_trace, &args.prefetch}) {
+    for (std::string* path : {&args.record_trace, &args.prefetch, &args.log}) {
         if (path->empty() || path->front() == '/') continue;
         char cwd[PATH_MAX];
         if (::getcwd(cwd, sizeof cwd) == nullptr) return out.fail(Error(errno, "mount", *path));
@@ -403,6 +411,11 @@ Command add_mount_command(CLI::App& parent) {
     sub->add_option("--prefetch", args->prefetch,
                     "Read the files FILE lists (one path per line) in the background once "
                     "mounted: a remote pack's blocks are then cached before they are asked for");
+    sub->add_option("--log", args->log,
+                    "Append the daemon's reports (a remote pack's failed fetches, rate-limited; "
+                    "the error that ended it) to FILE, each line stamped with the UTC time, "
+                    "instead of syslog")
+        ->type_name("FILE");
     sub->add_option("--compact-at", args->compact_at,
                     "Volume: compact by itself once the journal passes this size (e.g. 1G); "
                     "auto (the default): past 256M and past the pack's size; off: never")

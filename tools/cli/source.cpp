@@ -87,10 +87,8 @@ const RemoteOptions& remote_options() {
     return remote_settings();
 }
 
-void log_remote_to_syslog() {
-    remote_settings().log = [](std::string_view line) {
-        ::syslog(LOG_WARNING, "remote: %.*s", static_cast<int>(line.size()), line.data());
-    };
+void set_remote_log(std::function<void(std::string_view)> log) {
+    remote_settings().log = std::move(log);
 }
 
 Result<SourceKind> source_kind(std::string_view spec) {

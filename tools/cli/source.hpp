@@ -23,8 +23,8 @@ enum class SourceKind { pack, remote, volume, directory };
 void add_remote_options(CLI::App& app);
 // What those options said (after parsing).
 const RemoteOptions& remote_options();
-// From now on, remote packs report failed fetches to syslog (a mount's daemon, detached).
-void log_remote_to_syslog();
+// Where remote packs opened from now on report failed fetches (default: standard error).
+void set_remote_log(std::function<void(std::string_view)> log);
 
 Result<SourceKind> source_kind(std::string_view spec);
 
