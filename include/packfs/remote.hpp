@@ -37,6 +37,10 @@ struct RemoteOptions {
     std::chrono::milliseconds timeout{30'000};
     // Connections kept open to the server (requests in flight at once).
     unsigned connections = 8;
+    // Request headers ("Name: value") sent with every request of an http(s) URL: a token for
+    // a private server, CDN or bucket ("Authorization: Bearer ..."). Never logged. (An oci://
+    // reference authenticates as the registry asks: anonymous or token.)
+    std::vector<std::string> headers;
     // The most a sequential reader makes one request fetch ahead of what it asked for.
     uint64_t readahead_bytes = 8 << 20;
     // Where the reasons for failed fetches go (one line each); empty: standard error.

@@ -139,7 +139,7 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     if (!taken) return std::unexpected(taken.error());
     std::string pin = std::move(*taken);
     auto log = remote::remote_log(options.log);
-    std::vector<std::string> headers;
+    std::vector<std::string> headers = options.headers;  // oci://: the registry's, below
     std::function<Result<std::vector<std::string>>()> reauthorize;
     std::string pinned_by_manifest;
     if (remote::is_oci_url(url)) {

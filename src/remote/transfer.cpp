@@ -90,14 +90,17 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
     remote::HttpResponse response;
     remote::HttpFailure why;
     remote::HttpClient own(1);
+    own.set_headers(options.headers);
     remote::HttpClient& http = registry ? registry->http() : own;
     // No deadline for the whole body (a big pack on a slow link takes what it takes): the
     // timeout bounds connecting and each stall (libcurl's low-speed limit below 1 byte/s).
     if (!http.send(get, remote::Clock::now() + std::chrono::hours(24 * 7), response, why))
         return fail(why.code, "pull", fmt::format("{} ({})", url, why.detail));
     if (response.status != 200)
-        return fail(response.status == 404 ? ENOENT : EIO, "pull",
-                    fmt::format("{} (HTTP {})", url, response.status));
+        return fail(response.status == 404                             ? ENOENT
+                    : response.status == 401 || response.status == 403 ? EACCES
+                                                                       : EIO,
+                    "pull", fmt::format("{} (HTTP {})", url, response.status));
     if (!blob_digest.empty()) {
         auto sum = pack::sha256_file(fd, target);
         if (!sum) return std::unexpected(sum.error().relabeled("pull", target));

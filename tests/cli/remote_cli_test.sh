@@ -64,7 +64,11 @@ mkdir -p "$www/slow"
 raw_digest=$("$packfs" info --json "$www/raw.pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["digest"])')
 start_nginx "$www" "$work/nginx" '
     location = /err500.pack { return 500; }
-    location /slow/ { alias '"$www"'/; limit_rate_after 200k; limit_rate 2k; }'
+    location /slow/ { alias '"$www"'/; limit_rate_after 200k; limit_rate 2k; }
+    location /private/ {
+        alias '"$www"'/;
+        if ($http_authorization != "Bearer s3cret") { return 401; }
+    }'
 
 # ---- 1. every command: the URL answers as the local pack does -----------------------------
 same() {  # same WHAT CMD...: the command's stdout for the local pack and for its URL agree
@@ -103,6 +107,24 @@ extra=(/); same "ls -lR, one connection" zstd --connections 1 ls -l -R
 expect_code "--connections 0 is refused" 2 "$packfs" --connections 0 ls "$NGINX_URL/zstd.pack" /
 expect_code "--connections 65 is refused" 2 "$packfs" --connections 65 ls "$NGINX_URL/zstd.pack" /
 expect_code "--metadata-whole wants a size" 2 "$packfs" --metadata-whole lots ls "$NGINX_URL/zstd.pack" /
+
+# A server that wants a token: --header sends it (or @FILE, one a line), never logs it.
+check "--header: a private URL lists as the local pack does" sh -c \
+    "'$packfs' --header 'Authorization: Bearer s3cret' ls -l -R '$NGINX_URL/private/zstd.pack' / >'$work/private.out' &&
+     '$packfs' ls -l -R '$www/zstd.pack' / | cmp -s - '$work/private.out'"
+printf 'X-Unused: 1\r\n\nAuthorization: Bearer s3cret\n' >"$work/headers"
+check "--header @FILE reads them from the file" \
+    "$packfs" --header "@$work/headers" cat "$NGINX_URL/private/zstd.pack" /small
+check "--header: pull sends it too" \
+    "$packfs" --header "Authorization: Bearer s3cret" pull "$NGINX_URL/private/zstd.pack" "$work/private.pack"
+check "  and the pulled pack is the served one" cmp -s "$work/private.pack" "$www/zstd.pack"
+expect_code "without the token: refused" 1 "$packfs" --cache none ls "$NGINX_URL/private/zstd.pack" /
+check "  naming the server's answer" grep -q "401" "$work/last.err"
+expect_code "a wrong token: refused" 1 "$packfs" --cache none --header "Authorization: Bearer nope" \
+    ls "$NGINX_URL/private/zstd.pack" /
+check "  and the token is in no message" sh -c "! grep -q nope '$work/last.err' '$work/last.out'"
+expect_code "--header without a colon is refused" 2 "$packfs" --header Bearer ls "$NGINX_URL/zstd.pack" /
+expect_code "--header @FILE that cannot be read is refused" 2 "$packfs" --header @/nonexistent ls "$NGINX_URL/zstd.pack" /
 
 # ---- 2. what is fetched --------------------------------------------------------------------
 reset_nginx_log

@@ -4,6 +4,7 @@
 #include <syslog.h>
 
 #include <cerrno>
+#include <fstream>
 
 #include "format.hpp"
 #include "packfs/dir.hpp"
@@ -24,6 +25,27 @@ RemoteOptions& remote_settings() {
     return options;
 }
 
+// What is wrong with a request header given on the command line, or "" when nothing is.
+std::string header_problem(std::string_view h) {
+    const auto colon = h.find(':');
+    if (colon == 0 || colon == std::string_view::npos)
+        return "is not NAME: VALUE (e.g. 'Authorization: Bearer TOKEN')";
+    if (h.find_first_of("\r\n") != std::string_view::npos) return "holds a line break";
+    return {};
+}
+
+// --header @FILE: a header a line (blank lines and trailing CRs ignored).
+std::vector<std::string> read_header_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw CLI::ValidationError("--header", fmt::format("@{}: cannot be read", path));
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty()) out.push_back(std::move(line));
+    }
+    return out;
+}
+
 }  // namespace
 
 void add_remote_options(CLI::App& app) {
@@ -31,6 +53,7 @@ void add_remote_options(CLI::App& app) {
         std::string cache, cache_size, digest, metadata_whole;
         double timeout = 30;
         unsigned connections = RemoteOptions{}.connections;
+        std::vector<std::string> headers;
     };
     auto texts = std::make_shared<Texts>();
     const char* group = "Remote SOURCEs (http(s):// URLs and oci:// references; docs/REMOTE.md)";
@@ -58,6 +81,12 @@ void add_remote_options(CLI::App& app) {
                    "once (default 8)")
         ->check(CLI::Range(1, 64))
         ->group(group);
+    app.add_option("--header", texts->headers,
+                   "A request header sent to an http(s) server, e.g. 'Authorization: Bearer "
+                   "TOKEN' (repeatable; never logged). @FILE reads them from FILE, one a line, "
+                   "which keeps a secret off the command line")
+        ->type_name("'NAME: VALUE'|@FILE")
+        ->group(group);
     app.add_option("--metadata-whole", texts->metadata_whole,
                    "Metadata stored in at most this many bytes (default 8M) is fetched whole "
                    "when the pack is opened; larger metadata is fetched by 16 KiB block as it "
@@ -70,6 +99,16 @@ void add_remote_options(CLI::App& app) {
         o.digest = texts->digest;
         o.timeout = std::chrono::milliseconds(static_cast<int64_t>(texts->timeout * 1000));
         o.connections = texts->connections;
+        o.headers.clear();
+        for (const std::string& given : texts->headers) {
+            auto headers = given.starts_with('@') ? read_header_file(given.substr(1))
+                                                  : std::vector<std::string>{given};
+            for (std::string& h : headers) {
+                if (auto why = header_problem(h); !why.empty())
+                    throw CLI::ValidationError("--header", fmt::format("'{}' {}", h, why));
+                o.headers.push_back(std::move(h));
+            }
+        }
         if (!texts->cache_size.empty()) {
             auto bytes = parse_size(texts->cache_size);
             if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
