@@ -27,6 +27,14 @@ void raise_error(const Error& error, py::handle filename, py::handle filename2) 
     // Corruption (EUCLEAN) is still an OSError; what was found goes into strerror.
     std::string detail;
     if (const auto& c = error.corruption()) detail = c->what;
+    // What the library said past the name the caller gave ("URL (HTTP 401)", "URL (connection
+    // refused)"): the filename stays the caller's, the rest goes into strerror.
+    if (detail.empty() && filename && PyUnicode_Check(filename.ptr())) {
+        const std::string name = py::reinterpret_borrow<py::str>(filename);
+        const std::string& path = error.path();
+        if (path.size() > name.size() + 3 && path.starts_with(name + " (") && path.ends_with(')'))
+            detail = path.substr(name.size() + 2, path.size() - name.size() - 3);
+    }
     raise_errno(error.code(), filename, filename2, detail);
 }
 

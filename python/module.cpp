@@ -16,10 +16,58 @@
 namespace packfs::python {
 namespace {
 
-Result<Source> open_source(const std::string& spec, bool writable) {
+// packfs.open()'s keyword arguments for a remote source (RemoteOptions), None when not given.
+struct RemoteArgs {
+    py::object digest, cache, cache_size, timeout, headers, connections;
+    bool any() const {
+        for (const py::object* o : {&digest, &cache, &cache_size, &timeout, &headers, &connections})
+            if (!o->is_none()) return true;
+        return false;
+    }
+};
+
+// The RemoteOptions the arguments say, checked (ValueError naming the one that is wrong).
+RemoteOptions remote_options(const RemoteArgs& a) {
+    RemoteOptions o;
+    if (!a.digest.is_none()) o.digest = a.digest.cast<std::string>();
+    if (!a.cache.is_none())
+        o.cache_dir = py::str(py::module_::import("os").attr("fspath")(a.cache));
+    if (!a.cache_size.is_none()) {
+        const auto bytes = a.cache_size.cast<long long>();
+        if (bytes < 0) throw py::value_error("cache_size is a number of bytes, not negative");
+        o.cache_bytes = static_cast<uint64_t>(bytes);
+    }
+    if (!a.timeout.is_none()) {
+        const double seconds = a.timeout.cast<double>();
+        if (!(seconds > 0)) throw py::value_error("timeout is a number of seconds above 0");
+        o.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    }
+    if (!a.connections.is_none()) {
+        const auto n = a.connections.cast<long long>();
+        if (n < 1 || n > 64) throw py::value_error("connections is from 1 to 64");
+        o.connections = static_cast<unsigned>(n);
+    }
+    if (!a.headers.is_none()) {
+        // {"Name": "value"}, or "Name: value" strings.
+        if (py::isinstance<py::dict>(a.headers)) {
+            for (auto [name, value] : a.headers.cast<py::dict>())
+                o.headers.push_back(name.cast<std::string>() + ": " + value.cast<std::string>());
+        } else {
+            for (py::handle h : a.headers) o.headers.push_back(h.cast<std::string>());
+        }
+        for (const std::string& h : o.headers) {
+            const auto colon = h.find(':');
+            if (colon == 0 || colon == std::string::npos || h.find_first_of("\r\n") != h.npos)
+                throw py::value_error("a header is 'Name: value', on one line");
+        }
+    }
+    return o;
+}
+
+Result<Source> open_source(const std::string& spec, bool writable, const RemoteOptions& remote) {
     if (is_remote_url(spec)) {
         if (writable) return fail(EROFS, "open", spec);
-        auto pack = open_remote_pack(spec);
+        auto pack = open_remote_pack(spec, remote);
         if (!pack) return std::unexpected(pack.error());
         return Source{*pack, *pack, nullptr, "remote"};
     }
@@ -50,10 +98,15 @@ Result<Source> open_source(const std::string& spec, bool writable) {
     return Source{*pack, *pack, nullptr, "pack"};
 }
 
-py::object open_tree(py::object source, bool writable) {
+py::object open_tree(py::object source, bool writable, const RemoteArgs& args) {
     PathArg p(source);
     std::string spec(p.view());
-    auto opened = nogil([&] { return open_source(spec, writable); });
+    if (args.any() && !is_remote_url(spec))
+        throw py::value_error(
+            "digest, cache, cache_size, timeout, headers and connections are for a remote "
+            "source (an http(s):// or oci:// URL)");
+    const RemoteOptions remote = remote_options(args);
+    auto opened = nogil([&] { return open_source(spec, writable, remote); });
     return make_tree(take(std::move(opened), source), source);
 }
 
@@ -99,9 +152,24 @@ PYBIND11_MODULE(packfs, m) {
     bind_file(m);
     bind_listing(m);
     bind_tree(m);
-    m.def("open", &open_tree, "source"_a, "writable"_a = false,
-          "A Tree over a pack file, an http(s):// or oci:// pack URL, a volume directory or a "
-          "host directory (read-only unless writable=True; a pack is always read-only)");
+    m.def(
+        "open",
+        [](py::object source, bool writable, py::object digest, py::object cache,
+           py::object cache_size, py::object timeout, py::object headers, py::object connections) {
+            return open_tree(
+                std::move(source), writable,
+                RemoteArgs{std::move(digest), std::move(cache), std::move(cache_size),
+                           std::move(timeout), std::move(headers), std::move(connections)});
+        },
+        "source"_a, "writable"_a = false, py::kw_only(), "digest"_a = py::none(),
+        "cache"_a = py::none(), "cache_size"_a = py::none(), "timeout"_a = py::none(),
+        "headers"_a = py::none(), "connections"_a = py::none(),
+        "A Tree over a pack file, an http(s):// or oci:// pack URL, a volume directory or a "
+        "host directory (read-only unless writable=True; a pack is always read-only). For a "
+        "URL: digest pins the pack, cache is the block cache's directory ('none': private), "
+        "cache_size its bound in bytes, timeout the seconds a read waits for the server, "
+        "headers a dict or 'Name: value' strings sent with every request, connections how "
+        "many requests are in flight at once");
     m.def(
         "mem",
         [] {

@@ -120,3 +120,55 @@ def test_gil_released_while_fetching(pack_path, files, tmp_path, monkeypatch):
     finally:
         server.shutdown()
         server.server_close()
+
+
+class TokenHandler(RangeHandler):
+    """RangeHandler behind a bearer token: 401 without it."""
+
+    def do_GET(self):  # noqa: N802
+        if self.headers.get("Authorization") != "Bearer s3cret":
+            self.send_error(401)
+            return
+        super().do_GET()
+
+
+def serve(handler, root):
+    handler.root = root
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_remote_options(pack_path, files, tmp_path):
+    server = serve(TokenHandler, os.path.dirname(pack_path))
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/{os.path.basename(pack_path)}"
+        cache = tmp_path / "blocks"
+        # The token as a dict or as strings; the cache where it is told (a PathLike).
+        with packfs.open(url, headers={"Authorization": "Bearer s3cret"}, cache=cache,
+                         cache_size=1 << 30, timeout=5, connections=2) as t:
+            assert t.read("/big.bin") == files["/big.bin"]
+        assert any(cache.iterdir()), "nothing was kept in the cache given"
+        with packfs.open(url, headers=["Authorization: Bearer s3cret"], cache="none") as t:
+            assert t.read("/a/two") == files["/a/two"]
+        # Without it: refused, as the os module says it (EACCES), naming the URL.
+        with pytest.raises(PermissionError) as refused:
+            packfs.open(url, cache="none", timeout=5)
+        assert "401" in str(refused.value)
+        # A pin the pack does not match: refused, saying so.
+        with pytest.raises(OSError) as wrong:
+            packfs.open(url, headers={"Authorization": "Bearer s3cret"}, cache="none",
+                        digest="0" * 64)
+        assert "digest" in str(wrong.value)
+        # Wrong values, and remote options for a local source, are ValueErrors.
+        for bad in ({"connections": 0}, {"timeout": 0}, {"cache_size": -1},
+                    {"headers": ["no colon"]}, {"headers": ["A: b\r\nC: d"]}):
+            with pytest.raises(ValueError):
+                packfs.open(url, **bad)
+        with pytest.raises(ValueError):
+            packfs.open(pack_path, cache="none")
+        with pytest.raises(TypeError):
+            packfs.open(url, False, "0" * 64)  # the options are keywords only
+    finally:
+        server.shutdown()
+        server.server_close()
