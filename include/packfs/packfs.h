@@ -56,6 +56,27 @@ PACKFS_C_API const char* packfs_version(void);
  * directory, or else a pack file. Read-only unless `flags` has PACKFS_WRITABLE (a volume or a
  * host directory; for a pack it is -EROFS). */
 PACKFS_C_API int packfs_open(const char* source, int flags, packfs_fs** out);
+/* How packfs_open_remote() reaches a remote pack (docs/REMOTE.md). Zero (or NULL) in a field
+ * is its default. `size` is sizeof(packfs_remote_options) as the caller was compiled: fields
+ * added later lie past it and take their defaults, so the struct can grow without breaking
+ * the ABI. */
+typedef struct packfs_remote_options {
+    size_t size;
+    const char* digest;         /* the pack's image digest (64 hex digits): it must be that pack */
+    const char* cache_dir;      /* the block cache's directory; "none": private to this tree */
+    uint64_t cache_bytes;       /* the cache's bound (default a quarter of its free space) */
+    uint32_t timeout_ms;        /* how long a read waits for the server (default 30,000) */
+    uint32_t connections;       /* requests in flight at once, 1 to 64 (default 8) */
+    const char* const* headers; /* "Name: value" strings, NULL-terminated, sent with every
+                                 * request of an http(s) URL (a private server's token) */
+} packfs_remote_options;
+
+/* A remote pack (an http(s):// URL or an oci:// reference) with OPTIONS (NULL: the defaults, as
+ * packfs_open gives). -EINVAL for a bad option (a header without a colon, connections over
+ * 64, a `size` smaller than the struct's first version), -EACCES when the server refuses,
+ * -EUCLEAN when the pack is not the pinned one. */
+PACKFS_C_API int packfs_open_remote(const char* url, const packfs_remote_options* options,
+                                    packfs_fs** out);
 /* A pack file, mapped; opening checks the header and metadata sums only (O(1) in files). */
 PACKFS_C_API int packfs_open_pack(const char* path, packfs_fs** out);
 /* A volume (a pack and its journal), replayed, writable and locked against other writers. */

@@ -1,6 +1,8 @@
 // The C API's trees: opening each kind, snapshots, sync, close (include/packfs/packfs.h).
 #include <sys/stat.h>
 
+#include <cstddef>
+
 #include "capi/handles.hpp"
 #include "packfs/dir.hpp"
 #include "packfs/mem.hpp"
@@ -62,6 +64,42 @@ int packfs_open(const char* source, int flags, packfs_fs** out) {
         }
         if (writable) return capi::failed(EROFS, "open", source);  // a pack never changes
         return capi::open_pack_path(source, out);
+    });
+}
+
+int packfs_open_remote(const char* url, const packfs_remote_options* options, packfs_fs** out) {
+    return guarded("open", [&]() -> int {
+        if (url == nullptr || out == nullptr) return capi::failed(EINVAL, "open", {});
+        if (!is_remote_url(url))
+            return capi::failed(EINVAL, "open", std::string(url) + " (not a remote URL)");
+        RemoteOptions o;
+        if (options != nullptr) {
+            // The first version of the struct ends after `headers`: anything shorter is not one.
+            constexpr std::size_t kFirst =
+                offsetof(packfs_remote_options, headers) + sizeof(packfs_remote_options::headers);
+            if (options->size < kFirst)
+                return capi::failed(EINVAL, "open", "packfs_remote_options.size");
+            if (options->digest != nullptr) o.digest = options->digest;
+            if (options->cache_dir != nullptr) o.cache_dir = options->cache_dir;
+            o.cache_bytes = options->cache_bytes;
+            if (options->timeout_ms != 0)
+                o.timeout = std::chrono::milliseconds(options->timeout_ms);
+            if (options->connections > 64)
+                return capi::failed(EINVAL, "open", "packfs_remote_options.connections (over 64)");
+            if (options->connections != 0) o.connections = options->connections;
+            for (const char* const* h = options->headers; h != nullptr && *h != nullptr; ++h) {
+                const std::string_view header(*h);
+                const auto colon = header.find(':');
+                if (colon == 0 || colon == header.npos ||
+                    header.find_first_of("\r\n") != header.npos)
+                    return capi::failed(
+                        EINVAL, "open",
+                        "packfs_remote_options.headers (each 'Name: value', one line)");
+                o.headers.emplace_back(header);
+            }
+        }
+        PACKFS_C_TRY(pack, open_remote_pack(url, o));
+        return capi::give(std::move(*pack), nullptr, out);
     });
 }
 
