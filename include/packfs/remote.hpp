@@ -38,8 +38,9 @@ struct RemoteOptions {
     // Connections kept open to the server (requests in flight at once).
     unsigned connections = 8;
     // Request headers ("Name: value") sent with every request of an http(s) URL: a token for
-    // a private server, CDN or bucket ("Authorization: Bearer ..."). Never logged. (An oci://
-    // reference authenticates as the registry asks: anonymous or token.)
+    // a private server, CDN or bucket ("Authorization: Bearer ..."). Never logged. An oci://
+    // reference authenticates as the registry asks (anonymous or token): with headers it is
+    // EINVAL.
     std::vector<std::string> headers;
     // The most a sequential reader makes one request fetch ahead of what it asked for.
     uint64_t readahead_bytes = 8 << 20;

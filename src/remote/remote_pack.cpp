@@ -142,6 +142,11 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     std::vector<std::string> headers = options.headers;  // oci://: the registry's, below
     std::function<Result<std::vector<std::string>>()> reauthorize;
     std::string pinned_by_manifest;
+    if (remote::is_oci_url(url) && !options.headers.empty())
+        return fail(EINVAL, kOp,
+                    fmt::format("{} (request headers are for http(s) URLs; a registry "
+                                "authenticates through its token service)",
+                                url));
     if (remote::is_oci_url(url)) {
         // The manifest (checked against the reference's digest, when it has one) names the
         // blob and the pack's image digest, which then pins the pack like a fragment would.

@@ -51,6 +51,11 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
     auto log = remote::remote_log(options.log);
     remote::HttpRequest get;
     std::optional<remote::Registry> registry;
+    if (remote::is_oci_url(url) && !options.headers.empty())
+        return fail(EINVAL, "pull",
+                    fmt::format("{} (request headers are for http(s) URLs; a registry "
+                                "authenticates through its token service)",
+                                url));
     if (remote::is_oci_url(url)) {
         auto ref = remote::parse_oci_reference(url);
         if (!ref) return std::unexpected(ref.error());

@@ -123,6 +123,8 @@ check "  naming the server's answer" grep -q "401" "$work/last.err"
 expect_code "a wrong token: refused" 1 "$packfs" --cache none --header "Authorization: Bearer nope" \
     ls "$NGINX_URL/private/zstd.pack" /
 check "  and the token is in no message" sh -c "! grep -q nope '$work/last.err' '$work/last.out'"
+expect_code "--header with an oci:// reference is refused" 1 "$packfs" --header "A: b" ls "oci://127.0.0.1:9/r/p:t" /
+check "  saying why" grep -q "request headers are for http(s) URLs" "$work/last.err"
 expect_code "--header without a colon is refused" 2 "$packfs" --header Bearer ls "$NGINX_URL/zstd.pack" /
 expect_code "--header @FILE that cannot be read is refused" 2 "$packfs" --header @/nonexistent ls "$NGINX_URL/zstd.pack" /
 
