@@ -349,15 +349,21 @@ Result<std::string_view> PackReader::name_at(const std::byte* at, uint64_t rel,
     return bytes(offset, length, rel + offsetof(Dirent, name_offset), "dirent name range", ctx);
 }
 
-Result<InodeView> PackReader::child(const Dirent& d, uint64_t rel, const Ctx& ctx) const {
+Result<FileType> PackReader::dirent_type(const Dirent& d, uint64_t rel, const Ctx& ctx) const {
     if (d.ino < 2 || d.ino > inode_count_) [[unlikely]]
         return corrupt(ctx, rel + offsetof(Dirent, ino), inode_count_, d.ino,
                        "dirent inode number");
     FileType type;
     if (!type_of_nibble(d.type, type)) [[unlikely]]
         return corrupt(ctx, rel + offsetof(Dirent, type), 0, d.type, "dirent type");
+    return type;
+}
+
+Result<InodeView> PackReader::child(const Dirent& d, uint64_t rel, const Ctx& ctx) const {
+    auto type = dirent_type(d, rel, ctx);
+    if (!type) return std::unexpected(type.error());
     auto node = inode(d.ino, ctx);
-    if (node && node->type != type) [[unlikely]]
+    if (node && node->type != *type) [[unlikely]]
         return corrupt(ctx, rel + offsetof(Dirent, type), node->rec.mode >> 12, d.type,
                        "dirent type (differs from its inode's)");
     return node;
@@ -612,19 +618,15 @@ Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, con
     out.reserve(dir.rec.size);
     auto listed = each_dirent(
         dir, ctx, [&](const Dirent& d, uint64_t rel, std::string_view name) -> Result<void> {
-            if (d.ino < 2 || d.ino > inode_count_) [[unlikely]]
-                return corrupt(ctx, rel + offsetof(Dirent, ino), inode_count_, d.ino,
-                               "dirent inode number");
-            FileType type;
-            if (!type_of_nibble(d.type, type)) [[unlikely]]
-                return corrupt(ctx, rel + offsetof(Dirent, type), 0, d.type, "dirent type");
+            auto type = dirent_type(d, rel, ctx);
+            if (!type) return std::unexpected(type.error());
             uint64_t number = d.ino;
             if (numbered_) {
                 auto stored = stored_number(d.ino - 1, ctx);
                 if (!stored) return std::unexpected(stored.error());
                 number = *stored;
             }
-            out.push_back(DirEntry{std::string(name), number, type});
+            out.push_back(DirEntry{std::string(name), number, *type});
             return {};
         });
     if (!listed) return std::unexpected(listed.error());

@@ -312,6 +312,8 @@ private:
     Result<const std::byte*> find(const InodeView& dir, std::string_view name,
                                   const Ctx& ctx) const;
     // The inode a dirent names, checked against the dirent's type.
+    // A dirent's inode number (in range) and type nibble, checked: its type.
+    Result<FileType> dirent_type(const Dirent& d, uint64_t rel, const Ctx& ctx) const;
     Result<InodeView> child(const Dirent& d, uint64_t rel, const Ctx& ctx) const;
     Result<std::string_view> bytes(uint64_t offset, uint64_t length, uint64_t field_rel,
                                    std::string_view what, const Ctx& ctx) const;
