@@ -518,6 +518,8 @@ Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, u
     auto made = journaled<Created>(
         RecordType::create_at, name,
         [&](Backend& tree) -> Result<Created> {
+            // Again under mu_: a compaction since the check above may have orphaned `dir`.
+            if (unnamed_tree(dir)) return fail(ENOENT, "create", name);
             auto c = tree.create(dir, name, flags, mode, owner);
             if (c) {
                 count_hold(c->entry.node.id);
@@ -548,7 +550,10 @@ Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
     if (unnamed_tree(dir)) return fail(ENOENT, "mkdir", name);  // a removed directory
     return make_entry(
         RecordType::mkdir_at, name,
-        [&](Backend& tree) { return tree.mkdir(dir, name, mode, owner); },
+        [&](Backend& tree) -> Result<Entry> {
+            if (unnamed_tree(dir)) return fail(ENOENT, "mkdir", name);  // orphaned since
+            return tree.mkdir(dir, name, mode, owner);
+        },
         [&](OpRecord& r, const Entry&) {
             r.ino = dir.id;
             r.name = name;
@@ -563,7 +568,10 @@ Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, 
     if (unnamed_tree(dir)) return fail(ENOENT, "mknod", name);  // a removed directory
     return make_entry(
         RecordType::mknod_at, name,
-        [&](Backend& tree) { return tree.mknod(dir, name, type, mode, rdev, owner); },
+        [&](Backend& tree) -> Result<Entry> {
+            if (unnamed_tree(dir)) return fail(ENOENT, "mknod", name);  // orphaned since
+            return tree.mknod(dir, name, type, mode, rdev, owner);
+        },
         [&](OpRecord& r, const Entry&) {
             r.ino = dir.id;
             r.name = name;
@@ -580,7 +588,10 @@ Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_v
     if (unnamed_tree(dir)) return fail(ENOENT, "symlink", name);  // a removed directory
     return make_entry(
         RecordType::symlink_at, name,
-        [&](Backend& tree) { return tree.symlink(dir, name, target, owner); },
+        [&](Backend& tree) -> Result<Entry> {
+            if (unnamed_tree(dir)) return fail(ENOENT, "symlink", name);  // orphaned since
+            return tree.symlink(dir, name, target, owner);
+        },
         [&](OpRecord& r, const Entry&) {
             r.ino = dir.id;
             r.name = name;
@@ -595,7 +606,11 @@ Result<Entry> VolumeImpl::link(Node node, Node dir, std::string_view name) {
     // directory.
     if (unnamed_tree(node) || unnamed_tree(dir)) return fail(ENOENT, "link", name);
     return make_entry(
-        RecordType::link_at, name, [&](Backend& tree) { return tree.link(node, dir, name); },
+        RecordType::link_at, name,
+        [&](Backend& tree) -> Result<Entry> {
+            if (unnamed_tree(node) || unnamed_tree(dir)) return fail(ENOENT, "link", name);
+            return tree.link(node, dir, name);
+        },
         [&](OpRecord& r, const Entry&) {
             r.ino = node.id;
             r.ino2 = dir.id;
@@ -654,7 +669,12 @@ Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
 Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
     if (auto old = unnamed_tree(node)) return old->setattr(node, change);
     return journaled<Stat>(
-        RecordType::setattr, {}, [&](Backend& tree) { return tree.setattr(node, change); },
+        RecordType::setattr, {},
+        [&](Backend& tree) {
+            // Orphaned by a compaction since the check above: its tree, not journaled (nlink 0).
+            if (auto old = unnamed_tree(node)) return old->setattr(node, change);
+            return tree.setattr(node, change);
+        },
         [&](OpRecord& r, const Stat& st) {
             if (st.nlink == 0) return false;  // unnamed: nothing to recover
             r.ino = node.id;
@@ -688,6 +708,8 @@ Result<uint64_t> VolumeImpl::copy_range(Node from, uint64_t offset, Node to, uin
     auto copied = journaled<std::optional<uint64_t>>(
         RecordType::clone_range, {},
         [&](Backend& tree) -> Result<std::optional<uint64_t>> {
+            // Orphaned by a compaction since the check above: through handles, below.
+            if (unnamed_tree(from) || unnamed_tree(to)) return std::optional<uint64_t>();
             auto source_named = still_named(tree, from);  // under mu_: no race
             if (!source_named) return std::unexpected(source_named.error());
             if (!*source_named) return std::optional<uint64_t>();
@@ -718,6 +740,11 @@ Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_
     auto done = journaled<bool>(
         RecordType::setxattr_at, name,
         [&](Backend& tree) -> Result<bool> {
+            if (auto old = unnamed_tree(node)) {  // orphaned since the check: not journaled
+                if (auto ok = old->setxattr(node, name, value, mode); !ok)
+                    return std::unexpected(ok.error());
+                return false;
+            }
             if (auto ok = tree.setxattr(node, name, value, mode); !ok)
                 return std::unexpected(ok.error());
             return still_named(tree, node);
@@ -739,6 +766,10 @@ Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
     auto done = journaled<bool>(
         RecordType::removexattr_at, name,
         [&](Backend& tree) -> Result<bool> {
+            if (auto old = unnamed_tree(node)) {  // orphaned since the check: not journaled
+                if (auto ok = old->removexattr(node, name); !ok) return std::unexpected(ok.error());
+                return false;
+            }
             if (auto ok = tree.removexattr(node, name); !ok) return std::unexpected(ok.error());
             return still_named(tree, node);
         },
