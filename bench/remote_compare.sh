@@ -6,6 +6,8 @@
 #   bench/remote_compare.sh PACKFS [RUNS]      (root: it bind-mounts the tree and mounts FUSE)
 #   BLOCK=16K bench/remote_compare.sh ...      (the pack's block size; default 64K)
 #   LAYOUT=walk bench/remote_compare.sh ...    (packfs build --layout; default inodes)
+#   FIGURES=CD bench/remote_compare.sh ...     (only these figures; default ABCDE; D needs C)
+#   READERS=1 bench/remote_compare.sh ...      (C's readers at once; default 8)
 #
 # Figures (each the median of RUNS runs, default 3; the cache emptied before each cold run):
 #   A. 20 ms RTT: mount + first `ls -lR`, against a pull (curl of the whole pack through the
@@ -38,6 +40,9 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 log() { echo "[remote-bench] $*" >&2; }
+figures=${FIGURES:-ABCDE}
+want() { [[ $figures == *"$1"* ]]; }
+want D && ! want C && { echo "remote_compare: figure D reads the cache C fills: FIGURES=CD" >&2; exit 2; }
 
 # ---- the tree and its pack ------------------------------------------------------------------
 mkdir -p "$work/tree/share" "$work/tree/include" "$work/www"
@@ -94,10 +99,13 @@ ab() {
         drop
     done
 }
-ab 0
-ab 200
+if want A || want B; then
+    ab 0
+    ab 200
+fi
 
 # ---- C: 5 ms, 200 Mbit/s -------------------------------------------------------------------
+if want C; then
 link 5 200
 : >"$work/C.remote"; : >"$work/C.curl"
 for run in $(seq "$runs"); do
@@ -106,15 +114,17 @@ for run in $(seq "$runs"); do
     echo "$t1 - $t0" | bc >>"$work/C.curl"
     rm -rf "$work/cache"; reset_nginx_log
     t0=$(now); remote_mount "$LINK_URL"
-    (cd "$mnt" && find . -type f -print0 | xargs -0 -P 8 -n 64 cat >/dev/null); t1=$(now)
+    (cd "$mnt" && find . -type f -print0 | xargs -0 -P "${READERS:-8}" -n 64 cat >/dev/null); t1=$(now)
     echo "$t1 - $t0" | bc >>"$work/C.remote"; echo "$(fetched_bytes)" >"$work/C.fetched"
     [ "$run" = "$runs" ] || drop
 done
 "$packfs" umount "$mnt" >/dev/null
+fi
 
 # ---- D: warm (the cache C filled), against the local pack ------------------------------------
-: >"$work/D.ls.remote"; : >"$work/D.ls.local"; : >"$work/D.read.remote"; : >"$work/D.read.local"
 readall() { (cd "$1" && find . -type f -print0 | xargs -0 -P 8 -n 64 cat >/dev/null); }
+if want D; then
+: >"$work/D.ls.remote"; : >"$work/D.ls.local"; : >"$work/D.read.remote"; : >"$work/D.read.local"
 for run in $(seq "$runs"); do
     log "D run $run"
     reset_nginx_log
@@ -130,8 +140,10 @@ for run in $(seq "$runs"); do
     echo "$t1 - $t0" | bc >>"$work/D.ls.local"; echo "$t2 - $t1" | bc >>"$work/D.read.local"
     "$packfs" umount "$work/local"
 done
+fi
 
 # ---- E: 8 mounts at once, 0 ms -------------------------------------------------------------
+if want E; then
 link 0 0
 rm -rf "$work/cache"; reset_nginx_log
 for i in $(seq 8); do mkdir -p "$work/m$i"; "$packfs" --cache "$work/cache" mount "$LINK_URL" "$work/m$i"; done
@@ -144,9 +156,20 @@ for i in $(seq 8); do "$packfs" umount "$work/m$i"; done
 twice=$(awk '$2 == "/tree.pack" && $5 ~ /bytes=/ && $5 != "\"bytes=0-511\"" { gsub(/"|bytes=/, "", $5); split($5, r, "-"); print r[1], r[2] }' \
     "$NGINX_DIR/access.log" | sort -n | awk 'NR > 1 && $1 <= last { n++ } { if ($2 > last) last = $2 } END { print n + 0 }')
 e_bytes=$(fetched_bytes)
+fi
 
 mib() { echo "scale=1; $1 / 1048576" | bc; }
-cat <<EOF
+twice=${twice:-}; e_bytes=${e_bytes:-0}  # set -u: E's, when E did not run
+# The rows of the figures run (the others' files do not exist: their errors are dropped).
+only_wanted() {
+    while IFS= read -r line; do
+        case "$line" in
+        "| "[A-E]". "*) if want "${line:2:1}"; then echo "$line"; fi ;;
+        *) echo "$line" ;;
+        esac
+    done
+}
+{ cat <<EOF
 remote_compare: pack of /usr/share + /usr/include, zstd ${BLOCK:-64K} blocks, ${LAYOUT:-inodes} layout: $(mib "$pack_bytes") MiB,
 metadata $(mib "$meta_bytes") MiB; $(wc -l <"$work/sample") sampled files of $(mib "$sample_bytes") MiB; medians of $runs runs
 | figure | PackFS remote | anchor | ratio |
@@ -160,3 +183,4 @@ metadata $(mib "$meta_bytes") MiB; $(wc -l <"$work/sample") sampled files of $(m
 | D. warm read-all | $(median <"$work/D.read.remote") s | local pack $(median <"$work/D.read.local") s | $(echo "scale=2; $(median <"$work/D.read.remote") / $(median <"$work/D.read.local")" | bc)x local |
 | E. 8 mounts at once, read-all, 0 ms | $(echo "$t1 - $t0" | bc) s, $(mib "$e_bytes") MiB fetched | pack $(mib "$pack_bytes") MiB | $twice ranges fetched twice |
 EOF
+} 2>/dev/null | only_wanted

@@ -42,7 +42,10 @@ struct RemoteOptions {
     // reference authenticates as the registry asks (anonymous or token): with headers it is
     // EINVAL.
     std::vector<std::string> headers;
-    // The most a sequential reader makes one request fetch ahead of what it asked for.
+    // The most a sequential reader makes one request fetch ahead of what it asked for; and
+    // how far ahead of a walk (find, tar, a data loader opening the files of the directories
+    // it lists, in order) the files it will open next are fetched in the background, 0: no
+    // walk prefetch (docs/REMOTE.md, "Prefetch").
     uint64_t readahead_bytes = 8 << 20;
     // Where the reasons for failed fetches go (one line each); empty: standard error.
     std::function<void(std::string_view)> log;

@@ -92,6 +92,15 @@ public:
     // end at `end` (a file's content), so fetching on to there now saves round trips and
     // fetches nothing the caller will not want.
     virtual void expect(uint64_t end) noexcept = 0;
+    // Stored bytes [offset, end) of the data region that a walk will read soon (WalkAhead:
+    // the files listed after the ones being opened): fetched in the background, best effort,
+    // into the cache. Ranges in the order they will be wanted.
+    struct Range {
+        uint64_t offset, end;
+    };
+    virtual void prefetch(std::span<const Range> ranges) noexcept = 0;
+    // How far ahead of a walk's opens its files are prefetched, in stored bytes (0: not at all).
+    virtual uint64_t walk_ahead_bytes() const noexcept = 0;
 };
 
 class PackImage {

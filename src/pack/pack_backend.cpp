@@ -174,6 +174,7 @@ Result<FileHandle> PackOps::open(const InodeView& node, int flags) const {
         auto c = reader->content(node, ctx);
         if (!c) return std::unexpected(c.error());
         content = *c;
+        reader->note_open(node);
     }
     return std::make_unique<PackFile>(reader, node, content);
 }

@@ -616,6 +616,7 @@ Result<void> PackReader::each_dirent(const InodeView& dir, const Ctx& ctx, Each&
 Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, const Ctx& ctx) const {
     std::vector<DirEntry> out;
     out.reserve(dir.rec.size);
+    std::vector<uint64_t> files;  // a remote pack's: the regular files' records, for walk_
     auto listed = each_dirent(
         dir, ctx, [&](const Dirent& d, uint64_t rel, std::string_view name) -> Result<void> {
             auto type = dirent_type(d, rel, ctx);
@@ -627,9 +628,11 @@ Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, con
                 number = *stored;
             }
             out.push_back(DirEntry{std::string(name), number, *type});
+            if (walk_ != nullptr && *type == FileType::regular) files.push_back(d.ino);
             return {};
         });
     if (!listed) return std::unexpected(listed.error());
+    if (!files.empty()) walk_->listed(files);
     return out;
 }
 

@@ -33,6 +33,7 @@
 #include "pack/image.hpp"
 #include "pack/meta_frames.hpp"
 #include "pack/name_hash.hpp"
+#include "pack/walk_ahead.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -207,6 +208,10 @@ public:
     Result<uint64_t> seek(const ContentRef& content, uint64_t offset, bool data,
                           const Ctx& ctx) const;
 
+    // A remote pack: file `file` is being opened. When opens follow the order directories were
+    // listed in (a walk), the files listed next are prefetched (walk_ahead.hpp).
+    void note_open(const InodeView& file) const noexcept;
+
     // --- a pack from elsewhere (src/remote/) --------------------------------------------------
     // The image digest recomputed from the header and every metadata block (each checked
     // against its sum first): O(metadata); with metadata digests, from the header and their
@@ -320,6 +325,9 @@ private:
 
     // A remote pack: tells it where `content`'s stored bytes end (RemoteBytes::expect).
     void expect_content(const ContentRef& content) const noexcept;
+    // Where `content`'s stored bytes lie in the file, from its first block to its last; nullopt
+    // when it has none there (inline, empty) or starts in a hole.
+    std::optional<RemoteBytes::Range> stored_range(const ContentRef& content) const noexcept;
     // The data stream.
     Result<void> read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx) const;
     struct StoredBlock {
@@ -378,6 +386,7 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // bit b: block b matched its sum
     std::unique_ptr<std::atomic<uint64_t>[]> failed_;   // bit b: block b did not
     std::unique_ptr<BlockCache> cache_;
+    std::unique_ptr<WalkAhead> walk_;  // a remote v2 pack's: listings and opens
 };
 
 // The read-only Backend over an open reader (pack_backend.cpp): what open_pack returns, and

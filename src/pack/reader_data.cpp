@@ -159,14 +159,49 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
     return {};
 }
 
+std::optional<RemoteBytes::Range> PackReader::stored_range(
+    const ContentRef& content) const noexcept {
+    if (content.where != ContentRef::Where::stream || content.size == 0) return std::nullopt;
+    const uint64_t last = content.offset + content.size - 1;  // its last byte in the stream
+    if (codec_ == Codec::none && !holes_)
+        return RemoteBytes::Range{data_offset_ + content.offset, data_offset_ + last + 1};
+    const Ctx ctx{"read", {}};
+    auto first = block_extent(content.offset / block_size_, ctx);
+    auto end = block_extent(last / block_size_, ctx);
+    if (!first || !end || first->length == 0) return std::nullopt;
+    return RemoteBytes::Range{first->offset, end->offset + end->length};
+}
+
 void PackReader::expect_content(const ContentRef& content) const noexcept {
     RemoteBytes* remote = image_->remote();
-    if (remote == nullptr || content.where != ContentRef::Where::stream || content.size == 0)
-        return;
-    const uint64_t last = content.offset + content.size - 1;  // its last byte in the stream
-    if (codec_ == Codec::none && !holes_) return remote->expect(data_offset_ + last + 1);
-    if (auto block = block_extent(last / block_size_, Ctx{"read", {}}))
-        remote->expect(block->offset + block->length);
+    if (remote == nullptr) return;
+    if (auto range = stored_range(content)) remote->expect(range->end);
+}
+
+void PackReader::note_open(const InodeView& file) const noexcept try {
+    if (walk_ == nullptr) return;
+    RemoteBytes& remote = *image_->remote();
+    const uint64_t budget = remote.walk_ahead_bytes();
+    if (budget == 0) return;
+    std::vector<RemoteBytes::Range> ranges;
+    walk_->opened(file.ino, budget, [&](uint64_t record) -> uint64_t {
+        const Ctx ctx{"open", {}};
+        auto node = inode(record, ctx);
+        if (!node || node->type != FileType::regular) return 0;
+        auto content = this->content(*node, ctx);
+        if (!content) return 0;
+        auto range = stored_range(*content);
+        if (!range) return 0;
+        // A directory's files lie next to each other: one range for a run of them.
+        if (!ranges.empty() && range->offset >= ranges.back().offset &&
+            range->offset <= ranges.back().end)
+            ranges.back().end = std::max(ranges.back().end, range->end);
+        else
+            ranges.push_back(*range);
+        return range->end - range->offset;
+    });
+    if (!ranges.empty()) remote.prefetch(ranges);
+} catch (const std::bad_alloc&) {
 }
 
 Result<std::size_t> PackReader::read(const ContentRef& content, uint64_t offset,

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string_view>
-#include <thread>
 
 namespace packfs::remote {
 
@@ -183,6 +183,11 @@ size_t on_exchange_read(char* buffer, size_t size, size_t count, void* user) {
     }
 }
 
+// A transfer's progress callback: a nonzero answer aborts it (CURLE_ABORTED_BY_CALLBACK).
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<const std::stop_token*>(user)->stop_requested() ? 1 : 0;
+}
+
 long remaining_ms(Clock::time_point deadline) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -232,7 +237,8 @@ void HttpClient::release(void* handle) {
 
 HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, uint64_t offset,
                                         std::span<std::byte> out, Clock::time_point deadline,
-                                        uint64_t& total, HttpFailure& why) {
+                                        uint64_t& total, HttpFailure& why,
+                                        const std::stop_token& stop) {
     CURL* h = static_cast<CURL*>(handle);
     Transfer t;
     t.out = out;
@@ -243,7 +249,16 @@ HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, ui
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    if (stop.stop_possible()) {
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, &stop);
+    }
     const auto code = static_cast<CURLcode>(perform(h, {}));
+    if (stop.stop_requested()) {
+        why = {ECANCELED, "cancelled"};
+        return Outcome::fail;
+    }
     if (!t.refused.empty()) {
         why = {ENOTSUP, t.refused};
         return Outcome::fail;
@@ -340,7 +355,8 @@ bool HttpClient::send(const HttpRequest& request, Clock::time_point deadline,
 }
 
 bool HttpClient::with_retries(Clock::time_point deadline, HttpFailure& why,
-                              const std::function<Outcome(void*)>& once) {
+                              const std::function<Outcome(void*)>& once,
+                              const std::stop_token& stop) {
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     for (;;) {
         void* handle = acquire(deadline);
@@ -357,7 +373,16 @@ bool HttpClient::with_retries(Clock::time_point deadline, HttpFailure& why,
             why.detail += " (gave up at the timeout)";
             return false;
         }
-        std::this_thread::sleep_for(backoff);
+        {  // a stop cuts the wait short
+            std::mutex m;
+            std::condition_variable_any woken;
+            std::unique_lock lock(m);
+            woken.wait_for(lock, stop, backoff, [] { return false; });
+        }
+        if (stop.stop_requested()) {
+            why = {ECANCELED, "cancelled"};
+            return false;
+        }
         backoff = std::min<Clock::duration>(2 * backoff, kBackoffCap);
     }
 }
@@ -417,10 +442,12 @@ HttpClient::Outcome HttpClient::transport_failure(void* handle, int code, std::s
 }
 
 bool HttpClient::get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,
-                           Clock::time_point deadline, uint64_t& total, HttpFailure& why) {
-    return with_retries(deadline, why, [&](void* handle) {
-        return attempt(handle, url, offset, out, deadline, total, why);
-    });
+                           Clock::time_point deadline, uint64_t& total, HttpFailure& why,
+                           std::stop_token stop) {
+    return with_retries(
+        deadline, why,
+        [&](void* handle) { return attempt(handle, url, offset, out, deadline, total, why, stop); },
+        stop);
 }
 
 }  // namespace packfs::remote

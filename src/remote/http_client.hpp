@@ -16,6 +16,7 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,8 +66,11 @@ public:
 
     // Fills `out` with bytes [offset, offset + out.size()) of `url` by one ranged GET (retried
     // as above until `deadline`). `total` gets the resource's size from the Content-Range.
+    // A stop requested through `stop` ends the transfer and the retries early (ECANCELED):
+    // background fetches of a pack being closed.
     bool get_range(const std::string& url, uint64_t offset, std::span<std::byte> out,
-                   Clock::time_point deadline, uint64_t& total, HttpFailure& why);
+                   Clock::time_point deadline, uint64_t& total, HttpFailure& why,
+                   std::stop_token stop = {});
 
     // Headers sent with every request from now on (a registry's Authorization).
     void set_headers(std::vector<std::string> headers);
@@ -79,13 +83,14 @@ public:
 private:
     enum class Outcome { ok, retry, fail };
     Outcome attempt(void* handle, const std::string& url, uint64_t offset, std::span<std::byte> out,
-                    Clock::time_point deadline, uint64_t& total, HttpFailure& why);
+                    Clock::time_point deadline, uint64_t& total, HttpFailure& why,
+                    const std::stop_token& stop);
     Outcome send_once(void* handle, const HttpRequest& request, Clock::time_point deadline,
                       HttpResponse& response, HttpFailure& why);
     // Takes a connection and runs `once` on it until it succeeds, fails for good, or the
     // deadline is too near for another try (exponential backoff between tries).
     bool with_retries(Clock::time_point deadline, HttpFailure& why,
-                      const std::function<Outcome(void*)>& once);
+                      const std::function<Outcome(void*)>& once, const std::stop_token& stop = {});
     // The options every request sets: the URL, redirects, timeouts against the deadline.
     static void set_common(void* handle, const std::string& url, Clock::time_point deadline);
     // Runs the transfer with this client's headers and `extra`. Returns the CURLcode.

@@ -15,6 +15,23 @@ namespace {
 
 constexpr uint64_t kMaxRequestBytes = 16 << 20;  // one GET fetches at most this much
 constexpr std::size_t kSweepBlocks = 32;         // how far back a sweep is looked for
+// A prefetch's request: large enough that the round trip is a small part of it at a few
+// hundred Mbit/s, small enough that several threads share one walk's ranges.
+constexpr uint64_t kPrefetchRequestBytes = 512 << 10;
+constexpr std::size_t kMaxPrefetchQueue = 4096;  // runs waiting; the oldest go first past it
+
+// Calls each(first, last) for each maximal run of consecutive values in `sorted`, in order,
+// until one returns false; returns whether all returned true.
+template <class Each>
+bool each_run(std::span<const std::size_t> sorted, Each&& each) {
+    for (std::size_t k = 0; k < sorted.size();) {
+        std::size_t j = k;
+        while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+        if (!each(sorted[k], sorted[j])) return false;
+        k = j + 1;
+    }
+    return true;
+}
 
 std::string hex(std::span<const uint8_t> bytes) {
     return pack::to_hex(bytes);
@@ -51,7 +68,8 @@ void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {
     prefer_cache_ = prefer_cache;
 }
 
-bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline) {
+bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline,
+                        const std::stop_token& stop) {
     uint64_t total = 0;
     HttpFailure why;
     uint64_t generation = 0;
@@ -59,7 +77,7 @@ bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_p
         std::lock_guard lock(auth_mutex_);
         generation = auth_generation_;
     }
-    bool ok = http_.get_range(url_, offset, out, deadline, total, why);
+    bool ok = http_.get_range(url_, offset, out, deadline, total, why, stop);
     if (!ok && why.code == EACCES && options_.reauthorize) {
         // Refused: a registry's token that expired or was revoked. New headers (unless
         // another thread got them since this request went out), then once more.
@@ -79,9 +97,13 @@ bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_p
                 }
             }
         }
-        if (fresh) ok = http_.get_range(url_, offset, out, deadline, total, why);
+        if (fresh) ok = http_.get_range(url_, offset, out, deadline, total, why, stop);
     }
     if (!ok) {
+        if (why.code == ECANCELED) {  // the pack is being closed: nothing went wrong
+            errno = ECANCELED;
+            return false;
+        }
         log(fmt::format("{}: bytes {}-{}: {}", url_, offset, offset + out.size() - 1, why.detail));
         errno = why.code;
         return false;
@@ -224,11 +246,7 @@ void HttpPackBytes::keep_within_bound() noexcept try {
             ranges.emplace_back(blocks_[i].offset, blocks_[i].length);
     }
     auto evicted = cache_.evict(ranges);
-    {
-        std::lock_guard lock(mutex_);
-        for (std::size_t i : victims) in_flight_.erase(i);
-    }
-    landed_.notify_all();
+    unclaim(victims);
     if (!evicted)  // the blocks stay, checked again when next read; the bound is exceeded
         log(
             fmt::format("{}: the cache takes {} bytes, over its bound of {}, and evicting "
@@ -244,8 +262,18 @@ bool HttpPackBytes::matches(std::size_t i, std::span<const std::byte> bytes) con
 
 bool HttpPackBytes::in_cache(std::size_t i) const {
     if (!cache_.valid()) return false;
+    // What the file holds as data only: a block never fetched is a hole, and reading it as
+    // zeros to hash them was a read and a SHA-256 of every block fetched cold.
     std::vector<std::byte> bytes(blocks_[i].length);
-    return cache_.read(blocks_[i].offset, bytes) && matches(i, bytes);
+    return cache_.read_held(blocks_[i].offset, bytes) == bytes.size() && matches(i, bytes);
+}
+
+void HttpPackBytes::unclaim(std::span<const std::size_t> blocks) {
+    {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i : blocks) in_flight_.erase(i);
+    }
+    landed_.notify_all();
 }
 
 void HttpPackBytes::expect(uint64_t end) noexcept {
@@ -277,6 +305,7 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
         for (std::size_t i = first; i <= last; ++i)
             if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
         std::vector<Fetched> fetched;
+
         if (!missing.empty() &&
             !resolve(std::move(missing), fetched, expected_end, Clock::now() + options_.timeout))
             return false;
@@ -338,21 +367,13 @@ bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetche
                 }
             }
         }
-        bool ok = true;
-        // Runs of adjacent blocks this thread claimed, each fetched by one request.
-        for (std::size_t k = 0; k < mine.size() && ok;) {
-            std::size_t j = k;
-            while (j + 1 < mine.size() && mine[j + 1] == mine[j] + 1) ++j;
-            // Only the last run may reach on towards what the caller expects to read.
-            ok = fetch_run(mine[k], mine[j], mine[j], j + 1 == mine.size() ? expected_end : 0,
-                           fetched, deadline);
-            k = j + 1;
-        }
-        {
-            std::lock_guard lock(mutex_);
-            for (std::size_t i : mine) in_flight_.erase(i);
-        }
-        landed_.notify_all();
+        // Runs of adjacent blocks this thread claimed, each fetched by one request; only the
+        // last may reach on towards what the caller expects to read.
+        const bool ok = each_run(mine, [&](std::size_t first, std::size_t last) {
+            return fetch_run(first, last, last, last == mine.back() ? expected_end : 0, fetched,
+                             deadline);
+        });
+        unclaim(mine);
         if (!ok) return false;
         // Blocks another thread was fetching: wait for it, then see whether it got them.
         missing.clear();
@@ -371,11 +392,11 @@ bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetche
 
 bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
                                std::size_t wanted_last, std::vector<Fetched>& fetched,
-                               Clock::time_point deadline) {
+                               Clock::time_point deadline, const std::stop_token& stop) {
     // One GET for [from, to], cut into its blocks and each one checked.
     const uint64_t at = blocks_[from].offset;
     auto buffer = std::make_shared<std::vector<std::byte>>(ends_[to] - at);
-    if (!get(at, *buffer, deadline)) return false;
+    if (!get(at, *buffer, deadline, stop)) return false;
     for (std::size_t i = from; i <= to; ++i) {
         const pack::StoredBlockRef& b = blocks_[i];
         if (b.length == 0) continue;
@@ -383,7 +404,7 @@ bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wan
         if (!matches(i, bytes)) {
             const pack::Sha256Digest first_try = pack::sha256(bytes);
             // Once more on its own: a flipped bit in transit, or a server mid-update.
-            if (!get(b.offset, bytes, deadline)) return false;
+            if (!get(b.offset, bytes, deadline, stop)) return false;
             if (!matches(i, bytes)) {
                 log(fmt::format(
                     "{}: block {} (bytes {}-{}) does not match its digest: expected {}, found {} "
@@ -419,9 +440,10 @@ bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t w
             if (s.next == first) stream = &s;
         }
         if (stream != nullptr) {
-            stream->window =
-                std::clamp<uint64_t>(2 * stream->window, 2 * (ends_[last] - blocks_[first].offset),
-                                     options_.readahead_bytes);
+            // Doubled, at least twice this run, at most the bound (which may be 0: none).
+            stream->window = std::min<uint64_t>(
+                std::max<uint64_t>(2 * stream->window, 2 * (ends_[last] - blocks_[first].offset)),
+                options_.readahead_bytes);
         } else {
             stream = &*std::min_element(
                 std::begin(streams_), std::end(streams_),
@@ -456,15 +478,15 @@ bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t w
         HttpPackBytes& self;
         std::vector<std::size_t>& blocks;
         ~Unclaim() {
-            if (blocks.empty()) return;
-            {
-                std::lock_guard lock(self.mutex_);
-                for (std::size_t i : blocks) self.in_flight_.erase(i);
-            }
-            self.landed_.notify_all();
+            if (!blocks.empty()) self.unclaim(blocks);
         }
     } unclaim{*this, extra};
+    return fetch_claimed(first, last, first, wanted_last, fetched, deadline, {});
+}
 
+bool HttpPackBytes::fetch_claimed(std::size_t first, std::size_t last, std::size_t wanted_first,
+                                  std::size_t wanted_last, std::vector<Fetched>& fetched,
+                                  Clock::time_point deadline, const std::stop_token& stop) {
     // Another process may hold or be fetching these: wait for its lock, then look in the file.
     const uint64_t begin = blocks_[first].offset, end = ends_[last];
     const auto lock = cache_.lock(begin, end - begin);
@@ -479,14 +501,68 @@ bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t w
         }
         missing.push_back(i);
     }
-    for (std::size_t k = 0; k < missing.size();) {
-        std::size_t j = k;
-        while (j + 1 < missing.size() && missing[j + 1] == missing[j] + 1) ++j;
-        if (!fetch_span(missing[k], missing[j], first, wanted_last, fetched, deadline))
-            return false;
-        k = j + 1;
+    return each_run(missing, [&](std::size_t from, std::size_t to) {
+        return fetch_span(from, to, wanted_first, wanted_last, fetched, deadline, stop);
+    });
+}
+
+void HttpPackBytes::prefetch(std::span<const Range> ranges) noexcept try {
+    // Without a cache file (it could not be made) a fetched block is kept nowhere.
+    if (!cache_.valid() || blocks_.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (const Range& r : ranges) {
+        if (r.end <= r.offset || r.end <= blocks_.front().offset || r.offset >= ends_.back())
+            continue;
+        auto first = static_cast<std::size_t>(
+            std::upper_bound(ends_.begin(), ends_.end(), r.offset) - ends_.begin());
+        // Cut into requests of about kPrefetchRequestBytes, skipping what is here already.
+        while (first < blocks_.size() && blocks_[first].offset < r.end) {
+            if (verified(first) || blocks_[first].length == 0) {
+                ++first;
+                continue;
+            }
+            std::size_t last = first;
+            while (last + 1 < blocks_.size() && blocks_[last + 1].offset < r.end &&
+                   ends_[last + 1] - blocks_[first].offset <= kPrefetchRequestBytes)
+                ++last;
+            if (prefetch_queue_.size() == kMaxPrefetchQueue) prefetch_queue_.pop_front();
+            prefetch_queue_.emplace_back(first, last);
+            first = last + 1;
+        }
     }
-    return true;
+    if (prefetch_queue_.empty()) return;
+    if (prefetchers_.empty()) {
+        const unsigned threads = std::clamp(options_.connections / 2, 1u, 4u);
+        for (unsigned t = 0; t < threads; ++t)
+            prefetchers_.emplace_back([this](std::stop_token stop) { prefetch_loop(stop); });
+    }
+    prefetch_ready_.notify_all();
+} catch (...) {  // no memory or no thread: the reads fetch for themselves
+}
+
+void HttpPackBytes::prefetch_loop(std::stop_token stop) {
+    std::vector<Fetched> none;
+    while (!stop.stop_requested()) {
+        std::vector<std::size_t> mine;
+        {
+            std::unique_lock lock(mutex_);
+            if (!prefetch_ready_.wait(lock, stop, [&] { return !prefetch_queue_.empty(); })) return;
+            const auto [first, last] = prefetch_queue_.front();
+            prefetch_queue_.pop_front();
+            for (std::size_t i = first; i <= last; ++i) {
+                if (blocks_[i].length == 0 || verified(i) || in_flight_.contains(i)) continue;
+                in_flight_.insert(i);
+                mine.push_back(i);
+            }
+        }
+        // Each run of adjacent claimed blocks in one request (a read may have claimed some in
+        // the middle meanwhile); a failure drops the rest of this run.
+        each_run(mine, [&](std::size_t first, std::size_t last) {
+            return fetch_claimed(first, last, SIZE_MAX, 0, none, Clock::now() + options_.timeout,
+                                 stop);
+        });
+        unclaim(mine);
+    }
 }
 
 }  // namespace packfs::remote

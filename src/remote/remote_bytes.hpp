@@ -18,15 +18,22 @@
 //    both digests) and nothing is cached.
 // A read waits at most the timeout for all of it, retries included; connection refused fails
 // at once. Nothing here outlives a failure: the next read tries the server again.
+//
+// Prefetched ranges (prefetch(): what a walk will read next) are fetched by a few background
+// threads, started on the first call, claiming blocks as a read does, never more than half the
+// connections, into the cache file (without one, nothing would keep what they fetch). A failed
+// prefetch is dropped: the read that wants the block fetches it and reports what went wrong.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pack/image.hpp"
@@ -70,6 +77,8 @@ public:
     void set_blocks(std::vector<pack::StoredBlockRef> blocks) override;
     bool read(uint64_t offset, std::span<std::byte> out) noexcept override;
     void expect(uint64_t end) noexcept override;
+    void prefetch(std::span<const Range> ranges) noexcept override;
+    uint64_t walk_ahead_bytes() const noexcept override { return options_.readahead_bytes; }
 
     // Where fetched blocks go from now on (and where fetch_unchecked looks first while
     // `prefer_cache` is set: a warm open). Before set_cache, blocks are kept nowhere.
@@ -97,16 +106,27 @@ private:
     // when the packs in use alone are over it.
     void keep_within_bound() noexcept;
     bool matches(std::size_t i, std::span<const std::byte> bytes) const noexcept;
+    // Blocks this thread claimed (in in_flight_) given back, and their waiters woken.
+    void unclaim(std::span<const std::size_t> blocks);
     bool in_cache(std::size_t i) const;
     bool resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
                  uint64_t expected_end, Clock::time_point deadline);
     bool fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
                    uint64_t expected_end, std::vector<Fetched>& fetched,
                    Clock::time_point deadline);
+    // Blocks [first, last], claimed by this thread: under the cache file's lock, those still
+    // in neither the file nor memory fetched, one GET per run of adjacent ones. Those in
+    // [wanted_first, wanted_last] go to `fetched`.
+    bool fetch_claimed(std::size_t first, std::size_t last, std::size_t wanted_first,
+                       std::size_t wanted_last, std::vector<Fetched>& fetched,
+                       Clock::time_point deadline, const std::stop_token& stop);
     bool fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
                     std::size_t wanted_last, std::vector<Fetched>& fetched,
-                    Clock::time_point deadline);
-    bool get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline);
+                    Clock::time_point deadline, const std::stop_token& stop);
+    bool get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline,
+             const std::stop_token& stop = {});
+    // A background thread's loop: takes queued runs of blocks and fetches them until stopped.
+    void prefetch_loop(std::stop_token stop);
     void log(std::string_view line) const { options_.log(line); }
 
     std::string url_;
@@ -142,6 +162,12 @@ private:
     static constexpr std::size_t kStreams = 16;
     Stream streams_[kStreams];
     uint64_t stream_clock_ = 0;
+
+    // Runs of blocks to prefetch, oldest first (under mutex_), and the threads that fetch
+    // them: last, so they are stopped and joined before anything they use goes.
+    std::deque<std::pair<std::size_t, std::size_t>> prefetch_queue_;
+    std::condition_variable_any prefetch_ready_;
+    std::vector<std::jthread> prefetchers_;
 };
 
 }  // namespace packfs::remote

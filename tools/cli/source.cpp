@@ -50,7 +50,7 @@ std::vector<std::string> read_header_file(const std::string& path) {
 
 void add_remote_options(CLI::App& app) {
     struct Texts {
-        std::string cache, cache_size, digest, metadata_whole;
+        std::string cache, cache_size, digest, metadata_whole, readahead;
         double timeout = 30;
         unsigned connections = RemoteOptions{}.connections;
         std::vector<std::string> headers;
@@ -92,6 +92,12 @@ void add_remote_options(CLI::App& app) {
                    "when the pack is opened; larger metadata is fetched by 16 KiB block as it "
                    "is used (0: always by block)")
         ->group(group);
+    app.add_option("--readahead", texts->readahead,
+                   "How far ahead of a reader the server is asked for more (default 8M): a "
+                   "file read sequentially, and the files a walk (find, tar, a data loader "
+                   "reading the directories it lists, in order) will open next, fetched in the "
+                   "background into the cache (0: neither)")
+        ->group(group);
     app.fallthrough();  // so `packfs ls --timeout 5 URL` works as well
     app.parse_complete_callback([texts] {
         RemoteOptions& o = remote_settings();
@@ -113,6 +119,11 @@ void add_remote_options(CLI::App& app) {
             auto bytes = parse_size(texts->cache_size);
             if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
             o.cache_bytes = *bytes;
+        }
+        if (!texts->readahead.empty()) {
+            auto bytes = parse_size(texts->readahead);
+            if (!bytes) throw CLI::ValidationError("--readahead", "wants a size such as 8M");
+            o.readahead_bytes = *bytes;
         }
         if (!texts->metadata_whole.empty()) {
             auto bytes = parse_size(texts->metadata_whole);

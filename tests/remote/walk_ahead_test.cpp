@@ -1,0 +1,255 @@
+// A walk's prefetch (src/pack/walk_ahead.hpp, docs/REMOTE.md "Prefetch"): first the bookkeeping
+// alone, against the files a scheduler is handed; then a remote pack behind nginx, where the
+// files a walk opens next must be in the cache before they are read (the pack is taken off
+// the server, and they still read), while a listing alone, or opens that jump about, fetch
+// nothing more than what is read.
+#include "pack/walk_ahead.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "packfs/mem.hpp"
+#include "packfs/pack.hpp"
+#include "packfs/remote.hpp"
+#include "remote/remote_support.hpp"
+#include "support/files.hpp"
+#include "support/nginx_server.hpp"
+
+namespace packfs {
+namespace {
+
+using pack::WalkAhead;
+using test_support::NginxServer;
+using namespace remote_test;
+
+// Records 1..n listed in order; every file costs `bytes`. Returns what each open scheduled.
+struct Walk {
+    WalkAhead walk;
+    uint64_t bytes = 10;
+    std::vector<uint64_t> open(uint64_t record, uint64_t budget) {
+        std::vector<uint64_t> scheduled;
+        walk.opened(record, budget, [&](uint64_t r) {
+            scheduled.push_back(r);
+            return bytes;
+        });
+        return scheduled;
+    }
+    void list(uint64_t first, uint64_t last) {
+        std::vector<uint64_t> files(last - first + 1);
+        std::iota(files.begin(), files.end(), first);
+        walk.listed(files);
+    }
+};
+
+using V = std::vector<uint64_t>;
+
+TEST(WalkAhead, OpensInListingOrderScheduleWhatFollowsUpToTheBudget) {
+    Walk w;
+    w.list(1, 100);
+    EXPECT_EQ(w.open(1, 50), V{});
+    EXPECT_EQ(w.open(2, 50), V{});
+    // The third open makes a walk: 50 bytes after it, five files of 10.
+    EXPECT_EQ(w.open(3, 50), (V{4, 5, 6, 7, 8}));
+    // Each open moves the walk on by one file, and one more is scheduled.
+    EXPECT_EQ(w.open(4, 50), V{9});
+    EXPECT_EQ(w.open(5, 50), V{10});
+    // Skipping ahead (another reader took 6 to 8) tops up by what was passed.
+    EXPECT_EQ(w.open(9, 50), (V{11, 12, 13, 14}));
+    // An open behind the furthest one schedules nothing new.
+    EXPECT_EQ(w.open(7, 50), V{});
+}
+
+TEST(WalkAhead, NothingPastTheLastFileListedAndMoreOnceMoreIsListed) {
+    Walk w;
+    w.list(1, 6);
+    w.open(1, 1000);
+    w.open(2, 1000);
+    EXPECT_EQ(w.open(3, 1000), (V{4, 5, 6}));
+    w.list(7, 8);  // the next directory the walk lists
+    EXPECT_EQ(w.open(4, 1000), (V{7, 8}));
+}
+
+TEST(WalkAhead, OpensThatJumpAboutScheduleNothing) {
+    Walk w;
+    w.list(1, 2000);
+    for (uint64_t r : {1, 500, 1000, 1500, 250, 750, 1250, 1750, 100, 900})
+        EXPECT_EQ(w.open(r, 1000), V{}) << r;
+    EXPECT_EQ(w.open(5000, 1000), V{});  // never listed: opened by name
+}
+
+TEST(WalkAhead, InterleavedReadersEachMakeTheirOwnStream) {
+    Walk w;
+    w.list(1, 1000);
+    // Two readers, each on its own run of files, their opens alternating.
+    EXPECT_EQ(w.open(1, 20), V{});
+    EXPECT_EQ(w.open(501, 20), V{});
+    EXPECT_EQ(w.open(2, 20), V{});
+    EXPECT_EQ(w.open(502, 20), V{});
+    EXPECT_EQ(w.open(3, 20), (V{4, 5}));
+    EXPECT_EQ(w.open(503, 20), (V{504, 505}));
+    EXPECT_EQ(w.open(4, 20), V{6});
+}
+
+TEST(WalkAhead, FilesListedTooLongAgoAreForgotten) {
+    Walk w;
+    w.list(1, WalkAhead::kCapacity + 10);  // records 1..10 have left the ring
+    EXPECT_EQ(w.open(1, 100), V{});
+    EXPECT_EQ(w.open(2, 100), V{});
+    EXPECT_EQ(w.open(3, 100), V{});
+    const uint64_t last = WalkAhead::kCapacity + 10;
+    w.open(last - 5, 100);
+    w.open(last - 4, 100);
+    EXPECT_EQ(w.open(last - 3, 100), (V{last - 2, last - 1, last}));
+}
+
+// --- against nginx --------------------------------------------------------------------------
+
+using Files = std::vector<std::pair<std::string, std::string>>;  // path, bytes
+
+struct Tree {
+    std::string url;
+    std::filesystem::path served;  // the pack in nginx's root
+    Files all;                     // every file
+};
+
+// /d0, /d1, /d2 of 30 files each, 20 KB of random bytes (two or three raw blocks of 16 KiB
+// each), and /many, 400 files of 5000 bytes.
+Tree serve_tree(const std::string& name) {
+    NginxServer& server = NginxServer::shared();
+    Tree t;
+    t.url = server.url(name);
+    if (t.url.empty()) {
+        ADD_FAILURE() << server.start_error();
+        return t;
+    }
+    auto mem = make_mem_backend();
+    auto add = [&](const std::string& path, std::string bytes) {
+        t.all.emplace_back(path, std::move(bytes));
+        EXPECT_TRUE(write_file(*mem, path, t.all.back().second));
+    };
+    for (int d = 0; d < 3; ++d) {
+        EXPECT_TRUE(mem->mkdir("/d" + std::to_string(d), 0755));
+        for (int f = 0; f < 30; ++f)
+            add("/d" + std::to_string(d) + "/f" + std::to_string(f),
+                random_bytes(20000 + 13 * f, 100 * d + f));
+    }
+    EXPECT_TRUE(mem->mkdir("/many", 0755));
+    for (int f = 0; f < 400; ++f) add("/many/f" + std::to_string(f), random_bytes(5000, 1000 + f));
+    PackWriteOptions options;
+    options.block_size = 16384;
+    t.served = server.root() / name;
+    EXPECT_TRUE(write_pack(*mem, t.served.string(), options));
+    return t;
+}
+
+// Waits until no request for `name` has come for a second (the background fetches are done,
+// with room for a slow sanitizer build on a loaded machine).
+void settle(const std::string& name) {
+    auto count = ranges_fetched(name).size();
+    for (int quiet = 0, i = 0; quiet < 10 && i < 200; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        const auto now = ranges_fetched(name).size();
+        quiet = now == count ? quiet + 1 : 0;
+        count = now;
+    }
+}
+
+RemoteOptions options_for(const test_support::TempDir& cache, uint64_t readahead) {
+    RemoteOptions options;
+    options.cache_dir = cache.path.string();
+    options.readahead_bytes = readahead;
+    return options;
+}
+
+// Lists every directory of the tree (checking that this fetches nothing) and returns the files
+// of `dir` in their listing order.
+Files list_all(const Tree& t, PackBackend& pack, const std::string& name, const std::string& dir) {
+    const uint64_t before = bytes_fetched(name);
+    Files out;
+    for (const char* d : {"/d0", "/d1", "/d2", "/many"}) {
+        auto entries = pack.readdir(d);
+        EXPECT_TRUE(entries);
+        if (!entries || d != dir) continue;
+        for (const DirEntry& e : *entries) {
+            const std::string path = dir + "/" + e.name;
+            for (const auto& f : t.all)
+                if (f.first == path) out.push_back(f);
+        }
+    }
+    EXPECT_EQ(bytes_fetched(name), before) << "a listing fetched data";
+    return out;
+}
+
+// Reads the first ten files of /d0 in listing order with `readahead`, then takes the pack off
+// the server: how many of the next three still read (from the cache), and whether a file far
+// beyond them does.
+std::pair<int, bool> walk_then_take_away(const std::string& name, uint64_t readahead) {
+    const Tree t = serve_tree(name);
+    if (t.url.empty()) return {-1, false};
+    test_support::TempDir cache;
+    auto pack = open_remote_pack(t.url, options_for(cache, readahead));
+    EXPECT_TRUE(pack) << pack.error().message();
+    if (!pack) return {-1, false};
+    const Files d0 = list_all(t, **pack, name, "/d0");
+    EXPECT_EQ(d0.size(), 30u);
+    if (d0.size() != 30) return {-1, false};
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(read_all(**pack, d0[i].first), d0[i].second) << i;
+    settle(name);
+    const auto moved = t.served.string() + ".away";
+    std::filesystem::rename(t.served, moved);
+    int here = 0;
+    for (int i = 10; i < 13; ++i) here += read_all(**pack, d0[i].first) == d0[i].second ? 1 : 0;
+    const bool far_here = read_all(**pack, d0[25].first) == d0[25].second;
+    std::filesystem::rename(moved, t.served);
+    return {here, far_here};
+}
+
+TEST(RemoteWalk, TheFilesAWalkOpensNextAreFetchedBeforeItReadsThem) {
+    // 128 KiB ahead: three or four files of two or three blocks each.
+    const auto [here, far_here] = walk_then_take_away("walk-ahead.pack", 128 * 1024);
+    EXPECT_EQ(here, 3);
+    EXPECT_FALSE(far_here);
+}
+
+TEST(RemoteWalk, WithoutTheWalkPrefetchTheSameFilesAreNotHere) {
+    // The control: readahead 0 turns the walk's prefetch off. A file may still be whole in the
+    // cache when the files read before and after it in the pack share its blocks.
+    const auto [here, far_here] = walk_then_take_away("walk-ahead-off.pack", 0);
+    EXPECT_GE(here, 0);
+    EXPECT_LT(here, 3);
+    EXPECT_FALSE(far_here);
+}
+
+TEST(RemoteWalk, OpensThatJumpAboutAfterAListingFetchOnlyWhatTheyRead) {
+    // The same reads twice, each from an empty cache: once after listing everything, once
+    // with no listing (no walk can be seen): the bytes fetched must be the same. The files are
+    // more than WalkAhead::kNear apart in the listing.
+    const std::string name = "walk-ahead-jumps.pack";
+    const Tree t = serve_tree(name);
+    ASSERT_FALSE(t.url.empty());
+    uint64_t fetched[2] = {0, 0};
+    Files picks;
+    for (int listed = 1; listed >= 0; --listed) {
+        test_support::TempDir cache;
+        auto pack = open_remote_pack(t.url, options_for(cache, 128 * 1024));
+        ASSERT_TRUE(pack) << pack.error().message();
+        if (listed) {
+            const Files many = list_all(t, **pack, name, "/many");
+            ASSERT_EQ(many.size(), 400u);
+            for (std::size_t at : {0, 100, 200, 300, 399}) picks.push_back(many[at]);
+        }
+        const uint64_t before = bytes_fetched(name);
+        for (const auto& [path, bytes] : picks) EXPECT_EQ(read_all(**pack, path), bytes);
+        settle(name);
+        fetched[listed] = bytes_fetched(name) - before;
+    }
+    EXPECT_GT(fetched[0], 0u);
+    EXPECT_EQ(fetched[1], fetched[0]);
+}
+
+}  // namespace
+}  // namespace packfs
