@@ -55,12 +55,8 @@ RemoteOptions remote_options(const RemoteArgs& a) {
         } else {
             for (py::handle h : a.headers) o.headers.push_back(h.cast<std::string>());
         }
-        for (const std::string& h : o.headers) {
-            const auto colon = h.find(':');
-            if (colon == 0 || colon == std::string::npos || h.find_first_of("\r\n") != h.npos)
-                throw py::value_error("a header is 'Name: value', on one line");
-        }
     }
+    if (auto why = remote_option_problem(o); !why.empty()) throw py::value_error(why);
     return o;
 }
 

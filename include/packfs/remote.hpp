@@ -61,6 +61,11 @@ struct RemoteOptions {
     uint64_t metadata_whole_bytes = 8 << 20;
 };
 
+// What is wrong with `options`, "" when nothing: connections outside 1 to 64, a timeout not
+// above 0, a header that is not one line of "Name: value". open_remote_pack and pull_pack
+// refuse such options (EINVAL); a front end can ask first to name its own option.
+PACKFS_API std::string remote_option_problem(const RemoteOptions& options);
+
 // Whether `source` names a remote pack (http://, https:// or oci://) rather than a host path.
 PACKFS_API bool is_remote_url(std::string_view source) noexcept;
 

@@ -25,6 +25,7 @@
 #include "packfs/remote.hpp"
 #include "remote/cache_file.hpp"
 #include "remote/oci.hpp"
+#include "remote/options.hpp"
 #include "remote/remote_bytes.hpp"
 
 namespace packfs {
@@ -134,6 +135,7 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     std::string url(url_view);
     if (!is_remote_url(url))
         return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
+    if (auto ok = remote::check_options(url, options, kOp); !ok) return std::unexpected(ok.error());
     // A fragment "#sha256:<hex>" or --digest pins the pack.
     auto taken = remote::take_digest_pin(url, options.digest, kOp);
     if (!taken) return std::unexpected(taken.error());
@@ -142,11 +144,6 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     std::vector<std::string> headers = options.headers;  // oci://: the registry's, below
     std::function<Result<std::vector<std::string>>()> reauthorize;
     std::string pinned_by_manifest;
-    if (remote::is_oci_url(url) && !options.headers.empty())
-        return fail(EINVAL, kOp,
-                    fmt::format("{} (request headers are for http(s) URLs; a registry "
-                                "authenticates through its token service)",
-                                url));
     if (remote::is_oci_url(url)) {
         // The manifest (checked against the reference's digest, when it has one) names the
         // blob and the pack's image digest, which then pins the pack like a fragment would.

@@ -11,6 +11,7 @@
 #include "pack/digest.hpp"
 #include "packfs/remote.hpp"
 #include "remote/oci.hpp"
+#include "remote/options.hpp"
 #include "remote/remote_bytes.hpp"
 
 namespace packfs {
@@ -51,11 +52,8 @@ Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
     auto log = remote::remote_log(options.log);
     remote::HttpRequest get;
     std::optional<remote::Registry> registry;
-    if (remote::is_oci_url(url) && !options.headers.empty())
-        return fail(EINVAL, "pull",
-                    fmt::format("{} (request headers are for http(s) URLs; a registry "
-                                "authenticates through its token service)",
-                                url));
+    if (auto ok = remote::check_options(url, options, "pull"); !ok)
+        return std::unexpected(ok.error());
     if (remote::is_oci_url(url)) {
         auto ref = remote::parse_oci_reference(url);
         if (!ref) return std::unexpected(ref.error());

@@ -246,6 +246,43 @@ TEST(RemoteDigest, APinnedDigestIsCheckedAndMalformedOnesAreRefused) {
     EXPECT_TRUE(is_remote_url("https://cdn/x.pack"));
 }
 
+TEST(RemoteOptionsCheck, BadOptionsAreRefusedBeforeAnyRequestWithoutEchoingAHeader) {
+    // Every caller (the CLI, Python, C) gets these from open_remote_pack and pull_pack.
+    const std::string url = NginxServer::shared().url("never-asked.pack");
+    ASSERT_FALSE(url.empty()) << NginxServer::shared().start_error();
+    std::vector<std::pair<std::string, RemoteOptions>> bad;
+    auto add = [&](std::string what, auto&& change) {
+        RemoteOptions o;
+        o.cache_dir = "none";
+        change(o);
+        bad.emplace_back(std::move(what), std::move(o));
+    };
+    add("connections 0", [](RemoteOptions& o) { o.connections = 0; });
+    add("connections 65", [](RemoteOptions& o) { o.connections = 65; });
+    add("timeout 0", [](RemoteOptions& o) { o.timeout = std::chrono::milliseconds(0); });
+    add("no colon", [](RemoteOptions& o) { o.headers = {"Bearer s3cret"}; });
+    add("a name only", [](RemoteOptions& o) { o.headers = {": s3cret"}; });
+    add("two lines", [](RemoteOptions& o) { o.headers = {"A: s3cret\r\nB: c"}; });
+    for (const auto& [what, options] : bad) {
+        EXPECT_NE(remote_option_problem(options), "") << what;
+        auto opened = open_remote_pack(url, options);
+        ASSERT_FALSE(opened) << what;
+        EXPECT_EQ(opened.error().code(), EINVAL) << what;
+        EXPECT_EQ(opened.error().message().find("s3cret"), std::string::npos) << what;
+        test_support::TempDir dir;
+        auto pulled = pull_pack(url, (dir.path / "p.pack").string(), options);
+        ASSERT_FALSE(pulled) << what;
+        EXPECT_EQ(pulled.error().code(), EINVAL) << what;
+    }
+    RemoteOptions fine;
+    fine.headers = {"Authorization: Bearer s3cret"};
+    EXPECT_EQ(remote_option_problem(fine), "");
+    auto oci = open_remote_pack("oci://127.0.0.1:1/r/p:t", fine);  // headers: http(s) only
+    ASSERT_FALSE(oci);
+    EXPECT_EQ(oci.error().code(), EINVAL);
+    EXPECT_EQ(NginxServer::shared().access_log().find("never-asked"), std::string::npos);
+}
+
 TEST(RemoteDigest, ConnectionRefusedFailsAtOnce) {
     RemoteOptions options;
     options.cache_dir = "none";

@@ -25,15 +25,6 @@ RemoteOptions& remote_settings() {
     return options;
 }
 
-// What is wrong with a request header given on the command line, or "" when nothing is.
-std::string header_problem(std::string_view h) {
-    const auto colon = h.find(':');
-    if (colon == 0 || colon == std::string_view::npos)
-        return "is not NAME: VALUE (e.g. 'Authorization: Bearer TOKEN')";
-    if (h.find_first_of("\r\n") != std::string_view::npos) return "holds a line break";
-    return {};
-}
-
 // --header @FILE: a header a line (blank lines and trailing CRs ignored).
 std::vector<std::string> read_header_file(const std::string& path) {
     std::ifstream in(path);
@@ -109,12 +100,11 @@ void add_remote_options(CLI::App& app) {
         for (const std::string& given : texts->headers) {
             auto headers = given.starts_with('@') ? read_header_file(given.substr(1))
                                                   : std::vector<std::string>{given};
-            for (std::string& h : headers) {
-                if (auto why = header_problem(h); !why.empty())
-                    throw CLI::ValidationError("--header", fmt::format("'{}' {}", h, why));
-                o.headers.push_back(std::move(h));
-            }
+            for (std::string& h : headers) o.headers.push_back(std::move(h));
         }
+        // --connections and --timeout are checked as they are parsed: what is left is a header.
+        if (auto why = remote_option_problem(o); !why.empty())
+            throw CLI::ValidationError("--header", why);
         if (!texts->cache_size.empty()) {
             auto bytes = parse_size(texts->cache_size);
             if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
