@@ -5,7 +5,21 @@
 namespace packfs::pack {
 
 void WalkAhead::listed(std::span<const uint64_t> files) {
-    std::lock_guard lock(mutex_);
+    {
+        std::lock_guard lock(pending_mutex_);
+        pending_.insert(pending_.end(), files.begin(), files.end());
+    }
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (lock) take_pending_locked();
+}
+
+void WalkAhead::take_pending_locked() {
+    std::vector<uint64_t> files;
+    {
+        std::lock_guard lock(pending_mutex_);
+        files.swap(pending_);
+    }
+    if (files.empty()) return;
     if (ring_.empty()) {  // the first listing: a pack that is never listed costs nothing
         ring_.resize(kCapacity);
         bytes_.resize(kCapacity);
@@ -25,6 +39,7 @@ void WalkAhead::opened(uint64_t record, uint64_t budget,
                        const std::function<uint64_t(uint64_t record)>& schedule) {
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock) return;
+    take_pending_locked();
     const auto found = seq_of_.find(record);
     if (found == seq_of_.end()) return;  // never listed: opened by name
     const uint64_t seq = found->second;

@@ -31,7 +31,8 @@ public:
     static constexpr unsigned kWalkOpens = 3;  // a stream's opens before it schedules
     static constexpr std::size_t kStreams = 16;
 
-    // The regular files of one listing, in its order (record numbers).
+    // The regular files of one listing, in its order (record numbers). Never waits for a
+    // thread that is scheduling: the files wait for it instead.
     void listed(std::span<const uint64_t> files);
 
     // File `record` was opened. When its stream is a walk, calls `schedule` with each file to
@@ -51,7 +52,12 @@ private:
         uint64_t used = 0;      // when it last had an open (the oldest is replaced)
     };
 
-    std::mutex mutex_;
+    // The files listed (pending_) go into the ring under mutex_, by the next thread to hold it.
+    void take_pending_locked();
+
+    std::mutex pending_mutex_;
+    std::vector<uint64_t> pending_;  // listed, in order, not in the ring yet
+    std::mutex mutex_;               // the rest
     std::vector<uint64_t> ring_;   // ring_[seq % kCapacity]: the record listed seq-th
     std::vector<uint64_t> bytes_;  // the same slot: its stored bytes, once scheduled
     std::unordered_map<uint64_t, uint64_t> seq_of_;  // record -> its latest seq

@@ -118,7 +118,7 @@ struct Tree {
 
 // /d0, /d1, /d2 of 30 files each, 20 KB of random bytes (two or three raw blocks of 16 KiB
 // each), and /many, 400 files of 5000 bytes.
-Tree serve_tree(const std::string& name) {
+Tree serve_tree(const std::string& name, Compression compression = Compression::none) {
     NginxServer& server = NginxServer::shared();
     Tree t;
     t.url = server.url(name);
@@ -141,6 +141,7 @@ Tree serve_tree(const std::string& name) {
     for (int f = 0; f < 400; ++f) add("/many/f" + std::to_string(f), random_bytes(5000, 1000 + f));
     PackWriteOptions options;
     options.block_size = 16384;
+    options.compression = compression;  // zstd: compressed metadata, which can come by block
     t.served = server.root() / name;
     EXPECT_TRUE(write_pack(*mem, t.served.string(), options));
     return t;
@@ -165,9 +166,10 @@ RemoteOptions options_for(const test_support::TempDir& cache, uint64_t readahead
     return options;
 }
 
-// Lists every directory of the tree (checking that this fetches nothing) and returns the files
-// of `dir` in their listing order.
-Files list_all(const Tree& t, PackBackend& pack, const std::string& name, const std::string& dir) {
+// Lists every directory of the tree (checking that this fetches nothing, when the metadata
+// came whole) and returns the files of `dir` in their listing order.
+Files list_all(const Tree& t, PackBackend& pack, const std::string& name, const std::string& dir,
+               bool metadata_whole = true) {
     const uint64_t before = bytes_fetched(name);
     Files out;
     for (const char* d : {"/d0", "/d1", "/d2", "/many"}) {
@@ -180,21 +182,26 @@ Files list_all(const Tree& t, PackBackend& pack, const std::string& name, const 
                 if (f.first == path) out.push_back(f);
         }
     }
-    EXPECT_EQ(bytes_fetched(name), before) << "a listing fetched data";
+    if (metadata_whole) {
+        EXPECT_EQ(bytes_fetched(name), before) << "a listing fetched data";
+    }
     return out;
 }
 
 // Reads the first ten files of /d0 in listing order with `readahead`, then takes the pack off
 // the server: how many of the next three still read (from the cache), and whether a file far
 // beyond them does.
-std::pair<int, bool> walk_then_take_away(const std::string& name, uint64_t readahead) {
-    const Tree t = serve_tree(name);
+std::pair<int, bool> walk_then_take_away(const std::string& name, uint64_t readahead,
+                                         bool metadata_by_block = false) {
+    const Tree t = serve_tree(name, metadata_by_block ? Compression::zstd : Compression::none);
     if (t.url.empty()) return {-1, false};
     test_support::TempDir cache;
-    auto pack = open_remote_pack(t.url, options_for(cache, readahead));
+    RemoteOptions options = options_for(cache, readahead);
+    if (metadata_by_block) options.metadata_whole_bytes = 0;
+    auto pack = open_remote_pack(t.url, options);
     EXPECT_TRUE(pack) << pack.error().message();
     if (!pack) return {-1, false};
-    const Files d0 = list_all(t, **pack, name, "/d0");
+    const Files d0 = list_all(t, **pack, name, "/d0", !metadata_by_block);
     EXPECT_EQ(d0.size(), 30u);
     if (d0.size() != 30) return {-1, false};
     for (int i = 0; i < 10; ++i) EXPECT_EQ(read_all(**pack, d0[i].first), d0[i].second) << i;
@@ -211,6 +218,14 @@ std::pair<int, bool> walk_then_take_away(const std::string& name, uint64_t reada
 TEST(RemoteWalk, TheFilesAWalkOpensNextAreFetchedBeforeItReadsThem) {
     // 128 KiB ahead: three or four files of two or three blocks each.
     const auto [here, far_here] = walk_then_take_away("walk-ahead.pack", 128 * 1024);
+    EXPECT_EQ(here, 3);
+    EXPECT_FALSE(far_here);
+}
+
+TEST(RemoteWalk, WithMetadataFetchedByBlockTheWalkUsesWhatIsHere) {
+    // Scheduling reads only metadata already fetched (an open never waits on the server for
+    // another file's sake); the files after those read have theirs fetched with them.
+    const auto [here, far_here] = walk_then_take_away("walk-ahead-by-block.pack", 128 * 1024, true);
     EXPECT_EQ(here, 3);
     EXPECT_FALSE(far_here);
 }
