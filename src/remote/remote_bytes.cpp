@@ -305,7 +305,6 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
         for (std::size_t i = first; i <= last; ++i)
             if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
         std::vector<Fetched> fetched;
-
         if (!missing.empty() &&
             !resolve(std::move(missing), fetched, expected_end, Clock::now() + options_.timeout))
             return false;

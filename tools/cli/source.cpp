@@ -105,21 +105,18 @@ void add_remote_options(CLI::App& app) {
         // --connections and --timeout are checked as they are parsed: what is left is a header.
         if (auto why = remote_option_problem(o); !why.empty())
             throw CLI::ValidationError("--header", why);
-        if (!texts->cache_size.empty()) {
-            auto bytes = parse_size(texts->cache_size);
-            if (!bytes) throw CLI::ValidationError("--cache-size", "wants a size such as 10G");
-            o.cache_bytes = *bytes;
-        }
-        if (!texts->readahead.empty()) {
-            auto bytes = parse_size(texts->readahead);
-            if (!bytes) throw CLI::ValidationError("--readahead", "wants a size such as 8M");
-            o.readahead_bytes = *bytes;
-        }
-        if (!texts->metadata_whole.empty()) {
-            auto bytes = parse_size(texts->metadata_whole);
-            if (!bytes) throw CLI::ValidationError("--metadata-whole", "wants a size such as 8M");
-            o.metadata_whole_bytes = *bytes;
-        }
+        // A size option, when given, into `out`.
+        auto size = [](const std::string& text, const char* flag, const char* example,
+                       uint64_t& out) {
+            if (text.empty()) return;
+            auto bytes = parse_size(text);
+            if (!bytes)
+                throw CLI::ValidationError(flag, fmt::format("wants a size such as {}", example));
+            out = *bytes;
+        };
+        size(texts->cache_size, "--cache-size", "10G", o.cache_bytes);
+        size(texts->readahead, "--readahead", "8M", o.readahead_bytes);
+        size(texts->metadata_whole, "--metadata-whole", "8M", o.metadata_whole_bytes);
     });
 }
 
