@@ -38,26 +38,35 @@ def make_source(root, count, size):
     return src, pack, paths
 
 
-def timed(fn, passes=1):
-    """Seconds a pass of fn, over `passes` passes in a row."""
-    start = time.perf_counter()
-    for _ in range(passes):
-        fn()
-    return (time.perf_counter() - start) / passes
-
-
-def in_threads(n, paths, body):
+def timed(n, paths, body, passes=1):
+    """Seconds a pass of body over paths, in n threads each with its own shard, over `passes`
+    passes in a row. Each thread makes all its passes before it ends, as a data loader's
+    workers live for an epoch: threads started and joined every pass (30 ms of work here)
+    would time their start-up and the tail where one runs alone (about 3 ms a pass on this VM)
+    as much as the reading."""
+    if n == 1:
+        start = time.perf_counter()
+        for _ in range(passes):
+            body(paths)
+        return (time.perf_counter() - start) / passes
     # Each thread its own shard, as a data loader's workers take theirs. Dealing the files out
     # one by one instead (paths[i::n]) has both threads read alternate 4 KiB pages, which the
     # hardware prefetchers do not follow: on this VM a plain C loop of 4 KiB memcpys from the
     # page cache gets 1.37x from a second thread dealt that way and 1.9x sharded.
     per = (len(paths) + n - 1) // n
     chunks = [paths[i * per:(i + 1) * per] for i in range(n)]
-    threads = [threading.Thread(target=body, args=(c,)) for c in chunks]
+
+    def worker(chunk):
+        for _ in range(passes):
+            body(chunk)
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in chunks]
+    start = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return (time.perf_counter() - start) / passes
 
 
 def main():
@@ -104,28 +113,28 @@ def main():
         for _ in range(len(ps) // 1000):
             hashlib.sha256(block).digest()
 
-    cases = {
-        "directory, open().read(), 1 thread": lambda: from_dir(host_paths),
-        "directory, open().read(), 2 threads": lambda: in_threads(2, host_paths, from_dir),
-        "pack, Tree.read(), 1 thread": lambda: from_pack(paths),
-        "pack, Tree.read(), 2 threads": lambda: in_threads(2, paths, from_pack),
-        "pack, Tree.read_many(), 1 thread": lambda: from_pack_batched(paths),
-        "pack, Tree.read_many(), 2 threads": lambda: in_threads(2, paths, from_pack_batched),
-        "pack, Tree.read_concat(), 1 thread": lambda: from_pack_concat(paths),
-        "pack, Tree.read_concat(), 2 threads": lambda: in_threads(2, paths, from_pack_concat),
-        "control: sha256 of 1 MiB, 1 thread": lambda: control(paths),
-        "control: sha256 of 1 MiB, 2 threads": lambda: in_threads(2, paths, control),
+    cases = {  # name: (threads, paths, body)
+        "directory, open().read(), 1 thread": (1, host_paths, from_dir),
+        "directory, open().read(), 2 threads": (2, host_paths, from_dir),
+        "pack, Tree.read(), 1 thread": (1, paths, from_pack),
+        "pack, Tree.read(), 2 threads": (2, paths, from_pack),
+        "pack, Tree.read_many(), 1 thread": (1, paths, from_pack_batched),
+        "pack, Tree.read_many(), 2 threads": (2, paths, from_pack_batched),
+        "pack, Tree.read_concat(), 1 thread": (1, paths, from_pack_concat),
+        "pack, Tree.read_concat(), 2 threads": (2, paths, from_pack_concat),
+        "control: sha256 of 1 MiB, 1 thread": (1, paths, control),
+        "control: sha256 of 1 MiB, 2 threads": (2, paths, control),
     }
     if args.only:
-        cases = {name: fn for name, fn in cases.items() if any(o in name for o in args.only)}
+        cases = {name: case for name, case in cases.items() if any(o in name for o in args.only)}
     # A warm-up pass of each (the page cache, the pack's lookups) also sets how many passes a
     # run takes: enough for a run of --min-run seconds, as a fast case's 30 ms would otherwise
     # be as much thread start-up and scheduling as reading.
-    passes = {name: max(1, math.ceil(args.min_run / timed(fn))) for name, fn in cases.items()}
+    passes = {name: max(1, math.ceil(args.min_run / timed(*case))) for name, case in cases.items()}
     times = {name: [] for name in cases}
     for _ in range(args.runs):  # interleaved, so a burst of other load hits every case alike
-        for name, fn in cases.items():
-            times[name].append(timed(fn, passes[name]))
+        for name, case in cases.items():
+            times[name].append(timed(*case, passes[name]))
     print(f"{args.files} files of {args.size} bytes, median of {args.runs} runs of at least "
           f"{args.min_run} s (the seconds below are a pass's) "
           f"(Python {'.'.join(map(str, os.sys.version_info[:3]))}, packfs {packfs.__version__})")

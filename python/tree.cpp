@@ -151,14 +151,14 @@ public:
     }
     // Many whole files in one call, for threads: a thread that calls read() per small file
     // hands the GIL over twice a file (each a futex wake and a context switch, more than the
-    // copy itself), so two such threads run slower than one. Here the GIL is given up twice a
-    // batch (gather). The files go into one bytes object, handed out as a read-only memoryview
+    // copy itself), so two such threads run slower than one. Here the GIL is given up once a
+    // batch (gather). The files go into one buffer, handed out as a read-only memoryview
     // slice a file: a bytes object a file would be a malloc and a free a file, and glibc gives
     // a freed batch of them back to the kernel (its heap trimmed), to fault it in again on the
     // next call. One large buffer a call is what its allocator keeps for reuse.
     py::list read_many(py::handle paths) {
         Gathered got = gather(paths, false);
-        py::memoryview whole(got.data);
+        py::object whole = make_view(std::move(got.data));
         py::list out(got.sizes.size());
         Py_ssize_t at = 0;
         for (std::size_t i = 0; i < got.sizes.size(); ++i) {
@@ -179,7 +179,7 @@ public:
     py::tuple read_concat(py::handle paths) {
         Gathered got = gather(paths, true);
         py::object offsets = py::memoryview(got.offsets).attr("cast")("Q");
-        return py::make_tuple(py::memoryview(got.data), std::move(offsets));
+        return py::make_tuple(make_view(std::move(got.data)), std::move(offsets));
     }
     py::object view(py::handle path, uint64_t offset, int64_t length) {
         PathArg p(path);
@@ -310,16 +310,19 @@ public:
     }
 
 private:
-    // What read_many and read_concat return: the files' bytes end to end, and their sizes or
-    // (with_offsets) their n + 1 offsets as native uint64s.
+    // What read_many and read_concat return: the files' bytes end to end (a buffer of ours,
+    // not a bytes object: it is sized and filled without the GIL), and their sizes or (with
+    // offsets) their n + 1 offsets as native uint64s.
     struct Gathered {
-        py::bytes data;
+        std::unique_ptr<ViewBuffer> data = std::make_unique<ViewBuffer>();
         py::bytes offsets;
         std::vector<std::size_t> sizes;
     };
-    // Every path looked up and viewed in one GIL release, then every view copied into one
-    // bytes object in a second: the GIL is held only to read the paths and make the two
-    // objects. The first path that fails raises its OSError, naming it.
+    // Every path looked up and viewed, the buffer sized and every view copied into it, in one
+    // GIL release: the GIL is held only to read the paths and make the result's objects. Each
+    // release is a handover to a waiting thread (a futex wake), so two threads calling in turn
+    // scale better the fewer there are a call. The first path that fails raises its OSError,
+    // naming it.
     Gathered gather(py::handle paths, bool with_offsets) {
         py::object items = py::reinterpret_steal<py::object>(
             PySequence_Fast(paths.ptr(), "paths must be a sequence of paths"));
@@ -329,28 +332,7 @@ private:
         std::vector<PathArg> args;
         args.reserve(n);
         for (std::size_t i = 0; i < n; ++i) args.emplace_back(item[i]);
-        std::vector<std::span<const std::byte>> views(n);
-        std::vector<std::string> held(n);  // what is not in a raw pack's mapping
-        std::optional<std::pair<std::size_t, Error>> failed;
-        auto pack = packed();
-        auto fs = backend();
-        std::size_t total = 0;
-        nogil([&] {
-            for (std::size_t i = 0; i < n; ++i) {
-                auto bytes = whole_file(pack.get(), *fs, args[i].view(), held[i]);
-                if (!bytes) {
-                    failed.emplace(i, bytes.error());
-                    break;
-                }
-                views[i] = *bytes;
-                total += bytes->size();
-            }
-        });
-        if (failed)
-            take(Result<void>(std::unexpected(failed->second)), args[failed->first].object());
         Gathered got;
-        got.data = new_bytes(total);
-        char* to = PyBytes_AS_STRING(got.data.ptr());
         uint64_t* offsets = nullptr;
         if (with_offsets) {
             got.offsets = new_bytes((n + 1) * sizeof(uint64_t));
@@ -358,18 +340,40 @@ private:
         } else {
             got.sizes.resize(n);
         }
+        std::optional<std::pair<std::size_t, Error>> failed;
+        auto pack = packed();
+        auto fs = backend();
         nogil([&] {
-            std::size_t at = 0;
+            std::vector<std::span<const std::byte>> views(n);
+            std::vector<std::string> held(n);  // what is not in a raw pack's mapping
+            std::size_t total = 0;
             for (std::size_t i = 0; i < n; ++i) {
-                if (offsets)
-                    offsets[i] = at;
-                else
-                    got.sizes[i] = views[i].size();
-                std::memcpy(to + at, views[i].data(), views[i].size());
-                at += views[i].size();
+                auto bytes = whole_file(pack.get(), *fs, args[i].view(), held[i]);
+                if (!bytes) {
+                    failed.emplace(i, bytes.error());
+                    return;
+                }
+                views[i] = *bytes;
+                total += bytes->size();
             }
-            if (offsets) offsets[n] = at;
+            // Sized without zeroing: every byte is written by the copies.
+            got.data->scratch.resize_and_overwrite(total, [&](char* to, std::size_t) {
+                std::size_t at = 0;
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (offsets)
+                        offsets[i] = at;
+                    else
+                        got.sizes[i] = views[i].size();
+                    std::memcpy(to + at, views[i].data(), views[i].size());
+                    at += views[i].size();
+                }
+                if (offsets) offsets[n] = at;
+                return total;
+            });
+            got.data->bytes = std::as_bytes(std::span(got.data->scratch));
         });
+        if (failed)
+            take(Result<void>(std::unexpected(failed->second)), args[failed->first].object());
         return got;
     }
     static py::bytes new_bytes(std::size_t size) {

@@ -107,6 +107,11 @@ extra=(/); same "ls -lR, one connection" zstd --connections 1 ls -l -R
 expect_code "--connections 0 is refused" 2 "$packfs" --connections 0 ls "$NGINX_URL/zstd.pack" /
 expect_code "--connections 65 is refused" 2 "$packfs" --connections 65 ls "$NGINX_URL/zstd.pack" /
 expect_code "--metadata-whole wants a size" 2 "$packfs" --metadata-whole lots ls "$NGINX_URL/zstd.pack" /
+# --readahead: 0 (no readahead, no walk prefetch) and a size read the same; a non-size is refused.
+extra=(/a/b/random); same "cat, --readahead 0" zstd --readahead 0 cat
+extra=(/a/b/random); same "cat, --readahead 64K" zstd --readahead 64K cat
+expect_code "--readahead wants a size" 2 "$packfs" --readahead -1 ls "$NGINX_URL/zstd.pack" /
+check "  naming the option" grep -q -- "--readahead" "$work/last.err"
 
 # A server that wants a token: --header sends it (or @FILE, one a line), never logs it.
 check "--header: a private URL lists as the local pack does" sh -c \

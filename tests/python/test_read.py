@@ -127,6 +127,7 @@ def test_read_concat(tree, files):
     paths = sorted(files) + ["/link", "/empty"]
     data, offsets = tree.read_concat(paths)
     assert isinstance(data, memoryview) and data.readonly
+    assert not data.obj.zero_copy  # a copy of the files, whatever the source
     assert offsets.format == "Q" and offsets.readonly and len(offsets) == len(paths) + 1
     assert offsets[0] == 0 and offsets[-1] == len(data)
     assert [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(len(paths))] == [
