@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -228,6 +229,68 @@ TEST(RemoteWalk, WithMetadataFetchedByBlockTheWalkUsesWhatIsHere) {
     const auto [here, far_here] = walk_then_take_away("walk-ahead-by-block.pack", 128 * 1024, true);
     EXPECT_EQ(here, 3);
     EXPECT_FALSE(far_here);
+}
+
+TEST(RemoteWalk, AStalledServerNeverHoldsUpTheOpenOfAFileInTheCache) {
+    // With the metadata fetched by block, each open of a walk schedules the files listed after
+    // it, and their inodes may not be here yet: scheduling must skip them, not fetch them.
+    // Otherwise, with the server stalled, the open of a file in the cache would wait for the
+    // timeout. /z-walk: 40 files read before the stall; /a-wide: 60,000 files listed after them,
+    // whose inodes (random in their name-hash listing order, numbered before /z-walk's, about
+    // 4 MB of them) were mostly never fetched.
+    constexpr int kWide = 60000;
+    NginxServer& server = NginxServer::shared();
+    const std::string name = "walk-ahead-stall.pack";
+    ASSERT_FALSE(server.url(name).empty()) << server.start_error();
+    auto mem = make_mem_backend();
+    std::map<std::string, std::string> bytes;
+    auto add_dir = [&](const std::string& dir, int files) {
+        ASSERT_TRUE(mem->mkdir(dir, 0755));
+        for (int f = 0; f < files; ++f) {
+            const std::string path = dir + "/f" + std::to_string(f);
+            const auto seed = static_cast<unsigned>(bytes.size());
+            bytes[path] = random_bytes(100 + seed * 7919 % 200, seed);  // sizes vary: inodes too
+            ASSERT_TRUE(write_file(*mem, path, bytes[path]));
+        }
+    };
+    add_dir("/a-wide", kWide);
+    add_dir("/z-walk", 40);
+    PackWriteOptions write;
+    write.block_size = 16384;
+    write.compression = Compression::zstd;
+    ASSERT_TRUE(write_pack(*mem, (server.root() / name).string(), write));
+
+    test_support::TempDir cache;
+    RemoteOptions options = options_for(cache, 64 * 1024);
+    options.metadata_whole_bytes = 0;
+    options.timeout = std::chrono::seconds(4);
+    auto pack = open_remote_pack(server.url(name), options);
+    ASSERT_TRUE(pack) << pack.error().message();
+    std::vector<std::string> walk;
+    for (int f = 0; f < 40; ++f) walk.push_back("/z-walk/f" + std::to_string(f));
+    // Read by name, not listed: no walk yet. /a-wide listed: its entries here from now on.
+    for (const std::string& path : walk) EXPECT_EQ(read_all(**pack, path), bytes[path]) << path;
+    ASSERT_TRUE((*pack)->readdir("/a-wide"));
+    settle(name);
+
+    server.stall(true);
+    struct Unstall {  // the server is shared by the tests after this one, whatever happens here
+        NginxServer& server;
+        ~Unstall() { server.stall(false); }
+    } unstall{server};
+    ASSERT_TRUE((*pack)->readdir("/z-walk"));
+    ASSERT_TRUE((*pack)->readdir("/a-wide"));  // listed after /z-walk: where the walk goes next
+    for (const std::string& path : walk) {
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_EQ(read_all(**pack, path), bytes[path]) << path;
+        const auto took = std::chrono::steady_clock::now() - start;
+        // Far below the 4 s timeout, with room for a sanitizer build on a loaded machine.
+        EXPECT_LT(took, std::chrono::milliseconds(1500)) << "the open of " << path << " waited";
+    }
+    // And the stall is real: a file never read fails, at the timeout.
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_NE(read_all(**pack, "/a-wide/f12345"), bytes["/a-wide/f12345"]);
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
 TEST(RemoteWalk, WithoutTheWalkPrefetchTheSameFilesAreNotHere) {

@@ -35,6 +35,14 @@ public:
                           : "http://127.0.0.1:" + std::to_string(port_) + "/" + name;
     }
     const std::string& start_error() const { return error_; }
+    // While stalled, every answer's body trickles at a byte a second: a server that has gone
+    // quiet in the middle of its transfers, as behind a lossy link.
+    void stall(bool on) const {
+        if (on)
+            std::ofstream(dir_ / "stall").put('1');
+        else
+            std::filesystem::remove(dir_ / "stall");
+    }
     // Lines of the access log so far ("METHOD URI STATUS BYTES RANGE").
     std::string access_log() const { return slurp_text(dir_ / "access.log"); }
 
@@ -128,7 +136,8 @@ private:
              << "/tmp/proxy;\n  fastcgi_temp_path " << d << "/tmp/fastcgi;\n  uwsgi_temp_path " << d
              << "/tmp/uwsgi;\n  scgi_temp_path " << d << "/tmp/scgi;\n"
              << "  sendfile on;\n  keepalive_requests 1000000;\n"
-             << "  server { listen 127.0.0.1:" << port << "; root " << root_.string() << "; }\n}\n";
+             << "  server { listen 127.0.0.1:" << port << "; root " << root_.string() << ";\n"
+             << "    location / { if (-f " << d << "/stall) { set $limit_rate 1; } }\n  }\n}\n";
     }
 
     void stop() {
