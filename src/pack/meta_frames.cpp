@@ -54,10 +54,33 @@ MetaFrames::~MetaFrames() {
     if (region_ != nullptr) ::munmap(region_, meta_length_);
 }
 
+namespace {
+thread_local bool local_only = false;
+}  // namespace
+
+MetaFrames::LocalOnly::LocalOnly() noexcept : was_(local_only) {
+    local_only = true;
+}
+MetaFrames::LocalOnly::~LocalOnly() {
+    local_only = was_;
+}
+
+MetaFault MetaFrames::not_local(uint64_t block) const {
+    return MetaFault{Corruption{meta_offset_ + frame_begin(block), 0, 0,
+                                fmt::format("metadata block {} not here", block)},
+                     true};
+}
+
 std::optional<MetaFault> MetaFrames::inflate(uint64_t block) const {
     const uint8_t state = state_[block].load(std::memory_order_acquire);
     if (state == inflated) return std::nullopt;
-    std::lock_guard lock(locks_[block % locks_.size()]);
+    std::unique_lock lock(locks_[block % locks_.size()], std::defer_lock);
+    // Another thread's inflate under this lock may be waiting on the server.
+    if (local_only && remote_ != nullptr) {
+        if (!lock.try_lock()) return not_local(block);
+    } else {
+        lock.lock();
+    }
     return inflate_locked(block);
 }
 
@@ -173,6 +196,7 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
     };
     while (true) {
         uint8_t now = fetch_[block].load(std::memory_order_acquire);
+        if (now == fetching && local_only) return not_local(block);
         if (now == fetching) {  // another thread's fetch: wait for it to land or fail
             fetch_[block].wait(fetching, std::memory_order_acquire);
             continue;
@@ -208,6 +232,13 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
             }
             return std::nullopt;
         }
+    }
+    if (local_only) {  // not in the cache either: left for a fetch that may wait
+        for (uint64_t b = block; b <= last; ++b) {
+            fetch_[b].store(absent, std::memory_order_release);
+            fetch_[b].notify_all();
+        }
+        return not_local(block);
     }
     const Result<void> got =
         remote_->fetch_metadata(meta_offset_ + from, std::span(fetched_frames_ + from, to - from));

@@ -71,6 +71,21 @@ public:
     MetaFrames(const MetaFrames&) = delete;
     MetaFrames& operator=(const MetaFrames&) = delete;
 
+    // While one lives, this thread's inflates never wait on the server: a block whose frame is
+    // neither fetched already nor in the cache, or that another thread is fetching or
+    // inflating, is a transient fault at once (nothing is logged). For work done on the side of
+    // an open, such as scheduling a walk's prefetch: it must not make the open wait in an outage.
+    class LocalOnly {
+    public:
+        LocalOnly() noexcept;
+        ~LocalOnly();
+        LocalOnly(const LocalOnly&) = delete;
+        LocalOnly& operator=(const LocalOnly&) = delete;
+
+    private:
+        bool was_;
+    };
+
     // The inflated region: meta_length bytes; block b is meaningful once inflate(b) succeeded.
     const std::byte* region() const noexcept { return region_; }
 
@@ -86,6 +101,8 @@ private:
     // Fetching on demand: makes block `block`'s frame present (fetching it with the frames after
     // it when no other thread is; `fresh`: from the server alone, this block only).
     std::optional<MetaFault> fetch(uint64_t block, bool fresh) const;
+    // What a block that would have to be fetched is, under LocalOnly.
+    MetaFault not_local(uint64_t block) const;
     // The window of a fetch starting at `block`, and where it ends recorded for the next.
     uint64_t window_for(uint64_t block) const;
     void record_fetch(uint64_t block, uint64_t next_block, uint64_t window) const;

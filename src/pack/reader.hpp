@@ -326,10 +326,9 @@ private:
     // A remote pack: tells it where `content`'s stored bytes end (RemoteBytes::expect).
     void expect_content(const ContentRef& content) const noexcept;
     // Where `content`'s stored bytes lie in the file, from its first block to its last; nullopt
-    // when it has none there (inline, empty) or starts in a hole, or with `held_only` when
-    // finding out would read metadata not checked yet (which may mean fetching it).
-    std::optional<RemoteBytes::Range> stored_range(const ContentRef& content,
-                                                   bool held_only = false) const noexcept;
+    // when it has none there (inline, empty) or starts in a hole, or when finding out needs
+    // metadata it cannot have (under MetaFrames::LocalOnly, metadata not here).
+    std::optional<RemoteBytes::Range> stored_range(const ContentRef& content) const noexcept;
     // The data stream.
     Result<void> read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx) const;
     struct StoredBlock {

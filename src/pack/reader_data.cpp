@@ -159,17 +159,13 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
     return {};
 }
 
-std::optional<RemoteBytes::Range> PackReader::stored_range(const ContentRef& content,
-                                                           bool held_only) const noexcept {
+std::optional<RemoteBytes::Range> PackReader::stored_range(
+    const ContentRef& content) const noexcept {
     if (content.where != ContentRef::Where::stream || content.size == 0) return std::nullopt;
     const uint64_t last = content.offset + content.size - 1;  // its last byte in the stream
     if (codec_ == Codec::none && !holes_)
         return RemoteBytes::Range{data_offset_ + content.offset, data_offset_ + last + 1};
     const uint64_t first_block = content.offset / block_size_, last_block = last / block_size_;
-    // Each block's entry is its offset and the next one's (stored_block).
-    if (held_only && (checked(blocks_rel_ + first_block * 8, 16) == nullptr ||
-                      checked(blocks_rel_ + last_block * 8, 16) == nullptr))
-        return std::nullopt;
     const Ctx ctx{"read", {}};
     auto first = block_extent(first_block, ctx);
     auto end = block_extent(last_block, ctx);
@@ -188,21 +184,19 @@ void PackReader::note_open(const InodeView& file) const noexcept try {
     RemoteBytes& remote = *image_->remote();
     const uint64_t budget = remote.walk_ahead_bytes();
     if (budget == 0) return;
-    // With metadata fetched by block, only what is here already: an open must never wait on
-    // the server for another file's sake (in an outage, a cached file must still open).
-    const bool held_only = image_->fetched_frames() != nullptr;
+    // An open must never wait on the server for another file's sake (in an outage, a cached
+    // file must still open): with metadata fetched by block, the files ahead are scheduled
+    // from metadata fetched already or in the cache, and skipped when theirs is neither.
+    const MetaFrames::LocalOnly local_only;
     std::vector<RemoteBytes::Range> ranges;
     walk_->opened(file.ino, budget, [&](uint64_t record) -> uint64_t {
         const Ctx ctx{"open", {}};
-        if (held_only &&
-            (record - 1 >= inode_count_ || checked(inode_rel(record - 1), inode_size_) == nullptr))
-            return 0;
         auto node = inode(record, ctx);
         // Inline contents (v2: up to inline_max_ bytes) are in the metadata: nothing to fetch.
         if (!node || node->type != FileType::regular || node->rec.size <= inline_max_) return 0;
         auto content = this->content(*node, ctx);
         if (!content) return 0;
-        auto range = stored_range(*content, held_only);
+        auto range = stored_range(*content);
         if (!range) return 0;
         // A directory's files lie next to each other: one range for a run of them.
         if (!ranges.empty() && range->offset >= ranges.back().offset &&

@@ -231,6 +231,47 @@ TEST(RemoteWalk, WithMetadataFetchedByBlockTheWalkUsesWhatIsHere) {
     EXPECT_FALSE(far_here);
 }
 
+TEST(RemoteWalk, WithMetadataFetchedByBlockAWideDirectoryIsFetchedAhead) {
+    // 5,000 files in one directory: its listing order (by name hash) visits their inodes at
+    // random, so the inodes of the files ahead of a walk are in frames fetched (with the
+    // frames around the ones used) but not inflated. Scheduling inflates them from what was
+    // fetched, without the server, and fetches the files ahead.
+    NginxServer& server = NginxServer::shared();
+    const std::string name = "walk-ahead-wide.pack";
+    ASSERT_FALSE(server.url(name).empty()) << server.start_error();
+    auto mem = make_mem_backend();
+    ASSERT_TRUE(mem->mkdir("/wide", 0755));
+    std::map<std::string, std::string> bytes;
+    for (int f = 0; f < 5000; ++f) {
+        const std::string path = "/wide/f" + std::to_string(f);
+        bytes[path] = random_bytes(200, 7000 + f);
+        ASSERT_TRUE(write_file(*mem, path, bytes[path]));
+    }
+    PackWriteOptions write;
+    write.block_size = 16384;
+    write.compression = Compression::zstd;
+    const auto served = server.root() / name;
+    ASSERT_TRUE(write_pack(*mem, served.string(), write));
+
+    test_support::TempDir cache;
+    RemoteOptions options = options_for(cache, 64 * 1024);
+    options.metadata_whole_bytes = 0;
+    auto pack = open_remote_pack(server.url(name), options);
+    ASSERT_TRUE(pack) << pack.error().message();
+    auto listed = (*pack)->readdir("/wide");
+    ASSERT_TRUE(listed);
+    std::vector<std::string> walk;
+    for (const DirEntry& e : *listed) walk.push_back("/wide/" + e.name);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(read_all(**pack, walk[i]), bytes[walk[i]]) << i;
+    settle(name);
+    const auto moved = served.string() + ".away";
+    std::filesystem::rename(served, moved);
+    int here = 0;
+    for (int i = 10; i < 13; ++i) here += read_all(**pack, walk[i]) == bytes[walk[i]] ? 1 : 0;
+    std::filesystem::rename(moved, served);
+    EXPECT_EQ(here, 3);
+}
+
 TEST(RemoteWalk, AStalledServerNeverHoldsUpTheOpenOfAFileInTheCache) {
     // With the metadata fetched by block, each open of a walk schedules the files listed after
     // it, and their inodes may not be here yet: scheduling must skip them, not fetch them.
