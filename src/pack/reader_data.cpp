@@ -198,14 +198,25 @@ void PackReader::note_open(const InodeView& file) const noexcept try {
         if (!content) return 0;
         auto range = stored_range(*content);
         if (!range) return 0;
-        // A directory's files lie next to each other: one range for a run of them.
-        if (!ranges.empty() && range->offset >= ranges.back().offset &&
-            range->offset <= ranges.back().end)
-            ranges.back().end = std::max(ranges.back().end, range->end);
-        else
-            ranges.push_back(*range);
+        ranges.push_back(*range);
         return range->end - range->offset;
     });
+    // A directory's files lie next to each other in the pack, but a walk meets them in listing
+    // (name hash) order, so a batch holds every other file of a directory or so. In pack
+    // order, ranges less than kWalkGap apart become one, the gap being files of the same
+    // directory the walk will read next: a directory is fetched in a few large requests
+    // instead of one request a file (what is fetched already is not fetched again).
+    constexpr uint64_t kWalkGap = 64 << 10;
+    std::sort(ranges.begin(), ranges.end(),
+              [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    std::size_t kept = 0;
+    for (const RemoteBytes::Range& r : ranges) {
+        if (kept != 0 && r.offset <= ranges[kept - 1].end + kWalkGap)
+            ranges[kept - 1].end = std::max(ranges[kept - 1].end, r.end);
+        else
+            ranges[kept++] = r;
+    }
+    ranges.resize(kept);
     if (!ranges.empty()) remote.prefetch(ranges);
 } catch (const std::bad_alloc&) {
 }

@@ -69,6 +69,10 @@ void WalkAhead::opened(uint64_t record, uint64_t budget,
         }
     }
     if (s.opens < kWalkOpens) return;
+    // Topped up once half the budget has been read, not at every open: a batch of half the
+    // budget is a directory's files or more, which the caller fetches in a few large requests
+    // (in pack order); topping up a file at a time would fetch a file a request.
+    if (s.ahead >= budget / 2 && s.frontier > s.lead + 1) return;
     // Never past what is listed, nor so far that a slot of bytes_ would be used twice.
     while (s.ahead < budget && s.frontier < next_seq_ && s.frontier - s.lead < kCapacity / 2) {
         const uint64_t bytes = schedule(ring_[s.frontier % kCapacity]);

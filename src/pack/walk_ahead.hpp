@@ -7,7 +7,8 @@
 // files one after another (xargs -P 8 hands each a run), so their opens form streams: an open
 // within kNear of a stream's last one continues it, any other starts a new stream (the least
 // recently used one goes). Once a stream has had kWalkOpens opens, the files listed after its
-// furthest open are scheduled, up to a byte budget ahead of it, topped up as it moves on.
+// furthest open are scheduled, up to a byte budget ahead of it, topped up to the whole budget
+// each time less than half of it is left ahead (a batch, fetched in a few large requests).
 // Opens that jump about (a sample of files read by name after a listing) make no stream long
 // enough to schedule anything.
 //
@@ -35,9 +36,10 @@ public:
     // thread that is scheduling: the files wait for it instead.
     void listed(std::span<const uint64_t> files);
 
-    // File `record` was opened. When its stream is a walk, calls `schedule` with each file to
-    // fetch ahead now, in order, until the files scheduled ahead of the stream's furthest open
-    // add up to `budget` (schedule returns a file's stored bytes). One thread schedules at a
+    // File `record` was opened. When its stream is a walk with less than half of `budget`
+    // scheduled ahead of its furthest open, calls `schedule` with each file to fetch ahead now,
+    // in order, until the files scheduled ahead add up to `budget` (schedule returns a file's
+    // stored bytes). One thread schedules at a
     // time; another's open meanwhile is skipped (the stream's next open tops up).
     void opened(uint64_t record, uint64_t budget,
                 const std::function<uint64_t(uint64_t record)>& schedule);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -55,11 +56,14 @@ TEST(WalkAhead, OpensInListingOrderScheduleWhatFollowsUpToTheBudget) {
     EXPECT_EQ(w.open(2, 50), V{});
     // The third open makes a walk: 50 bytes after it, five files of 10.
     EXPECT_EQ(w.open(3, 50), (V{4, 5, 6, 7, 8}));
-    // Each open moves the walk on by one file, and one more is scheduled.
-    EXPECT_EQ(w.open(4, 50), V{9});
-    EXPECT_EQ(w.open(5, 50), V{10});
-    // Skipping ahead (another reader took 6 to 8) tops up by what was passed.
-    EXPECT_EQ(w.open(9, 50), (V{11, 12, 13, 14}));
+    // Each open moves the walk on by one file; while half the budget or more is still ahead,
+    // nothing more is scheduled (a batch of files, not a file an open, is fetched together).
+    EXPECT_EQ(w.open(4, 50), V{});
+    EXPECT_EQ(w.open(5, 50), V{});
+    // Below half: topped up to the whole budget.
+    EXPECT_EQ(w.open(6, 50), (V{9, 10, 11}));
+    // Skipping ahead (another reader took 7 and 8) counts what was passed as read.
+    EXPECT_EQ(w.open(9, 50), (V{12, 13, 14}));
     // An open behind the furthest one schedules nothing new.
     EXPECT_EQ(w.open(7, 50), V{});
 }
@@ -92,7 +96,8 @@ TEST(WalkAhead, InterleavedReadersEachMakeTheirOwnStream) {
     EXPECT_EQ(w.open(502, 20), V{});
     EXPECT_EQ(w.open(3, 20), (V{4, 5}));
     EXPECT_EQ(w.open(503, 20), (V{504, 505}));
-    EXPECT_EQ(w.open(4, 20), V{6});
+    EXPECT_EQ(w.open(4, 20), V{});  // half the budget still ahead
+    EXPECT_EQ(w.open(5, 20), (V{6, 7}));
 }
 
 TEST(WalkAhead, FilesListedTooLongAgoAreForgotten) {
@@ -191,7 +196,7 @@ Files list_all(const Tree& t, PackBackend& pack, const std::string& name, const 
 
 // Reads the first ten files of /d0 in listing order with `readahead`, then takes the pack off
 // the server: how many of the next three still read (from the cache), and whether a file far
-// beyond them does.
+// beyond them does (one of /d2, listed after /d1 and 400 KB further in the pack).
 std::pair<int, bool> walk_then_take_away(const std::string& name, uint64_t readahead,
                                          bool metadata_by_block = false) {
     const Tree t = serve_tree(name, metadata_by_block ? Compression::zstd : Compression::none);
@@ -211,7 +216,9 @@ std::pair<int, bool> walk_then_take_away(const std::string& name, uint64_t reada
     std::filesystem::rename(t.served, moved);
     int here = 0;
     for (int i = 10; i < 13; ++i) here += read_all(**pack, d0[i].first) == d0[i].second ? 1 : 0;
-    const bool far_here = read_all(**pack, d0[25].first) == d0[25].second;
+    const auto& far = *std::find_if(t.all.begin(), t.all.end(),
+                                    [](const auto& f) { return f.first == "/d2/f5"; });
+    const bool far_here = read_all(**pack, far.first) == far.second;
     std::filesystem::rename(moved, t.served);
     return {here, far_here};
 }
@@ -229,6 +236,32 @@ TEST(RemoteWalk, WithMetadataFetchedByBlockTheWalkUsesWhatIsHere) {
     const auto [here, far_here] = walk_then_take_away("walk-ahead-by-block.pack", 128 * 1024, true);
     EXPECT_EQ(here, 3);
     EXPECT_FALSE(far_here);
+}
+
+TEST(RemoteWalk, TheFilesAheadAreFetchedInPackOrderInFewRequests) {
+    // A walk meets a directory's files in listing (name hash) order, while they lie next to
+    // each other in the pack: a batch scheduled ahead is fetched in pack order, in requests of
+    // up to 512 KiB, not a request a file. /many: 400 files of 5000 bytes; 1 MiB ahead.
+    const std::string name = "walk-ahead-few.pack";
+    const Tree t = serve_tree(name);
+    ASSERT_FALSE(t.url.empty());
+    test_support::TempDir cache;
+    auto pack = open_remote_pack(t.url, options_for(cache, 1 << 20));
+    ASSERT_TRUE(pack) << pack.error().message();
+    const Files many = list_all(t, **pack, name, "/many");
+    ASSERT_EQ(many.size(), 400u);
+    const auto before = ranges_fetched(name).size();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(read_all(**pack, many[i].first), many[i].second) << i;
+    settle(name);
+    const auto after = ranges_fetched(name);
+    uint64_t bytes = 0;
+    for (std::size_t i = before; i < after.size(); ++i)
+        bytes += after[i].second - after[i].first + 1;
+    EXPECT_GE(bytes, 1u << 20);  // the batch was fetched
+    // Three reads, then the rest of the directory (its files between those scheduled come
+    // along) in requests of up to 512 KiB, some cut where a read claimed a block first: 10
+    // here, against 92-102 for ranges fetched as they were scheduled.
+    EXPECT_LE(after.size() - before, 16u) << bytes << " bytes";
 }
 
 TEST(RemoteWalk, WithMetadataFetchedByBlockAWideDirectoryIsFetchedAhead) {
