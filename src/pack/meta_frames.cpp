@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "pack/codec.hpp"
 #include "pack/digest.hpp"
@@ -56,6 +58,10 @@ MetaFrames::~MetaFrames() {
 
 namespace {
 thread_local bool local_only = false;
+// The blocks found not here during the outermost LocalOnly, and whose they are: a walk's
+// scheduling meets many inodes of one such block, and looks in the cache for it once.
+thread_local const void* not_here_owner = nullptr;
+thread_local std::vector<uint64_t> not_here;
 }  // namespace
 
 MetaFrames::LocalOnly::LocalOnly() noexcept : was_(local_only) {
@@ -63,9 +69,16 @@ MetaFrames::LocalOnly::LocalOnly() noexcept : was_(local_only) {
 }
 MetaFrames::LocalOnly::~LocalOnly() {
     local_only = was_;
+    if (!was_) not_here.clear();
 }
 
 MetaFault MetaFrames::not_local(uint64_t block) const {
+    if (not_here_owner != this) {
+        not_here.clear();
+        not_here_owner = this;
+    }
+    if (std::find(not_here.begin(), not_here.end(), block) == not_here.end())
+        not_here.push_back(block);
     return MetaFault{Corruption{meta_offset_ + frame_begin(block), 0, 0,
                                 fmt::format("metadata block {} not here", block)},
                      true};
@@ -197,6 +210,9 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
     while (true) {
         uint8_t now = fetch_[block].load(std::memory_order_acquire);
         if (now == fetching && local_only) return not_local(block);
+        if (now == absent && local_only && not_here_owner == this &&
+            std::find(not_here.begin(), not_here.end(), block) != not_here.end())
+            return not_local(block);
         if (now == fetching) {  // another thread's fetch: wait for it to land or fail
             fetch_[block].wait(fetching, std::memory_order_acquire);
             continue;
@@ -205,11 +221,12 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
         // Absent, or fresh: this block again, alone.
         if (fetch_[block].compare_exchange_strong(now, fetching, std::memory_order_acq_rel)) break;
     }
-    // This block (whose index entries the caller checked), then, unless it is fetched afresh,
-    // the following ones nobody has or fetches, whose entries are in order, within the window.
+    // This block (whose index entries the caller checked), then, unless it is fetched afresh
+    // or only looked for in the cache (LocalOnly: no window, none recorded), the following ones
+    // nobody has or fetches, whose entries are in order, within the window.
     const uint64_t from = frame_begin(block);
     uint64_t last = block;
-    if (!fresh) {
+    if (!fresh && !local_only) {
         const uint64_t window = window_for(block);
         auto joins = [&](uint64_t b) {
             const uint64_t begin = frame_begin(b), end = frame_begin(b + 1);
