@@ -5,11 +5,15 @@
 // the live tree into a fresh pack while readers and writers go on, then switches to it.
 //
 // The durability contract (docs/VOLUME.md says it in full; the crash tests check it):
+// - explicit (the default, a disk filesystem's contract: ext4's data=ordered, commit=5): a
+//             mutation is durable once a later sync() (or File::fsync on any handle of the
+//             volume) returns, or at the latest one commit interval (5 s) after it returned;
+//             until then a crash may lose it, never half of it. Concurrent syncs share one
+//             fdatasync.
+// - batch:    every mutation is durable when it returns (as `mount -o sync`); concurrent
+//             mutations share one fdatasync (group commit), so many threads cost about one
+//             fsync per batch.
 // - always:   every mutation is durable when it returns (its own write + fdatasync).
-// - batch:    every mutation is durable when it returns; concurrent mutations share one
-//             fdatasync (group commit), so many threads cost about one fsync per batch.
-// - explicit: a mutation is durable once a later sync() (or File::fsync on any handle of the
-//             volume) returns; until then a crash may lose it, never half of it.
 // In every mode: after a crash at any instant, reopening gives exactly the state of some
 // prefix of the mutations, which contains every mutation acknowledged as durable.
 // A mutation that fails (a full disk, an I/O error) changes nothing, and the volume stays
@@ -77,7 +81,8 @@ struct VolumeInit {
     // empty volume). At most one of the two.
     std::string from_pack;
     std::string from_dir;
-    Durability durability = Durability::batch;
+    // Recorded in the volume; each open may override it (VolumeOptions::durability).
+    Durability durability = Durability::explicit_sync;
     PackWriteOptions pack;  // for from_dir and for compactions
 };
 
@@ -96,10 +101,10 @@ struct VolumeOptions {
     // The threshold bounds what a reopen replays and what the daemon holds in memory.
     double auto_compact_pack_ratio = 0;
     // Explicit mode: everything appended is made durable at least this often, by a background
-    // thread (as ext4's commit=): a crash loses at most the last interval's changes, not all
-    // since the last fsync. 0: only fsync and sync() do (the library's default; `packfs mount`
-    // uses 5 s). Other modes are durable at each call already.
-    std::chrono::milliseconds commit_interval{0};
+    // thread (as ext4's commit=, and with its default): a crash loses at most the last
+    // interval's changes, not all since the last fsync. 0: only fsync and sync() do. Other
+    // modes are durable at each call already.
+    std::chrono::milliseconds commit_interval{5000};
     // How compactions write their packs (keep_inode_numbers is always on).
     PackWriteOptions pack;
 };

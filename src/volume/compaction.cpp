@@ -101,6 +101,7 @@ Result<CompactionStats> VolumeImpl::compact() {
                               durability_);
     if (!new_writer) return std::unexpected(new_writer.error());
     std::shared_ptr<JournalWriter> writer = std::move(*new_writer);
+    hook_writer(*writer);
     uint64_t copied = snapshot_seq;
     const std::string old_journal = join(dir_, manifest_.journal);
     std::optional<JournalPosition> resume;

@@ -20,6 +20,9 @@ namespace packfs::volume {
 //             is written and synced in one go).
 //   explicit  buffer_ holds every byte after durable_end_; its first buffer_written_ bytes
 //             are in the file already, so written_end_ == durable_end_ + buffer_written_.
+//             While a leader flushes, its batch (the bytes after durable_end_ when it started)
+//             is in spare_ and buffer_ holds what was appended since, written by no one until
+//             the flush ends (then it starts at the new durable_end_).
 
 namespace {
 
@@ -87,14 +90,18 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::open_append(const std::str
 }
 
 Result<JournalTicket> JournalWriter::append(uint16_t type, std::span<const std::byte> payload) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (broken_) return fail(EIO, "journal_append", path_);
     if (failed_) return std::unexpected(*failed_);
     if (payload.size() > kMaxJournalPayload) return fail(EFBIG, "journal_append", path_);
     const uint64_t frame = journal_frame_size(payload.size());
-    if (durability_ == Durability::explicit_sync && !buffer_.empty() &&
-        buffer_.size() + frame > kMaxPendingBytes)
-        return fail(ENOSPC, "journal_append", path_);
+    if (durability_ == Durability::explicit_sync) {
+        // A flush under way frees its batch when it ends: wait for it rather than refuse.
+        while (flushing_ && !buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes)
+            flushed_.wait(lock);
+        if (!buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes)
+            return fail(ENOSPC, "journal_append", path_);
+    }
 
     const JournalTicket ticket{epoch_, next_seq_++};
     append_journal_frame(buffer_, ticket.seq, type, payload);
@@ -105,11 +112,21 @@ Result<JournalTicket> JournalWriter::append(uint16_t type, std::span<const std::
         case Durability::batch:
             break;
         case Durability::explicit_sync:
-            // Bounded memory: write out past kFlushBytes, sync past kSyncBytes. A failure keeps
-            // the bytes pending; the next try waits for another kFlushBytes (or sync()).
-            if (buffer_.size() - buffer_written_ >= kFlushBytes && buffer_.size() >= retry_at_) {
+            // Bounded memory: write out past kFlushBytes, sync past kSyncBytes (asked of the
+            // volume's commit thread where there is one). A failure keeps the bytes pending;
+            // the next try waits for another kFlushBytes (or sync()). While a leader flushes,
+            // the file's tail is its own: the new bytes wait for the next flush.
+            if (!flushing_ && buffer_.size() - buffer_written_ >= kFlushBytes &&
+                buffer_.size() >= retry_at_) {
                 auto r = explicit_write_locked();
-                if (r && buffer_written_ >= kSyncBytes) r = explicit_sync_locked();
+                if (r && buffer_written_ >= kSyncBytes) {
+                    if (!sync_due_) {
+                        r = explicit_flush(lock);
+                    } else if (!sync_asked_) {
+                        sync_asked_ = true;
+                        sync_due_();
+                    }
+                }
                 if (!r) retry_at_ = buffer_.size() + kFlushBytes;
             }
             break;
@@ -162,23 +179,56 @@ Result<void> JournalWriter::explicit_write_locked() {
     return {};
 }
 
-Result<void> JournalWriter::explicit_sync_locked() {
-    if (auto r = explicit_write_locked(); !r) return r;
+Result<void> JournalWriter::explicit_flush(std::unique_lock<std::mutex>& lock) {
     if (buffer_.empty()) return {};  // nothing since the last sync
-    if (auto r = io::fdatasync(fd_.get(), path_); !r) {
-        // Everything since the last good sync is suspect: rewrite it all next time.
-        (void)io::ftruncate(fd_.get(), durable_end_, path_);
-        buffer_written_ = 0;
-        written_end_ = durable_end_;
-        return r;
-    }
-    ++fsyncs_;
-    durable_end_ = written_end_;
-    durable_seq_ = next_seq_ - 1;
-    clear_buffer(buffer_);
+    flushing_ = true;
+    sync_asked_ = false;
+    std::swap(buffer_, spare_);  // the batch; appends go on into a fresh buffer
+    const std::size_t already = buffer_written_;
+    const uint64_t at = durable_end_;
+    const uint64_t batch_last = next_seq_ - 1;
     buffer_written_ = 0;
     retry_at_ = 0;
-    return {};
+    lock.unlock();
+    auto r = io::pwrite_all(fd_.get(), std::span(spare_).subspan(already), at + already, path_);
+    const bool written = r.has_value();
+    if (r) r = io::fdatasync(fd_.get(), path_);
+    // A failed write: cut what a torn write left (the prefix written before stays good; should
+    // the cut fail too, the retry rewrites the same bytes at the same offsets). A failed
+    // fdatasync: everything since the last good sync is suspect and is rewritten next time.
+    if (!r) (void)io::ftruncate(fd_.get(), written ? at : at + already, path_);
+    lock.lock();
+    flushing_ = false;
+    if (r) {
+        ++fsyncs_;
+        durable_end_ = at + spare_.size();
+        written_end_ = durable_end_;
+        durable_seq_ = batch_last;
+        clear_buffer(spare_);
+    } else {
+        // Still pending, in order: the batch, then what was appended meanwhile.
+        spare_.insert(spare_.end(), buffer_.begin(), buffer_.end());
+        std::swap(buffer_, spare_);
+        clear_buffer(spare_);
+        buffer_written_ = written ? 0 : already;
+        written_end_ = durable_end_ + buffer_written_;
+    }
+    flushed_.notify_all();
+    return r;
+}
+
+Result<void> JournalWriter::explicit_group_sync(std::unique_lock<std::mutex>& lock) {
+    const uint64_t target = next_seq_ - 1;
+    for (;;) {
+        if (durable_seq_ >= target) return {};
+        if (!flushing_) return explicit_flush(lock);
+        flushed_.wait(lock);  // then lead the next flush if that one did not cover target
+    }
+}
+
+void JournalWriter::set_sync_due(std::function<void()> notify) {
+    std::lock_guard lock(mu_);
+    sync_due_ = std::move(notify);
 }
 
 Result<void> JournalWriter::batch_sync(std::unique_lock<std::mutex>& lock, JournalTicket ticket) {
@@ -238,14 +288,16 @@ Result<void> JournalWriter::sync() {
             if (next_seq_ - 1 <= durable_seq_) return {};
             return batch_sync(lock, JournalTicket{epoch_, next_seq_ - 1});
         case Durability::explicit_sync:
-            return explicit_sync_locked();
+            return explicit_group_sync(lock);
     }
     return {};
 }
 
 Result<uint64_t> JournalWriter::retained(
     const std::function<Result<void>(const JournalRecordView&)>& on_record) const {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    // A leader's batch is neither in the file nor in buffer_ until its flush ends.
+    flushed_.wait(lock, [&] { return !flushing_; });
     // buffer_ holds whole frames (append_journal_frame), checked when they were made.
     std::size_t at = 0;
     while (at + kFrameHeaderSize <= buffer_.size()) {

@@ -14,9 +14,14 @@
 //                  durable seq and wakes everyone; waiters that arrive during a flush sleep on
 //                  the condition variable and are batched into the next one.
 //   explicit_sync  nothing is durable before sync(). append() writes the buffer out (no
-//                  fsync) once it passes kFlushBytes, and syncs by itself once kSyncBytes were
-//                  written since the last sync, so memory stays bounded; wait_durable() is a
-//                  no-op. sync() writes and fdatasyncs under the writer's mutex (appends wait).
+//                  fsync) once it passes kFlushBytes, and once kSyncBytes were written since
+//                  the last sync it asks for a sync (set_sync_due: the volume's commit thread
+//                  makes it, off the mutation path) or, with no one to ask, syncs by itself, so
+//                  memory stays bounded; wait_durable() is a no-op. sync() is a group commit as
+//                  in batch mode: the leader takes every pending byte and writes and fdatasyncs
+//                  them outside the writer's mutex while appends go on into a fresh buffer, and
+//                  concurrent sync()s wait for it (or lead the next flush) instead of each
+//                  paying an fdatasync: many threads that each fsync share one.
 //
 // Failure, always and batch. When the write or fdatasync of a batch fails, that batch and
 // every record appended after it are DISCARDED: the writer truncates the file back to the last
@@ -32,11 +37,13 @@
 //
 // Failure, explicit_sync. A failed write keeps the records pending: the file is truncated back
 // to the last fully written offset (so a retry never leaves a torn frame in the middle) and
-// the next sync() or buffer flush retries; sync() returns the error. A failed fdatasync makes
-// every byte written since the last good sync suspect (Linux may drop dirty pages after a
-// failed fsync): they are all kept in memory until a sync succeeds, and the retry rewrites
-// them from the last durable offset. append() refuses with ENOSPC once more than
-// kMaxPendingBytes are pending (only while the disk keeps failing).
+// the next sync() or buffer flush retries; sync() returns the error of the flush it led (a
+// sync() that waited for a failed flush leads one of its own). A failed fdatasync makes every
+// byte written since the last good sync suspect (Linux may drop dirty pages after a failed
+// fsync): they are all kept in memory until a sync succeeds, and the retry rewrites them from
+// the last durable offset. append() waits while a flush is under way and more than
+// kMaxPendingBytes are pending, and refuses with ENOSPC past that bound when none is (only
+// while the disk keeps failing).
 //
 // Records must not be dropped without sync(): the destructor does no I/O.
 #pragma once
@@ -96,6 +103,11 @@ public:
     // Everything appended so far written and fdatasynced, in any mode.
     Result<void> sync();
 
+    // explicit_sync: `notify` is called (with the writer's mutex held: it must only wake
+    // someone, never call the writer) once kSyncBytes were written since the last sync, and
+    // that someone calls sync(); without it append() syncs by itself at that point.
+    void set_sync_due(std::function<void()> notify);
+
     // After a failure (always, batch): the first seq that was discarded.
     uint64_t first_discarded_seq() const;
     // Called by the volume, under its lock, after rolling back: ok again, next seq =
@@ -122,7 +134,11 @@ private:
     Result<void> write_and_sync_locked();           // always: the buffer, then fdatasync
     void discard_locked(const Error& error);        // always, batch: the failure protocol
     Result<void> explicit_write_locked();           // explicit: pending bytes not yet written
-    Result<void> explicit_sync_locked();            // explicit: write, then fdatasync
+    // explicit: leads one flush of every pending byte (write, then fdatasync), with the mutex
+    // released meanwhile; the result of that flush.
+    Result<void> explicit_flush(std::unique_lock<std::mutex>& lock);
+    // explicit: until everything appended before the call is durable, or a flush it led failed.
+    Result<void> explicit_group_sync(std::unique_lock<std::mutex>& lock);
     Result<void> batch_sync(std::unique_lock<std::mutex>& lock, JournalTicket ticket);
 
     // A failure that ended an epoch: tickets of that epoch from first_discarded on get error.
@@ -132,20 +148,22 @@ private:
     };
 
     mutable std::mutex mu_;
-    std::condition_variable flushed_;
+    mutable std::condition_variable flushed_;
     Fd fd_;
     const std::string path_;
     const Durability durability_;
 
     std::vector<std::byte> buffer_;   // framed records after durable_end_ (see .cpp)
-    std::vector<std::byte> spare_;    // batch: the leader's buffer, kept for reuse
+    std::vector<std::byte> spare_;    // batch, explicit: the leader's buffer, kept for reuse
     uint64_t next_seq_;
     uint64_t durable_seq_;
     uint64_t durable_end_;            // file offset up to which the file is durable
     uint64_t written_end_;            // file offset up to which bytes are written
     std::size_t buffer_written_ = 0;  // explicit: leading bytes of buffer_ already written
     std::size_t retry_at_ = 0;        // explicit: buffer size at which to retry a write
-    bool flushing_ = false;           // batch: a leader is writing
+    bool flushing_ = false;           // batch, explicit: a leader is writing
+    std::function<void()> sync_due_;  // explicit: who syncs once kSyncBytes are written
+    bool sync_asked_ = false;         // explicit: sync_due_ called since the last flush
     uint64_t epoch_ = 0;
     std::vector<EpochEnd> epoch_ends_;  // index: epoch
     std::optional<Error> failed_;       // always, batch: set until resume()

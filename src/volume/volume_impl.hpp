@@ -217,6 +217,8 @@ private:
     bool auto_compaction_due_locked() const;
     // The commit interval's thread (commit_timer.cpp): explicit mode only.
     void start_commit_timer();
+    // Has `writer` ask the commit thread for its syncs past kSyncBytes (when there is one).
+    void hook_writer(JournalWriter& writer);
 
     std::string dir_;
     VolumeOptions options_;
@@ -274,6 +276,7 @@ private:
     Background auto_compactor_;
     bool auto_wanted_ = false;  // under auto_compactor_.mu
     Background committer_;      // explicit mode's commit interval
+    bool commit_due_ = false;   // under committer_.mu: the writer asked for a sync
 };
 
 // An open file of the volume: the tree's handle, moved to each new tree by inode number when

@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <random>
 #include <string>
@@ -442,6 +444,177 @@ TEST(Journal, GroupCommitSharesFsyncsAcrossThreads) {
         ASSERT_LT(id[0], static_cast<uint32_t>(kThreads));
         EXPECT_EQ(r.type, id[0]);
         EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);  // each thread's records in its order
+    }
+}
+
+// Explicit mode: threads that each append and then sync (an fsync each, as 64 writers through a
+// mount make) share fdatasyncs, every sync returns with its records durable, and the file holds
+// every record in the order it was appended.
+TEST(Journal, ExplicitSyncsOfManyThreadsShareFdatasyncs) {
+    TempDir dir;
+    const std::string path = (dir.path / "journal").string();
+    auto created = JournalWriter::create(path, header_fields(), Durability::explicit_sync);
+    ASSERT_TRUE(created);
+    JournalWriter& w = **created;
+    constexpr int kThreads = 8;
+    const int per_thread = sanitizer_run() ? 60 : 200;
+    std::mutex volume_lock;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) {
+                uint32_t id[2] = {static_cast<uint32_t>(t), static_cast<uint32_t>(i)};
+                Result<JournalTicket> ticket = [&] {
+                    std::lock_guard lock(volume_lock);
+                    return w.append(static_cast<uint16_t>(t), std::as_bytes(std::span(id)));
+                }();
+                if (!ticket || !w.sync() || w.durable_seq() < ticket->seq) ++failures;
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    const uint64_t total = uint64_t{kThreads} * per_thread;
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(w.durable_seq(), total);
+    std::printf("explicit group commit: %d threads x %d syncs: %llu fdatasyncs\n", kThreads,
+                per_thread, static_cast<unsigned long long>(w.fsync_count()));
+    EXPECT_LT(w.fsync_count(), total / 2);
+    auto s = scan_all(path);
+    ASSERT_TRUE(s) << s.error().message();
+    EXPECT_TRUE(s->scan.clean()) << s->scan.reason;
+    ASSERT_EQ(s->records.size(), total);
+    std::vector<int> next(kThreads, 0);
+    for (std::size_t i = 0; i < s->records.size(); ++i) {
+        uint32_t id[2];
+        ASSERT_EQ(s->records[i].seq, i + 1);
+        std::memcpy(id, s->records[i].payload.data(), 8);
+        ASSERT_LT(id[0], static_cast<uint32_t>(kThreads));
+        EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);
+    }
+}
+
+// Explicit mode: while a sync waits for the disk, appends go on (the volume's mutations are not
+// held up behind an fdatasync), and a second sync meanwhile waits for that flush, then makes
+// what was appended since durable with one more.
+TEST(Journal, ExplicitAppendsGoOnWhileASyncWaitsForTheDisk) {
+    TempDir dir;
+    const std::string path = (dir.path / "journal").string();
+    auto created = JournalWriter::create(path, header_fields(), Durability::explicit_sync);
+    ASSERT_TRUE(created);
+    JournalWriter& w = **created;
+    ASSERT_TRUE(w.append(1, payload_of(100, 1)));
+    std::mutex m;
+    std::condition_variable cv;
+    bool in_fsync = false, release = false;
+    HookGuard hook([&](io::IoOp op, std::string_view) {
+        if (op != io::IoOp::fsync) return 0;
+        std::unique_lock lock(m);
+        if (!in_fsync) {  // only the first fdatasync waits
+            in_fsync = true;
+            cv.notify_all();
+            cv.wait(lock, [&] { return release; });
+        }
+        return 0;
+    });
+    std::thread first([&] { EXPECT_TRUE(w.sync()); });
+    {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return in_fsync; });
+    }
+    auto appended = std::async(std::launch::async, [&] { return w.append(2, payload_of(50, 2)); });
+    ASSERT_EQ(appended.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+        << "an append waited for another thread's fdatasync";
+    ASSERT_TRUE(appended.get());
+    std::thread second([&] { EXPECT_TRUE(w.sync()); });
+    {
+        std::lock_guard lock(m);
+        release = true;
+    }
+    cv.notify_all();
+    first.join();
+    second.join();
+    EXPECT_EQ(w.durable_seq(), 2u);
+    EXPECT_EQ(w.fsync_count(), 2u);
+    auto s = scan_all(path);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->records.size(), 2u);
+}
+
+// Explicit mode with someone to ask (the volume's commit thread): past kSyncBytes written the
+// writer asks, once until the next flush, and does not sync by itself under the caller's lock.
+TEST(Journal, ExplicitModeAsksForASyncInsteadOfSyncingInline) {
+    TempDir dir;
+    const std::string path = (dir.path / "journal").string();
+    auto created = JournalWriter::create(path, header_fields(), Durability::explicit_sync);
+    ASSERT_TRUE(created);
+    JournalWriter& w = **created;
+    int asked = 0;
+    w.set_sync_due([&] { ++asked; });
+    const auto chunk = payload_of(256 << 10, 1);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(w.append(1, chunk));
+    EXPECT_EQ(w.fsync_count(), 0u);
+    EXPECT_EQ(asked, 1);  // once, however much more is appended before the sync
+    EXPECT_GE(w.file_bytes(), JournalWriter::kSyncBytes);  // written out meanwhile
+    ASSERT_TRUE(w.sync());
+    EXPECT_EQ(w.fsync_count(), 1u);
+    EXPECT_EQ(w.durable_seq(), 100u);
+    for (int i = 0; i < 80; ++i) ASSERT_TRUE(w.append(1, chunk));
+    EXPECT_EQ(asked, 2);  // asked again after that flush
+    auto s = scan_all(path);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->records.size(), 180u);  // written out (not yet synced): whole frames
+}
+
+// Explicit mode: a flush that fails while other threads append and sync keeps every record
+// pending, in order; the syncs that ran into the fault say so, and a later sync makes them all
+// durable (the file then holds them all, in order, and nothing torn).
+TEST(Journal, ExplicitFlushFailingUnderConcurrencyKeepsEveryRecordInOrder) {
+    TempDir dir;
+    const std::string path = (dir.path / "journal").string();
+    auto created = JournalWriter::create(path, header_fields(), Durability::explicit_sync);
+    ASSERT_TRUE(created);
+    JournalWriter& w = **created;
+    constexpr int kThreads = 4;
+    const int per_thread = sanitizer_run() ? 40 : 150;
+    std::atomic<int> faults{0};
+    std::atomic<int> syncs_failed{0};
+    std::mutex volume_lock;
+    {
+        HookGuard hook([&](io::IoOp op, std::string_view) {
+            if (op != io::IoOp::fsync && op != io::IoOp::write) return 0;
+            const int n = faults.fetch_add(1);
+            return n % 7 == 3 ? (op == io::IoOp::write ? io::kShortWrite : EIO) : 0;
+        });
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t) {
+            threads.emplace_back([&, t] {
+                for (int i = 0; i < per_thread; ++i) {
+                    uint32_t id[2] = {static_cast<uint32_t>(t), static_cast<uint32_t>(i)};
+                    {
+                        std::lock_guard lock(volume_lock);
+                        ASSERT_TRUE(w.append(1, std::as_bytes(std::span(id))));
+                    }
+                    if (i % 3 == 0 && !w.sync()) ++syncs_failed;
+                }
+            });
+        }
+        for (auto& th : threads) th.join();
+    }
+    EXPECT_GT(syncs_failed.load(), 0);
+    ASSERT_TRUE(w.sync());
+    const uint64_t total = uint64_t{kThreads} * per_thread;
+    EXPECT_EQ(w.durable_seq(), total);
+    auto s = scan_all(path);
+    ASSERT_TRUE(s);
+    EXPECT_TRUE(s->scan.clean()) << s->scan.reason;
+    ASSERT_EQ(s->records.size(), total);
+    std::vector<int> next(kThreads, 0);
+    for (std::size_t i = 0; i < s->records.size(); ++i) {
+        uint32_t id[2];
+        std::memcpy(id, s->records[i].payload.data(), 8);
+        ASSERT_LT(id[0], static_cast<uint32_t>(kThreads));
+        EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);
     }
 }
 

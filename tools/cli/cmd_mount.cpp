@@ -53,6 +53,7 @@ struct MountArgs {
     std::string record_trace;  // where to write the paths of the files opened
     std::string prefetch;      // a list of paths to read in the background once mounted
     std::string log;           // the daemon's log file (else stderr, then syslog)
+    std::string durability;    // volume: this mount's mode (empty: the volume's own)
 };
 
 std::optional<std::string> absolute(const std::string& path) {
@@ -84,7 +85,8 @@ struct Served {
     std::string description;  // "pack, read-only"
 };
 
-Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt compact_at) {
+Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt compact_at,
+                           std::optional<Durability> durability) {
     auto kind = source_kind(args.source);
     if (!kind) return std::unexpected(kind.error());
     Served out;
@@ -103,6 +105,7 @@ Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt comp
         case SourceKind::volume: {
             VolumeOptions options;
             options.read_only = read_only;
+            options.durability = durability;
             options.auto_compact_journal_bytes = compact_at.journal_bytes;
             options.auto_compact_pack_ratio = compact_at.pack_ratio;
             options.commit_interval =
@@ -160,8 +163,10 @@ Failure mount_failure(const Error& error, const MountArgs& args) {
     return out;
 }
 
-// Splits "-o a,b -o c" into {a, b, c}; ro/rw decide the mode and are kept out of the list.
-bool take_mode(std::vector<std::string>& options, bool& read_only) {
+// Splits "-o a,b -o c" into {a, b, c}; ro/rw decide the mode and sync/async the durability
+// (a volume: sync makes every change durable when it returns, as `mount -o sync` does), and
+// are kept out of the list.
+bool take_mode(std::vector<std::string>& options, bool& read_only, bool& sync) {
     std::vector<std::string> rest;
     bool ok = true;
     for (const auto& list : options) {
@@ -173,6 +178,8 @@ bool take_mode(std::vector<std::string>& options, bool& read_only) {
             if (o.empty()) continue;
             if (o == "ro") read_only = true;
             else if (o == "rw") read_only = false;
+            else if (o == "sync") sync = true;
+            else if (o == "async") sync = false;
             else if (o == "default_permissions" || o.starts_with("fsname=") ||
                      o.starts_with("subtype="))
                 ok = false;  // ours to set
@@ -230,11 +237,16 @@ bool wait_for_daemon_exit(const std::string& mountpoint, const std::string& sour
 int serve_mount(MountArgs args, int ready_fd) {
     const Fd held = hold_mountpoint(args.mountpoint);  // closed last, as the process ends
     bool read_only = false;
+    bool sync = false;
     const Output out(false);
-    if (!take_mode(args.options, read_only))
+    if (!take_mode(args.options, read_only, sync))
         return out.usage("-o default_permissions, fsname= and subtype= are set by packfs mount");
     auto compact_at = parse_compact_at(args.compact_at);
     if (!compact_at) return out.usage("--compact-at wants auto, off or a size such as 64M");
+    std::optional<Durability> durability;
+    if (!args.durability.empty()) durability = durability_from_name(args.durability);
+    if (sync && (!durability || *durability == Durability::explicit_sync))
+        durability = Durability::batch;
     raise_fd_limit();  // before the backend sizes its directory fd cache from it
     if (!args.log.empty()) {
         if (auto ok = daemon_log::open_file(args.log); !ok) return out.fail(ok.error());
@@ -249,7 +261,7 @@ int serve_mount(MountArgs args, int ready_fd) {
         if (!list) return out.fail(list.error());
         prefetch = std::move(*list);
     }
-    auto served = open_served(args, read_only, *compact_at);
+    auto served = open_served(args, read_only, *compact_at, durability);
     if (!served) return out.fail(mount_failure(served.error(), args));
     const std::shared_ptr<Backend> untraced = served->mount.fs;  // prefetch reads stay out of it
     if (!args.record_trace.empty()) {
@@ -400,11 +412,12 @@ Command add_mount_command(CLI::App& parent) {
         ->required();
     sub->add_option("MOUNTPOINT", args->mountpoint, "An existing empty directory")->required();
     sub->add_option("-o", args->options,
-                    "Mount options: ro, rw, allow_other, allow_root, auto_unmount, ... (repeatable)");
+                    "Mount options: ro, rw, sync (a volume: each change durable when it returns), "
+                    "allow_other, allow_root, auto_unmount, ... (repeatable)");
     sub->add_flag("-f,--foreground", args->foreground, "Stay in the foreground");
     sub->add_flag("-d,--debug", args->debug,
                   "Log every request on stderr (libfuse's log; implies -f)");
-    sub->add_option("--threads", args->threads, "At most this many worker threads");
+    sub->add_option("--threads", args->threads, "At most this many worker threads (default 64)");
     sub->add_option("--record-trace", args->record_trace,
                     "Write the path of every file opened through the mount to FILE (one per "
                     "line, first opens only), for a later --prefetch");
@@ -420,6 +433,11 @@ Command add_mount_command(CLI::App& parent) {
                     "Volume: compact by itself once the journal passes this size (e.g. 1G); "
                     "auto (the default): past 256M and past the pack's size; off: never")
         ->default_str("auto");
+    sub->add_option("--durability", args->durability,
+                    "Volume: this mount's durability instead of the volume's own: explicit "
+                    "(durable at fsync, packfs sync and each commit interval, as ext4), batch "
+                    "(each change durable when it returns, as -o sync), always")
+        ->check(CLI::IsMember({"always", "batch", "explicit"}));
     sub->add_option("--commit-interval", args->commit_interval,
                     "Volume in explicit mode: seconds between syncs of its journal, so a crash "
                     "loses at most that much (0: only fsync and packfs sync)")

@@ -33,7 +33,7 @@ VolumeOptions read_only() {
 struct VolumeArgs {
     std::string dir;
     std::string from;
-    std::string durability = "batch";
+    std::string durability = "explicit";
     bool json = false;
 };
 
@@ -214,8 +214,11 @@ Command add_volume_command(CLI::App& parent) {
     init->add_option("DIR", args->dir, "Volume directory (created; must be empty)")->required();
     init->add_option("--from", args->from, "Start from this pack file or host directory");
     init->add_option("--durability", args->durability,
-                     "always | batch (group commit) | explicit (durable at fsync/sync)")
-        ->check(CLI::IsMember({"always", "batch", "explicit"}));
+                     "explicit (durable at fsync/sync and within the 5 s commit interval, as "
+                     "ext4) | batch (each change durable when it returns; group commit) | always "
+                     "(each change its own fdatasync)")
+        ->check(CLI::IsMember({"always", "batch", "explicit"}))
+        ->capture_default_str();
     CLI::App* status = sub->add_subcommand("status", "Sizes, journal length, last compaction, mode");
     status->add_option("DIR", args->dir, "Volume directory")->required();
     CLI::App* compact = sub->add_subcommand("compact", "Fold the journal into a fresh pack");

@@ -80,7 +80,9 @@ Result<void> serve(Mount& mount, const ServeOptions& options) {
     if (options.on_ready) options.on_ready();
 
     std::unique_ptr<fuse_loop_config, LoopConfigDeleter> loop(fuse_loop_cfg_create());
-    if (options.max_threads) fuse_loop_cfg_set_max_threads(loop.get(), options.max_threads);
+    // Enough workers that many writers' fsyncs meet in one group commit (libfuse's default is
+    // 10); a worker is only started when all are busy.
+    fuse_loop_cfg_set_max_threads(loop.get(), options.max_threads ? options.max_threads : 64);
     fuse_loop_cfg_set_clone_fd(loop.get(), 1);
     const int rc = fuse_session_loop_mt(se.get(), loop.get());
 
@@ -102,7 +104,11 @@ CachePolicy CachePolicy::immutable() {
 }
 
 CachePolicy CachePolicy::exclusive() {
-    return {.entry_seconds = 3600, .attr_seconds = 3600, .cache_negative = true, .keep_page_cache = true};
+    return {.entry_seconds = 3600,
+            .attr_seconds = 3600,
+            .cache_negative = true,
+            .keep_page_cache = true,
+            .cache_directories = true};
 }
 
 }  // namespace packfs::fuse
