@@ -58,6 +58,10 @@ struct DirOptions {
     bool cache_dirs = true;
     // At most this many cached directory fds (each also holds one inotify watch).
     std::size_t cache_capacity = 1024;
+    // Nodes (the node calls, a FUSE mount's inodes): at most this many held open; a node
+    // beyond them is reopened on demand from its parent and name. 0: a quarter of the process's
+    // RLIMIT_NOFILE, between 32 and 4,096.
+    std::size_t node_fds = 0;
 };
 
 // The backend over the host directory `host_dir` (which must exist and be a directory; a

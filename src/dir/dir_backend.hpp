@@ -194,15 +194,24 @@ protected:
     // it: 0 to go ahead, or the errno Linux gives first (then ENOTSUP, EROFS).
     int judge_open(const Stat& st, int flags) const noexcept;
 
-    // The held node `node` (ESTALE when it is not held), and one that must be a directory
-    // (ENOTDIR), for the call `op` on `name`.
-    Result<NodeTable::Ref> held(Node node, std::string_view op, std::string_view name = {}) const;
-    Result<NodeTable::Ref> held_dir(Node dir, std::string_view op, std::string_view name) const;
+    // The held node `node` with an fd to act through (ESTALE when it is not held or its object
+    // is gone), and one that must be a directory (ENOTDIR), for the call `op` on `name`.
+    Result<NodeRef> held(Node node, std::string_view op, std::string_view name = {}) const;
+    Result<NodeRef> held_dir(Node dir, std::string_view op, std::string_view name) const;
     // The entry `name` of directory `dir` opened O_PATH|O_NOFOLLOW, stated and interned (one
     // reference) into `out`; 0 or errno.
-    int enter(const DirNode& dir, const char* name, Entry& out);
-    // `fd` stated and interned (one reference); 0 or errno.
-    int intern(Fd fd, Entry& out);
+    int enter(const NodeRef& dir, const char* name, Entry& out);
+    // `open()`'s fd (an int, -1 with errno), tried once more after the node cache made room
+    // when the process is out of descriptors.
+    template <class Open>
+    Fd open_fd(Open&& open) const;
+    // open_fd as a callable, for helpers that open more than once.
+    auto opener() const {
+        return [this](auto&& open) { return open_fd(open); };
+    }
+    // unlink (flags 0) and rmdir (AT_REMOVEDIR) of `name` in `dir` (open as `dir_fd`).
+    Result<void> remove_entry(Node dir, const std::string& name, int flags, std::string_view op,
+                              int dir_fd);
     // mkdir, mknod and symlink: `make(dir_fd, name)` (0 or errno) makes the entry, which is
     // then given its owner and exact mode (settle_new in dir_node_calls.cpp) and interned.
     template <class Make>
@@ -219,7 +228,7 @@ protected:
     Fd root_;
     PathResolver resolver_;
     DirCache cache_;
-    NodeTable nodes_;
+    mutable NodeTable nodes_;
 };
 
 // A File over a host fd.

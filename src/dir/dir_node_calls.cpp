@@ -37,14 +37,16 @@ int statx_fd(int fd, struct statx& st) noexcept {
 
 // The object `n` holds, opened anew with `flags` (for I/O or a listing): through its magic
 // link, which checks no search permission on the way; without /proc, a directory is reopened
-// as "." (which needs search permission on it).
-std::expected<Fd, int> reopen(const DirNode& n, int flags) {
-    int fd = ::open(proc_fd_path(n.fd).c_str(), flags | O_CLOEXEC);
-    if (fd >= 0) return Fd(fd);
+// as "." (which needs search permission on it). `open_fd` makes room on EMFILE.
+template <class OpenFd>
+std::expected<Fd, int> reopen(const NodeRef& n, int flags, OpenFd&& open_fd) {
+    const std::string path = proc_fd_path(n.fd);
+    Fd fd = open_fd([&] { return ::open(path.c_str(), flags | O_CLOEXEC); });
+    if (fd) return fd;
     const int error = errno;
     if (n.is_dir() && error == ENOENT) {
-        fd = ::openat(n.fd, ".", flags | O_CLOEXEC);
-        if (fd >= 0) return Fd(fd);
+        fd = open_fd([&] { return ::openat(n.fd, ".", flags | O_CLOEXEC); });
+        if (fd) return fd;
     }
     return std::unexpected(error);
 }
@@ -108,34 +110,39 @@ void undo_new(int dir, const char* name, const struct statx& made) noexcept {
 
 // --- the table ---------------------------------------------------------------------------
 
-Result<NodeTable::Ref> DirBackend::held(Node node, std::string_view op,
-                                        std::string_view name) const {
+Result<NodeRef> DirBackend::held(Node node, std::string_view op, std::string_view name) const {
     auto n = nodes_.find(node.id);
-    if (!n) return fail(ESTALE, op, name);
-    return n;
+    if (!n) return fail(n.error(), op, name);
+    return std::move(*n);
 }
 
-Result<NodeTable::Ref> DirBackend::held_dir(Node dir, std::string_view op,
-                                            std::string_view name) const {
+Result<NodeRef> DirBackend::held_dir(Node dir, std::string_view op, std::string_view name) const {
     auto n = held(dir, op, name);
-    if (n && !(*n)->is_dir()) return fail(ENOTDIR, op, name);
+    if (n && !n->is_dir()) return fail(ENOTDIR, op, name);
     return n;
 }
 
-int DirBackend::intern(Fd fd, Entry& out) {
+template <class Open>
+Fd DirBackend::open_fd(Open&& open) const {
+    Fd fd(open());
+    if (!fd && (errno == EMFILE || errno == ENFILE)) {
+        // Out of descriptors: the node cache gives half of its own back, and once more.
+        nodes_.make_room();
+        fd = Fd(open());
+    }
+    return fd;
+}
+
+int DirBackend::enter(const NodeRef& dir, const char* name, Entry& out) {
+    // One component, never followed: a symlink's node is the link (O_PATH|O_NOFOLLOW opens
+    // it), and a mount point's is what is mounted there, as any walk would cross it.
+    Fd fd = open_fd([&] { return ::openat(dir.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC); });
+    if (!fd) return errno;
     struct statx st;
     if (int e = statx_fd(fd.get(), st)) return e;
     out.stat = stat_from_statx(st);
-    out.node = Node{nodes_.intern(std::move(fd), st)};
+    out.node = Node{nodes_.intern(std::move(fd), st, dir.id, name)};
     return 0;
-}
-
-int DirBackend::enter(const DirNode& dir, const char* name, Entry& out) {
-    // One component, never followed: a symlink's node is the link (O_PATH|O_NOFOLLOW opens
-    // it), and a mount point's is what is mounted there, as any walk would cross it.
-    Fd fd(::openat(dir.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) return errno;
-    return intern(std::move(fd), out);
 }
 
 // --- reads -------------------------------------------------------------------------------
@@ -146,7 +153,7 @@ Result<Entry> DirBackend::lookup(Node dir, std::string_view name) {
     if (!d) return std::unexpected(d.error());
     const std::string n(name);
     Entry out;
-    if (int e = enter(**d, n.c_str(), out)) return fail(e, "lookup", name);
+    if (int e = enter(*d, n.c_str(), out)) return fail(e, "lookup", name);
     return out;
 }
 
@@ -156,14 +163,14 @@ Result<Stat> DirBackend::getattr(Node node) {
     auto n = held(node, "getattr");
     if (!n) return std::unexpected(n.error());
     struct statx st;
-    if (int e = statx_fd((*n)->fd, st)) return fail(e, "getattr");
+    if (int e = statx_fd(n->fd, st)) return fail(e, "getattr");
     return stat_from_statx(st);
 }
 
 Result<std::vector<DirEntry>> DirBackend::list(Node dir) {
     auto d = held_dir(dir, "readdir", {});
     if (!d) return std::unexpected(d.error());
-    auto fd = reopen(**d, O_RDONLY | O_DIRECTORY);
+    auto fd = reopen(*d, O_RDONLY | O_DIRECTORY, opener());
     if (!fd) return fail(fd.error(), "readdir");
     std::vector<DirEntry> out;
     if (int e = read_entries(fd->get(), out)) return fail(e, "readdir");
@@ -173,9 +180,9 @@ Result<std::vector<DirEntry>> DirBackend::list(Node dir) {
 Result<std::string> DirBackend::readlink(Node node) {
     auto n = held(node, "readlink");
     if (!n) return std::unexpected(n.error());
-    if ((*n)->type != FileType::symlink) return fail(EINVAL, "readlink");
+    if (n->type != FileType::symlink) return fail(EINVAL, "readlink");
     std::string target(kMaxPathLength + 1, '\0');
-    const ssize_t got = ::readlinkat((*n)->fd, "", target.data(), target.size());
+    const ssize_t got = ::readlinkat(n->fd, "", target.data(), target.size());
     if (got < 0) return fail(errno, "readlink");
     target.resize(static_cast<std::size_t>(got));
     return target;
@@ -185,14 +192,14 @@ Result<StatFs> DirBackend::statfs(Node node) {
     auto n = held(node, "statfs");
     if (!n) return std::unexpected(n.error());
     struct statvfs sv;
-    if (::fstatvfs((*n)->fd, &sv) != 0) return fail(errno, "statfs");
+    if (::fstatvfs(n->fd, &sv) != 0) return fail(errno, "statfs");
     return statfs_from_host(sv);
 }
 
 Result<FileHandle> DirBackend::open(Node node, int flags) {
     auto n = held(node, "open");
     if (!n) return std::unexpected(n.error());
-    const DirNode& obj = **n;
+    const NodeRef& obj = *n;
     flags &= O_ACCMODE | O_APPEND | O_TRUNC | O_DIRECTORY;
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
     if (auto ok = check_open_target(obj.type, flags); !ok) return std::unexpected(ok.error());
@@ -201,7 +208,7 @@ Result<FileHandle> DirBackend::open(Node node, int flags) {
     if (read_only_ && writes) return fail(EROFS, "open");
     // The node's inode itself: never a name looked up again, so never anything but the
     // regular file or directory just checked.
-    auto fd = reopen(obj, flags);
+    auto fd = reopen(obj, flags, opener());
     if (!fd) return fail(fd.error(), "open");
     return make_dir_file(std::move(*fd));
 }
@@ -214,14 +221,14 @@ Result<uint64_t> DirBackend::copy_range(Node from, uint64_t offset, Node to, uin
     if (!source) return std::unexpected(source.error());
     auto target = held(to, "copy_file_range");
     if (!target) return std::unexpected(target.error());
-    for (const DirNode* n : {&**source, &**target}) {
+    for (const NodeRef* n : {&*source, &*target}) {
         if (n->is_dir()) return fail(EISDIR, "copy_file_range");
         if (n->type != FileType::regular) return fail(EINVAL, "copy_file_range");
     }
     if (read_only_) return fail(EROFS, "copy_file_range");
-    auto in_fd = reopen(**source, O_RDONLY);
+    auto in_fd = reopen(*source, O_RDONLY, opener());
     if (!in_fd) return fail(in_fd.error(), "copy_file_range");
-    auto out_fd = reopen(**target, O_WRONLY);
+    auto out_fd = reopen(*target, O_WRONLY, opener());
     if (!out_fd) return fail(out_fd.error(), "copy_file_range");
     return io::copy_file_range_all(in_fd->get(), offset, out_fd->get(), to_offset, length, {});
 }
@@ -234,7 +241,7 @@ Result<Created> DirBackend::create(Node dir, std::string_view name, int flags, u
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "create", name);
     auto d = held_dir(dir, "create", name);
     if (!d) return std::unexpected(d.error());
-    const DirNode& parent = **d;
+    const NodeRef& parent = *d;
     const std::string n(name);
     int last_error = ENOENT;
     // Made with O_EXCL, so a name that exists is never opened from the directory (a device's
@@ -244,7 +251,7 @@ Result<Created> DirBackend::create(Node dir, std::string_view name, int flags, u
         if (!read_only_) {
             const int oflags =
                 (flags & (O_ACCMODE | O_APPEND)) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-            Fd file(::openat(parent.fd, n.c_str(), oflags, mode & 07777));
+            Fd file = open_fd([&] { return ::openat(parent.fd, n.c_str(), oflags, mode & 07777); });
             if (file) {
                 auto path_fd = path_fd_of(file.get());
                 if (!path_fd) return fail(path_fd.error(), "create", name);
@@ -255,7 +262,8 @@ Result<Created> DirBackend::create(Node dir, std::string_view name, int flags, u
                     undo_new(parent.fd, n.c_str(), st);
                     return fail(e, "create", name);
                 }
-                Entry entry{Node{nodes_.intern(std::move(*path_fd), st)}, stat_from_statx(st)};
+                Entry entry{Node{nodes_.intern(std::move(*path_fd), st, parent.id, name)},
+                            stat_from_statx(st)};
                 return Created{entry, make_dir_file(std::move(file))};
             }
             if (errno != EEXIST) return fail(errno, "create", name);
@@ -287,17 +295,17 @@ Result<Entry> DirBackend::make_node(Node dir, std::string_view name, std::string
     auto d = held_dir(dir, op, name);
     if (!d) return std::unexpected(d.error());
     if (read_only_) return fail(EROFS, op, name);
-    const int parent = (*d)->fd;
+    const int parent = d->fd;
     const std::string n(name);
     if (int e = make(parent, n.c_str())) return fail(e, op, name);
-    Fd fd(::openat(parent, n.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    Fd fd = open_fd([&] { return ::openat(parent, n.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC); });
     if (!fd) return fail(errno, op, name);
     struct statx st {};
     if (int e = settle_new(fd.get(), parent, type, mode, owner, st)) {
         undo_new(parent, n.c_str(), st);
         return fail(e, op, name);
     }
-    return Entry{Node{nodes_.intern(std::move(fd), st)}, stat_from_statx(st)};
+    return Entry{Node{nodes_.intern(std::move(fd), st, d->id, name)}, stat_from_statx(st)};
 }
 
 Result<Entry> DirBackend::mkdir(Node dir, std::string_view name, uint32_t mode,
@@ -342,16 +350,16 @@ Result<Entry> DirBackend::link(Node node, Node dir, std::string_view name) {
     // The magic link followed is the node's inode (a symlink's node: the link itself); the
     // kernel answers EEXIST, then EPERM for a directory, ENOENT for an object with no name
     // left. Without /proc, AT_EMPTY_PATH (which needs CAP_DAC_READ_SEARCH).
-    if (::linkat(AT_FDCWD, proc_fd_path((*obj)->fd).c_str(), (*d)->fd, n.c_str(),
+    if (::linkat(AT_FDCWD, proc_fd_path(obj->fd).c_str(), d->fd, n.c_str(),
                  AT_SYMLINK_FOLLOW) != 0) {
         const int error = errno;
-        if (error != ENOENT || ::linkat((*obj)->fd, "", (*d)->fd, n.c_str(), AT_EMPTY_PATH) != 0)
+        if (error != ENOENT || ::linkat(obj->fd, "", d->fd, n.c_str(), AT_EMPTY_PATH) != 0)
             return fail(error, "link", name);
     }
     // The same object: the same node, one reference more.
     if (!nodes_.hold(node.id)) return fail(ESTALE, "link", name);
     struct statx st;
-    if (int e = statx_fd((*obj)->fd, st)) {
+    if (int e = statx_fd(obj->fd, st)) {
         nodes_.forget(node.id, 1);
         return fail(e, "link", name);
     }
@@ -360,14 +368,27 @@ Result<Entry> DirBackend::link(Node node, Node dir, std::string_view name) {
 
 // --- removing and renaming -------------------------------------------------------------
 
+// unlink and rmdir: a held node of `name` keeps its fd from before the removal (an unlinked
+// object can only be reached through one), and is known by no name after it.
+Result<void> DirBackend::remove_entry(Node dir, const std::string& name, int flags,
+                                      std::string_view op, int dir_fd) {
+    const uint64_t held_there = nodes_.removing(dir.id, name);
+    if (::unlinkat(dir_fd, name.c_str(), flags) != 0) {
+        const int error = errno;
+        nodes_.unpin(held_there);
+        return fail(error, op, name);
+    }
+    nodes_.removed(held_there);
+    return {};
+}
+
 Result<void> DirBackend::unlink(Node dir, std::string_view name) {
     if (auto ok = check_name(name, "unlink"); !ok) return ok;
     auto d = held_dir(dir, "unlink", name);
     if (!d) return std::unexpected(d.error());
     if (read_only_) return fail(EROFS, "unlink", name);
     const std::string n(name);
-    if (::unlinkat((*d)->fd, n.c_str(), 0) != 0) return fail(errno, "unlink", name);
-    return {};
+    return remove_entry(dir, n, 0, "unlink", d->fd);
 }
 
 Result<void> DirBackend::rmdir(Node dir, std::string_view name) {
@@ -378,8 +399,7 @@ Result<void> DirBackend::rmdir(Node dir, std::string_view name) {
     const std::string n(name);
     // A cached directory fd of it, if any, answers ENOENT from now on: the path calls then
     // find it removed and resolve again (in_parent).
-    if (::unlinkat((*d)->fd, n.c_str(), AT_REMOVEDIR) != 0) return fail(errno, "rmdir", name);
-    return {};
+    return remove_entry(dir, n, AT_REMOVEDIR, "rmdir", d->fd);
 }
 
 Result<void> DirBackend::rename(Node dir, std::string_view name, Node to_dir,
@@ -396,10 +416,16 @@ Result<void> DirBackend::rename(Node dir, std::string_view name, Node to_dir,
     if (flags == RenameFlags::noreplace) kflags = RENAME_NOREPLACE;
     if (flags == RenameFlags::exchange) kflags = RENAME_EXCHANGE;
     const std::string a(name), b(to_name);
+    // What the target name held may go with it: a held node of it keeps its fd from now on.
+    const uint64_t replaced = flags == RenameFlags::exchange ? 0 : nodes_.removing(to_dir.id, b);
     // A directory moved is seen by the path cache through its inotify watch (IN_MOVE_SELF),
     // as a move by anyone on the host is.
-    if (::renameat2((*from)->fd, a.c_str(), (*to)->fd, b.c_str(), kflags) != 0)
-        return fail(errno, "rename", name);
+    if (::renameat2(from->fd, a.c_str(), to->fd, b.c_str(), kflags) != 0) {
+        const int error = errno;
+        nodes_.unpin(replaced);
+        return fail(error, "rename", name);
+    }
+    nodes_.renamed(dir.id, a, to_dir.id, b, flags == RenameFlags::exchange);
     return {};
 }
 
@@ -408,7 +434,7 @@ Result<void> DirBackend::rename(Node dir, std::string_view name, Node to_dir,
 Result<Stat> DirBackend::setattr(Node node, const SetAttr& change) {
     auto n = held(node, "setattr");
     if (!n) return std::unexpected(n.error());
-    const DirNode& obj = **n;
+    const NodeRef& obj = *n;
     if (change.truncate) {
         if (obj.is_dir()) return fail(EISDIR, "truncate");
         if (obj.type != FileType::regular) return fail(EINVAL, "truncate");
@@ -449,7 +475,7 @@ Result<std::string> DirBackend::getxattr(Node node, std::string_view name) {
     if (auto ok = check_xattr_name(name, "getxattr"); !ok) return std::unexpected(ok.error());
     auto n = held(node, "getxattr", name);
     if (!n) return std::unexpected(n.error());
-    const std::string path = proc_fd_path((*n)->fd);
+    const std::string path = proc_fd_path(n->fd);
     const std::string key(name);
     std::string value;
     int e = read_sized(value, [&](char* buf, std::size_t size) {
@@ -462,7 +488,7 @@ Result<std::string> DirBackend::getxattr(Node node, std::string_view name) {
 Result<std::vector<std::string>> DirBackend::listxattr(Node node) {
     auto n = held(node, "listxattr");
     if (!n) return std::unexpected(n.error());
-    const std::string path = proc_fd_path((*n)->fd);
+    const std::string path = proc_fd_path(n->fd);
     std::string buf;
     int e = read_sized(buf, [&](char* out, std::size_t size) {
         return ::listxattr(path.c_str(), out, size);
@@ -478,7 +504,7 @@ Result<void> DirBackend::setxattr(Node node, std::string_view name, std::string_
     auto n = held(node, "setxattr", name);
     if (!n) return std::unexpected(n.error());
     if (read_only_) return fail(EROFS, "setxattr", name);
-    const std::string path = proc_fd_path((*n)->fd);
+    const std::string path = proc_fd_path(n->fd);
     const std::string key(name);
     if (::setxattr(path.c_str(), key.c_str(), value.data(), value.size(), xattr_flags(mode)) != 0)
         return fail(errno, "setxattr", name);
@@ -490,7 +516,7 @@ Result<void> DirBackend::removexattr(Node node, std::string_view name) {
     auto n = held(node, "removexattr", name);
     if (!n) return std::unexpected(n.error());
     if (read_only_) return fail(EROFS, "removexattr", name);
-    const std::string path = proc_fd_path((*n)->fd);
+    const std::string path = proc_fd_path(n->fd);
     const std::string key(name);
     if (::removexattr(path.c_str(), key.c_str()) != 0) return fail(errno, "removexattr", name);
     return {};

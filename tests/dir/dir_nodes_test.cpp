@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -1067,6 +1068,170 @@ TEST_F(DirNodes, ConcurrentLookupsAndForgetsAgree) {
     Entry b = lookup(kRootNode, "n0");
     EXPECT_EQ(a.node, b.node);
     fs.forget(a.node, 2);
+}
+
+// --- a bounded set of descriptors ------------------------------------------------------------
+
+// A tree far larger than the node fd cache (8 here), every object held at once as a kernel that
+// remembers them all would: every answer by node is the host's, and the process never holds
+// more than the cache's fds (plus the one a call has in hand).
+TEST_F(DirNodes, AHeldTreeLargerThanTheFdCacheAnswersLikeTheHost) {
+    for (int d = 0; d < 10; ++d) {
+        const fs::path sub = root_ / fmt::format("d{}", d) / fmt::format("s{}", d % 3);
+        fs::create_directories(sub);
+        for (int f = 0; f < 20; ++f)
+            ASSERT_TRUE(host_write(sub / fmt::format("f{}", f), fmt::format("{}/{}", d, f)));
+    }
+    DirOptions options;
+    options.node_fds = 8;
+    Backend& fs = open(options);
+    struct Held {
+        Entry entry;
+        fs::path host;
+    };
+    std::vector<Held> held;
+    int most_fds = 0;
+    for (int d = 0; d < 10; ++d) {
+        Entry dir = lookup(kRootNode, fmt::format("d{}", d));
+        Entry sub = lookup(dir.node, fmt::format("s{}", d % 3));
+        held.push_back({dir, root_ / fmt::format("d{}", d)});
+        held.push_back({sub, held.back().host / fmt::format("s{}", d % 3)});
+        for (int f = 0; f < 20; ++f) {
+            Entry file = lookup(sub.node, fmt::format("f{}", f));
+            held.push_back({file, held[held.size() - (f + 1)].host / fmt::format("f{}", f)});
+            most_fds = std::max(most_fds, open_fd_count() - baseline_fds_);
+        }
+    }
+    // Everything again, by node only, in another order: reopened from parent and name.
+    for (auto it = held.rbegin(); it != held.rend(); ++it) {
+        auto st = fs.getattr(it->entry.node);
+        ASSERT_TRUE(st.has_value()) << it->host << ": " << st.error().message();
+        expect_same(*st, host_stat(it->host), it->host.string());
+        if (st->type == FileType::regular) {
+            auto file = fs.open(it->entry.node, O_RDONLY);
+            ASSERT_TRUE(file.has_value()) << file.error().message();
+            EXPECT_EQ(read_all(**file), host_read(it->host).value_or("?"));
+        } else {
+            auto items = fs.list(it->entry.node);
+            ASSERT_TRUE(items.has_value()) << items.error().message();
+            EXPECT_EQ(items->size(), static_cast<std::size_t>(std::distance(
+                                         fs::directory_iterator(it->host), fs::directory_iterator())));
+        }
+        most_fds = std::max(most_fds, open_fd_count() - baseline_fds_);
+    }
+    EXPECT_LE(most_fds, 10) << "more descriptors than the cache holds";
+    for (const Held& h : held) fs.forget(h.entry.node, 1);
+    EXPECT_EQ(open_fd_count(), baseline_fds_);
+}
+
+// Names move with the backend's own calls, so a node whose fd was evicted is found again after
+// its directory was renamed and after it was renamed itself; a held node whose name is removed
+// keeps working (nlink 0) whether or not its fd was in the cache at that moment.
+TEST_F(DirNodes, EvictedNodesFollowRenamesAndOutliveTheirNames) {
+    fs::create_directories(root_ / "a" / "b");
+    ASSERT_TRUE(host_write(root_ / "a" / "b" / "f", "moving"));
+    ASSERT_TRUE(host_write(root_ / "a" / "gone", "unlinked later"));
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(host_write(root_ / fmt::format("x{}", i), "x"));
+    DirOptions options;
+    options.node_fds = 8;
+    Backend& fs = open(options);
+    Entry a = lookup(kRootNode, "a");
+    Entry b = lookup(a.node, "b");
+    Entry f = lookup(b.node, "f");
+    Entry gone = lookup(a.node, "gone");
+    std::vector<Entry> filler;
+    auto evict = [&] {  // looks up 40 other names: every fd above leaves the cache
+        for (int i = 0; i < 40; ++i) filler.push_back(lookup(kRootNode, fmt::format("x{}", i)));
+    };
+    evict();
+    ASSERT_TRUE(fs.rename(kRootNode, "a", kRootNode, "A").has_value());
+    evict();
+    ASSERT_TRUE(fs.rename(b.node, "f", a.node, "g").has_value());
+    evict();
+    expect_same(ASSERT_OK(fs.getattr(f.node)).value_or(Stat{}), root_ / "A" / "g");
+    expect_same(ASSERT_OK(fs.getattr(b.node)).value_or(Stat{}), root_ / "A" / "b");
+    auto file = fs.open(f.node, O_RDONLY);
+    ASSERT_TRUE(file.has_value()) << file.error().message();
+    EXPECT_EQ(read_all(**file), "moving");
+    file->reset();
+    evict();
+    ASSERT_TRUE(fs.unlink(a.node, "gone").has_value());
+    evict();
+    auto st = fs.getattr(gone.node);
+    ASSERT_TRUE(st.has_value()) << st.error().message();
+    EXPECT_EQ(st->nlink, 0u);
+    EXPECT_TRUE(fs.setattr(gone.node, SetAttr::chmod(0600)).has_value());
+    auto still = fs.open(gone.node, O_RDONLY);
+    ASSERT_TRUE(still.has_value());
+    EXPECT_EQ(read_all(**still), "unlinked later");
+    // A name made again where the removed one was is another object, with a node of its own.
+    ASSERT_TRUE(host_write(root_ / "A" / "gone", "new"));
+    Entry again = lookup(a.node, "gone");
+    EXPECT_NE(again.node, gone.node);
+    for (const Entry& e : filler) fs.forget(e.node, 1);
+    for (const Entry& e : {a, b, f, gone, again}) fs.forget(e.node, 1);
+    still->reset();
+    EXPECT_EQ(open_fd_count(), baseline_fds_);
+}
+
+// Moved behind the backend's back after its fd was evicted: as root, the object is found by
+// its file handle; without that privilege the node is stale (ESTALE, never another object).
+TEST_F(DirNodes, AnEvictedNodeMovedOnTheHostIsFoundByHandleOrStale) {
+    fs::create_directories(root_ / "d");
+    ASSERT_TRUE(host_write(root_ / "d" / "f", "host moved me"));
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(host_write(root_ / fmt::format("x{}", i), "x"));
+    DirOptions options;
+    options.node_fds = 8;
+    Backend& fs = open(options);
+    Entry d = lookup(kRootNode, "d");
+    Entry f = lookup(d.node, "f");
+    std::vector<Entry> filler;
+    for (int i = 0; i < 40; ++i) filler.push_back(lookup(kRootNode, fmt::format("x{}", i)));
+    fs::rename(root_ / "d" / "f", root_ / "moved");
+    ASSERT_TRUE(host_write(root_ / "d" / "f", "an impostor"));  // the old name, another object
+    auto st = fs.getattr(f.node);
+    if (::geteuid() == 0) {
+        ASSERT_TRUE(st.has_value()) << st.error().message();
+        expect_same(*st, host_stat(root_ / "moved"), "moved");
+    } else {
+        EXPECT_ERRNO(st, ESTALE);
+    }
+    for (const Entry& e : filler) fs.forget(e.node, 1);
+    fs.forget(f.node, 1);
+    fs.forget(d.node, 1);
+}
+
+// Out of descriptors (RLIMIT_NOFILE lowered under a cache that would hold more): lookups and
+// opens still succeed, the node cache giving its fds back; no caller sees EMFILE.
+TEST_F(DirNodes, RunningOutOfDescriptorsIsNeverAnErrorACallerSees) {
+    for (int i = 0; i < 300; ++i) ASSERT_TRUE(host_write(root_ / fmt::format("n{}", i), "n"));
+    DirOptions options;
+    options.node_fds = 4096;
+    Backend& fs = open(options);
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(baseline_fds_ + 64);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    std::vector<Entry> held;
+    int errors = 0;
+    for (int i = 0; i < 300; ++i) {
+        auto e = fs.lookup(kRootNode, fmt::format("n{}", i));
+        if (!e) {
+            ++errors;
+            continue;
+        }
+        held.push_back(*e);
+        auto file = fs.open(e->node, O_RDONLY);
+        if (!file || read_all(**file) != "n") ++errors;
+    }
+    for (const Entry& e : held) {
+        if (!fs.getattr(e.node)) ++errors;
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(held.size(), 300u);
+    for (const Entry& e : held) fs.forget(e.node, 1);
 }
 
 }  // namespace

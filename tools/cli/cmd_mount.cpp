@@ -142,6 +142,15 @@ Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt comp
             if (!dir) return std::unexpected(dir.error());
             out.mount.fs = std::move(*dir);
             out.mount.policy = fuse::CachePolicy::shared();  // anyone may change it
+            // fsyncdir and `packfs sync`: the host filesystem's syncfs (the kernel sends no
+            // sync of its own to a FUSE daemon).
+            auto host = std::make_shared<Fd>(
+                ::open(args.source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+            if (!*host) return fail(errno, "open", args.source);
+            out.mount.sync = [host]() -> Result<void> {
+                if (::syncfs(host->get()) != 0) return fail(errno, "syncfs");
+                return {};
+            };
             out.description = fmt::format("host directory, {}", read_only ? "read-only" : "read-write");
             return out;
         }

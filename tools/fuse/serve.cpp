@@ -1,9 +1,11 @@
 #include "serve.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 
@@ -29,6 +31,16 @@ struct SessionDeleter {
 struct LoopConfigDeleter {
     void operator()(fuse_loop_config* c) const { fuse_loop_cfg_destroy(c); }
 };
+
+// Enough workers that many writers' fsyncs meet in one group commit (libfuse's default is
+// 10; a worker starts only when all are busy), but never more than the descriptor limit
+// leaves room for: each worker holds three (its clone of /dev/fuse and a splice pipe), and the
+// backend's caches take their quarters of the limit (docs/DIR.md).
+unsigned default_max_threads() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 64;
+    return static_cast<unsigned>(std::clamp<rlim_t>(limit.rlim_cur / 16, 2, 64));
+}
 
 }  // namespace
 
@@ -80,9 +92,8 @@ Result<void> serve(Mount& mount, const ServeOptions& options) {
     if (options.on_ready) options.on_ready();
 
     std::unique_ptr<fuse_loop_config, LoopConfigDeleter> loop(fuse_loop_cfg_create());
-    // Enough workers that many writers' fsyncs meet in one group commit (libfuse's default is
-    // 10); a worker is only started when all are busy.
-    fuse_loop_cfg_set_max_threads(loop.get(), options.max_threads ? options.max_threads : 64);
+    fuse_loop_cfg_set_max_threads(loop.get(), options.max_threads ? options.max_threads
+                                                                  : default_max_threads());
     fuse_loop_cfg_set_clone_fd(loop.get(), 1);
     const int rc = fuse_session_loop_mt(se.get(), loop.get());
 

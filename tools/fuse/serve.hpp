@@ -14,7 +14,7 @@ struct ServeOptions {
     std::string fsname;                // the source, as mount tables show it
     std::vector<std::string> options;  // more -o options for libfuse and the kernel
     bool debug = false;                // libfuse's request log on stderr
-    unsigned max_threads = 0;          // worker threads at most (0: 64)
+    unsigned max_threads = 0;          // worker threads at most (0: 64, fewer under a low fd limit)
     // Called once the mount is in place and requests are being served.
     std::function<void()> on_ready;
 };
