@@ -17,6 +17,18 @@
 // step(name) is a named failpoint in a multi-step protocol (e.g. "compact.after_pack_fsync"):
 // it does no I/O; it asks the hook (IoOp::step) and fails with its errno, so the caller
 // aborts the protocol there.
+//
+// Recording (tests only): set_recorder() installs one process-wide recorder that is told of
+// every call here that changes what a disk holds, after it took effect: a file made by
+// create_file (and a truncation by its O_TRUNC), unlink, the bytes each write put where,
+// ftruncate, fdatasync/fsync, rename, fsync_dir. A power-cut test replays that log on a model
+// of a disk (tests/volume/powercut/). Reads, copy_file_range and step() are not recorded, nor
+// is anything a call did not do (a refused or failed call records nothing; a write that
+// failed part way records the bytes it wrote). While a recorder is installed, each recorded
+// call holds one process-wide mutex across its system call and the recorder, so the log's
+// order is the order the kernel saw the calls in (an fsync recorded after a write covers it).
+// The recorder runs with that mutex held: it must not call these functions. With no recorder
+// and no hook, the cost is the same one relaxed atomic load per call.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +38,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/fd.hpp"
 #include "packfs/error.hpp"
 
 namespace packfs::io {
@@ -65,5 +78,36 @@ Result<void> rename(const std::string& from, const std::string& to, std::string_
 Result<void> fsync_dir(const std::string& dir, std::string_view what);
 // A named failpoint; see above.
 Result<void> step(std::string_view name);
+
+// open(path, flags | O_CLOEXEC, mode), EINTR retried, for a call whose flags include O_CREAT:
+// the one way PackFS makes a file whose durability matters (packs, journals, the manifest), so
+// that the recorder sees it. Not asked of the fault hook (the fault tests count the calls
+// above). Fails with op "open".
+Result<Fd> create_file(const std::string& path, int flags, uint32_t mode, std::string_view what);
+// unlink(path); recorded, not hooked, as create_file. Fails with op "unlink".
+Result<void> unlink(const std::string& path, std::string_view what);
+
+// ---- recording (tests only; see the top of this file) ----------------------------------------
+
+enum class IoEventKind : uint8_t { create, unlink, write, truncate, fsync, rename, fsync_dir };
+
+// One recorded call. Paths are absolute, with the directory's symlinks resolved, so the same
+// file always has the same name: for a call on a descriptor, the descriptor's path
+// (/proc/self/fd) when the call was made. The views are valid only during the recorder's call.
+struct IoEvent {
+    IoEventKind kind = IoEventKind::write;
+    std::string_view path;            // the file; fsync_dir: the directory; rename: the source
+    std::string_view to;              // rename: the destination
+    uint64_t ino = 0;                 // create, write, truncate, fsync: the file's inode number
+    uint64_t offset = 0;              // write: where the bytes went; truncate: the new size
+    std::span<const std::byte> data;  // write: the bytes
+    bool data_only = false;           // fsync: it was an fdatasync
+};
+
+using Recorder = std::function<void(const IoEvent& event)>;
+
+// Installs (or, with an empty recorder, removes) the process-wide recorder, once no recorded
+// call is under way: after it returns, no call reports to the recorder it replaced.
+void set_recorder(Recorder recorder);
 
 }  // namespace packfs::io

@@ -40,9 +40,9 @@ Result<OutputFile> OutputFile::create(std::string_view final_path) {
     std::random_device entropy;
     for (int attempt = 0; attempt < 16; ++attempt) {
         std::string temp = fmt::format("{}/.{}.tmp-{}-{:08x}", dir, base, ::getpid(), entropy());
-        int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) return OutputFile(fd, std::move(temp), std::move(target));
-        if (errno != EEXIST) return fail(errno, "build", target);
+        auto created = io::create_file(temp, O_WRONLY | O_CREAT | O_EXCL, 0644, target);
+        if (created) return OutputFile(created->release(), std::move(temp), std::move(target));
+        if (created.error().code() != EEXIST) return fail(created.error().code(), "build", target);
     }
     return fail(EEXIST, "build", target);
 }
@@ -64,7 +64,7 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
 
 OutputFile::~OutputFile() {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+    if (!committed_ && !temp_path_.empty()) (void)io::unlink(temp_path_, final_path_);
 }
 
 Result<void> OutputFile::write_fully(const std::byte* data, std::size_t size, uint64_t offset) {

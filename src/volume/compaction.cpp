@@ -67,8 +67,8 @@ Result<CompactionStats> VolumeImpl::compact() {
         bool armed = true;
         ~Cleanup() {
             if (!armed) return;
-            ::unlink(pack.c_str());
-            ::unlink(journal.c_str());
+            (void)io::unlink(pack, "pack");
+            (void)io::unlink(journal, "journal");
         }
     } cleanup{pack_path, journal_path};
 
@@ -156,7 +156,7 @@ Result<CompactionStats> VolumeImpl::compact() {
     journal_bytes_ = writer_->file_bytes();
     lock.unlock();
     release_tree(std::move(old_tree));
-    ::unlink(retired_journal.c_str());
+    (void)io::unlink(retired_journal, "journal");
     (void)io::fsync_dir(dir_, "volume directory");
     const auto t1 = std::chrono::steady_clock::now();
     stats.generation = generation;

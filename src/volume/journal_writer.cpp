@@ -57,14 +57,15 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::create(const std::string& 
                                                              const JournalHeaderFields& header,
                                                              Durability durability) {
     if (header.first_seq == 0) return fail(EINVAL, "create_journal", path);
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (!fd) return fail(errno, "create_journal", path);
+    auto created = io::create_file(path, O_WRONLY | O_CREAT | O_EXCL, 0644, path);
+    if (!created) return fail(created.error().code(), "create_journal", path);
+    Fd fd = std::move(*created);
     const auto bytes = encode_journal_header(header);
     auto r = io::pwrite_all(fd.get(), bytes, 0, path);
     if (r) r = io::fdatasync(fd.get(), path);
     if (r) r = io::fsync_dir(directory_of(path), path);
     if (!r) {
-        ::unlink(path.c_str());  // a retry may create it again
+        (void)io::unlink(path, path);  // a retry may create it again
         return std::unexpected(r.error());
     }
     return std::unique_ptr<JournalWriter>(new JournalWriter(

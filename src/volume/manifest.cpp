@@ -136,8 +136,9 @@ Result<void> write_manifest(const std::string& dir, const Manifest& m) {
     const std::string text = j.dump(2) + "\n";
     const std::string temp = dir + "/" + kManifestName + ".tmp";
     const std::string final_path = dir + "/" + kManifestName;
-    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd) return fail(errno, "write manifest", kManifestName);
+    auto created = io::create_file(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644, "manifest");
+    if (!created) return fail(created.error().code(), "write manifest", kManifestName);
+    Fd fd = std::move(*created);
     auto bytes = std::as_bytes(std::span(text.data(), text.size()));
     if (auto ok = io::pwrite_all(fd.get(), bytes, 0, "manifest"); !ok) return ok;
     if (auto ok = io::fsync(fd.get(), "manifest"); !ok) return ok;

@@ -42,7 +42,7 @@ namespace volume {
 
 PackLease::~PackLease() {
     pack.reset();
-    if (retire.load()) ::unlink(path.c_str());
+    if (retire.load()) (void)io::unlink(path, "pack");
 }
 
 Result<OpenedPack> open_volume_pack(const std::string& path) {
@@ -76,8 +76,9 @@ std::array<uint8_t, 16> random_volume_id() {
 Result<void> copy_file(const std::string& from, const std::string& to) {
     Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
     if (!in) return fail(errno, "volume init", from);
-    Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (!out) return fail(errno, "volume init", to);
+    auto created = io::create_file(to, O_WRONLY | O_CREAT | O_EXCL, 0644, "pack");
+    if (!created) return fail(created.error().code(), "volume init", to);
+    Fd out = std::move(*created);
     std::vector<std::byte> buf(1 << 20);
     for (uint64_t offset = 0;;) {
         const ssize_t n = ::read(in.get(), buf.data(), buf.size());
@@ -151,14 +152,15 @@ void remove_leftovers(const std::string& dir, const Manifest& m) {
         const bool ours = name.starts_with("pack.") || name.starts_with("journal.") ||
                           (name.starts_with(".pack.") && name.find(".tmp-") != std::string::npos) ||
                           name == std::string(kManifestName) + ".tmp";
-        if (ours) ::unlink(entry.path().c_str());
+        if (ours) (void)io::unlink(entry.path().string(), "leftover");
     }
 }
 
 Result<void> VolumeImpl::open() {
     if (!options_.read_only) {
-        lock_fd_ = Fd(::open(join(dir_, kLockName).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-        if (!lock_fd_) return fail(errno, "open volume", dir_);
+        auto lock = io::create_file(join(dir_, kLockName), O_RDWR | O_CREAT, 0644, kLockName);
+        if (!lock) return fail(lock.error().code(), "open volume", dir_);
+        lock_fd_ = std::move(*lock);
         if (::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0)
             return fail(errno == EWOULDBLOCK ? EBUSY : errno, "open volume",
                         fmt::format("{} (open read-write in another process)", dir_));
