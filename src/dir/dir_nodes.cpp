@@ -183,7 +183,7 @@ void NodeTable::evict_locked(std::size_t keep, Evicted& evicted) {
         lru_.pop_back();
         --cached_;
         Slot& s = by_id_.at(id);
-        evicted.emplace_back(id, std::move(s.fd));
+        evicted.push_back(EvictedFd{id, s.type == FileType::directory, std::move(s.fd)});
     }
 }
 
@@ -199,7 +199,10 @@ void NodeTable::uncache_locked(Slot& slot) {
 
 void NodeTable::keep_handles(Evicted& evicted) {
     if (!handles_) return;  // the fds close as `evicted` goes
-    for (auto& [id, fd] : evicted) {
+    for (auto& [id, dir, fd] : evicted) {
+        // Directories only: a process's working directory is reached by node and nothing else,
+        // while a file's node the kernel looks up again by name once it is found stale.
+        if (!dir) continue;
         HandleBuffer h;
         h.get()->handle_bytes = MAX_HANDLE_SZ;
         int mount_id = 0;

@@ -11,7 +11,8 @@
 //   walk would reach it: its parent's fd (reopened the same way, up to a cached ancestor or the
 //   root), then openat(parent, name, O_PATH|O_NOFOLLOW), and statx must find the same
 //   (st_dev, st_ino) and type; failing that (the host moved or removed it behind our back), by
-//   its file handle where the process may open_by_handle_at (root), else ESTALE. Containment is
+//   its file handle where the process may open_by_handle_at (root; kept for directories, which
+//   a working directory reaches by node alone), else ESTALE. Containment is
 //   the walk's: one component at a time from the root, never following a symlink. So a tree of
 //   millions of objects the kernel remembers costs at most `capacity` descriptors.
 // - Names move with the backend's own namespace calls (renamed(), removing()), so a node's
@@ -156,7 +157,12 @@ private:
         std::list<uint64_t>::iterator lru;
         std::shared_ptr<const Handle> handle;
     };
-    using Evicted = std::vector<std::pair<uint64_t, std::shared_ptr<const Fd>>>;
+    struct EvictedFd {
+        uint64_t id;
+        bool dir;
+        std::shared_ptr<const Fd> fd;
+    };
+    using Evicted = std::vector<EvictedFd>;
 
     NodeRef ref_of(uint64_t id, const Slot& slot) const;
     // Under mu_: the slot's fd joins the cache (most recently used); past capacity, the least

@@ -1174,31 +1174,39 @@ TEST_F(DirNodes, EvictedNodesFollowRenamesAndOutliveTheirNames) {
     EXPECT_EQ(open_fd_count(), baseline_fds_);
 }
 
-// Moved behind the backend's back after its fd was evicted: as root, the object is found by
-// its file handle; without that privilege the node is stale (ESTALE, never another object).
+// Moved behind the backend's back after its fd was evicted: as root, a directory is found by
+// its file handle (a working directory is reached by node alone); a file, or a directory
+// without that privilege, is stale (ESTALE, never the other object now under its old name).
 TEST_F(DirNodes, AnEvictedNodeMovedOnTheHostIsFoundByHandleOrStale) {
-    fs::create_directories(root_ / "d");
+    fs::create_directories(root_ / "d" / "sub");
     ASSERT_TRUE(host_write(root_ / "d" / "f", "host moved me"));
+    ASSERT_TRUE(host_write(root_ / "d" / "sub" / "inside", "in"));
     for (int i = 0; i < 40; ++i) ASSERT_TRUE(host_write(root_ / fmt::format("x{}", i), "x"));
     DirOptions options;
     options.node_fds = 8;
     Backend& fs = open(options);
     Entry d = lookup(kRootNode, "d");
     Entry f = lookup(d.node, "f");
+    Entry sub = lookup(d.node, "sub");
     std::vector<Entry> filler;
     for (int i = 0; i < 40; ++i) filler.push_back(lookup(kRootNode, fmt::format("x{}", i)));
-    fs::rename(root_ / "d" / "f", root_ / "moved");
-    ASSERT_TRUE(host_write(root_ / "d" / "f", "an impostor"));  // the old name, another object
-    auto st = fs.getattr(f.node);
+    fs::rename(root_ / "d" / "f", root_ / "moved file");
+    fs::rename(root_ / "d" / "sub", root_ / "moved dir");
+    ASSERT_TRUE(host_write(root_ / "d" / "f", "an impostor"));  // the old names, other objects
+    fs::create_directories(root_ / "d" / "sub");
+    EXPECT_ERRNO(fs.getattr(f.node), ESTALE);
+    auto st = fs.getattr(sub.node);
     if (::geteuid() == 0) {
         ASSERT_TRUE(st.has_value()) << st.error().message();
-        expect_same(*st, host_stat(root_ / "moved"), "moved");
+        expect_same(*st, host_stat(root_ / "moved dir"), "moved dir");
+        Entry inside = lookup(sub.node, "inside");
+        expect_same(inside.stat, host_stat(root_ / "moved dir" / "inside"), "inside");
+        fs.forget(inside.node, 1);
     } else {
         EXPECT_ERRNO(st, ESTALE);
     }
     for (const Entry& e : filler) fs.forget(e.node, 1);
-    fs.forget(f.node, 1);
-    fs.forget(d.node, 1);
+    for (const Entry& e : {f, sub, d}) fs.forget(e.node, 1);
 }
 
 // Out of descriptors (RLIMIT_NOFILE lowered under a cache that would hold more): lookups and
