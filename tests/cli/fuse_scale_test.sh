@@ -38,14 +38,18 @@ same_tree() {  # same_tree DIR: DIR holds exactly what src does
     fi
     diff -r --no-dereference "$work/src" "$1" >/dev/null
 }
-empty() { [ -z "$(ls -A "$1")" ]; }
-timed() {  # timed WHAT COMMAND...: runs it and says how long it took
-    local what="$1" t0 t1
+empty() {  # the listing succeeds and is empty
+    local names
+    names=$(ls -A "$1") && [ -z "$names" ]
+}
+timed() {  # timed WHAT COMMAND...: runs it, says how long it took, answers its status
+    local what="$1" t0 t1 status=0
     shift
     t0=$(date +%s.%N)
-    "$@"
+    "$@" || status=$?
     t1=$(date +%s.%N)
     echo "  $what: $(echo "$t1 - $t0" | bc) s"
+    return $status
 }
 sync_source() {  # packfs sync: a volume's journal, a host directory's filesystem (syncfs)
     "$packfs" sync "$1"
@@ -85,13 +89,13 @@ expect_code "mount under prlimit --nofile=256" 0 prlimit --nofile=256 "$packfs" 
 track_pid "$(daemon_pid "$work/lmnt")"
 daemon=$(daemon_pid "$work/lmnt")
 check "  the daemon's limit is 256" grep -qE '^Max open files +256 +256' "/proc/$daemon/limits"
-timed "find" bash -c 'find "$1" >"$2" 2>"$3"' _ "$work/lmnt" "$work/find.out" "$work/find.err"
+check "  find" timed "find" bash -c 'find "$1" >"$2" 2>"$3"' _ "$work/lmnt" "$work/find.out" "$work/find.err"
 check "  find listed every entry" test "$(wc -l <"$work/find.out")" -eq "$(find "$work/src" | wc -l)"
 check "  find said nothing" test ! -s "$work/find.err"
-timed "diff -r (every file read)" bash -c 'diff -r --no-dereference "$1" "$2" >"$3" 2>&1' _ "$work/src" "$work/lmnt" "$work/diff.out"
+check "  diff -r" timed "diff -r (every file read)" bash -c 'diff -r --no-dereference "$1" "$2" >"$3" 2>&1' _ "$work/src" "$work/lmnt" "$work/diff.out"
 check "  every file read, every byte the same" test ! -s "$work/diff.out"
 check "  names, types, modes, sizes, links, mtimes the same" same_tree "$work/lmnt"
-timed "ls -lR" bash -c 'ls -lR "$1" >/dev/null 2>"$2"' _ "$work/lmnt" "$work/ls.err"
+check "  ls -lR" timed "ls -lR" bash -c 'ls -lR "$1" >/dev/null 2>"$2"' _ "$work/lmnt" "$work/ls.err"
 check "  ls -lR said nothing" test ! -s "$work/ls.err"
 fds=$(ls "/proc/$daemon/fd" | wc -l)
 echo "  the daemon holds $fds descriptors"
