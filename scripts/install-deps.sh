@@ -11,6 +11,8 @@ packages=(
   # man pages from the CLI's help; make deb's dependency scan; the Python bindings and their tests
   help2man dpkg-dev pybind11-dev python3-dev python3-pytest
   squashfs-tools erofs-utils squashfuse attr e2fsprogs
+  # bench/mounted_writes.sh: the peer a user would pick for a writable mount
+  fuse-overlayfs
   # build --exclude's patterns are checked against git's own matcher
   git
   # remote packs: libcurl, and the servers the remote tests start on 127.0.0.1

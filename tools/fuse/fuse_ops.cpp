@@ -39,10 +39,12 @@ void reply_error(fuse_req_t req, const Error& e) {
 }
 
 // The request's handle or, after a zero-message open (no handle), one this request opens for
-// itself into `opened` (read-only: what such an open is). nullptr after replying the error.
-File* file_or_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, FileHandle& opened) {
+// itself into `opened`, with `flags` (the kernel checked the caller's open already). nullptr
+// after replying the error.
+File* file_or_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, FileHandle& opened,
+                   int flags = O_RDONLY) {
     if (File* file = file_of(fi)) return file;
-    auto made = fs_of(req).open(node_of(ino), O_RDONLY);
+    auto made = fs_of(req).open(node_of(ino), flags);
     if (!made) {
         reply_error(req, made.error());
         return nullptr;
@@ -100,7 +102,19 @@ Owner caller(fuse_req_t req) {
 
 void op_init(void* userdata, fuse_conn_info* conn) {
     auto& m = *static_cast<MountContext*>(userdata);
-    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    // An immutable tree needs no open state: ENOSYS from open (opendir) tells the kernel to stop
+    // sending OPEN (OPENDIR) and RELEASE at all, and it then keeps pages (listings) cached.
+    const CachePolicy& policy = m.mount->policy;
+    m.stateless_open = policy.stateless_open && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+    m.stateless_opendir =
+        policy.stateless_opendir && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
+    // O_TRUNC done by OPEN, saving the kernel's SETATTR, only where OPEN is sent: after a
+    // zero-message open of a writable tree the kernel must truncate by SETATTR itself.
+    const bool opens_truncate = !(m.stateless_open && !m.read_only);
+    if (opens_truncate && (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC))
+        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    else
+        conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
     if (m.read_only && (conn->capable & FUSE_CAP_CACHE_SYMLINKS))
         conn->want |= FUSE_CAP_CACHE_SYMLINKS;
     // Large requests: fewer round trips for big reads and writes.
@@ -109,11 +123,6 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     conn->want &= ~FUSE_CAP_SPLICE_READ;
     if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
     if (conn->capable & FUSE_CAP_SPLICE_MOVE) conn->want |= FUSE_CAP_SPLICE_MOVE;
-    // An immutable tree needs no open state: ENOSYS from open/opendir tells the kernel to stop
-    // sending OPEN, OPENDIR and RELEASE at all, and it then keeps pages and listings cached.
-    const uint64_t zero_open = FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
-    m.stateless_open =
-        m.mount->policy.stateless_open && (conn->capable & zero_open) == zero_open;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -243,8 +252,10 @@ void reply_with_file(fuse_req_t req, fuse_file_info* fi, FileHandle file, Reply&
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
-    if (m.stateless_open && (fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC))
-        return (void)fuse_reply_err(req, ENOSYS);
+    // Zero-message opens from now on (the kernel has checked the caller's access; a writable
+    // tree's O_TRUNC comes as a SETATTR). A read-only tree still refuses a write open once.
+    const bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    if (m.stateless_open && !(writes && m.read_only)) return (void)fuse_reply_err(req, ENOSYS);
     auto file = fs_of(req).open(node_of(ino), fi->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW));
     if (!file) return reply_error(req, file.error());
     reply_with_file(req, fi, std::move(*file), [&] { return fuse_reply_open(req, fi); });
@@ -256,6 +267,9 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     if (!made) return reply_error(req, made.error());
     const fuse_entry_param e = to_entry(policy_of(req), made->entry);
     const Node node = made->entry.node;
+    // Zero-message opens: no handle either (once the kernel stops sending RELEASE, one given
+    // here would never come back); the writes that follow open the node for themselves.
+    if (mount_of(req).stateless_open) made->file.reset();
     File* raw = made->file.release();
     fi->fh = reinterpret_cast<uint64_t>(raw);
     set_open_flags(req, fi);
@@ -285,10 +299,11 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     fuse_reply_buf(req, reinterpret_cast<const char*>(scratch.data()), *n);
 }
 
-void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
+void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
               fuse_file_info* fi) {
-    File* file = file_of(fi);
-    if (!file) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
+    FileHandle opened;  // after a zero-message open (the kernel places appends itself)
+    File* file = file_or_open(req, ino, fi, opened, O_RDWR);
+    if (!file) return;
     auto n = file->pwrite(std::as_bytes(std::span(buf, size)), static_cast<uint64_t>(off));
     if (!n) return reply_error(req, n.error());
     fuse_reply_write(req, *n);
@@ -304,11 +319,14 @@ void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
-    // No handle: a stateless open of an immutable source, with nothing to make durable.
-    // ENOSYS makes the kernel answer every later fsync of this mount with 0 by itself.
     File* file = file_of(fi);
-    if (!file) return (void)fuse_reply_err(req, ENOSYS);
-    reply_void(req, file->fsync(datasync != 0));
+    if (file) return reply_void(req, file->fsync(datasync != 0));
+    // No handle: a zero-message open. A writable tree makes everything durable (what a
+    // volume's fsync of any file does); an immutable one has nothing to, and ENOSYS makes the
+    // kernel answer every later fsync of the mount with 0 by itself.
+    const MountContext& m = mount_of(req);
+    if (m.read_only || !m.mount->sync) return (void)fuse_reply_err(req, ENOSYS);
+    reply_void(req, m.mount->sync());
 }
 
 // SEEK_DATA / SEEK_HOLE (the kernel answers the other whences itself): the backend's holes.
@@ -323,11 +341,13 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_i
     fuse_reply_lseek(req, static_cast<off_t>(*at));
 }
 
-void op_fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                   fuse_file_info* fi) {
-    File* file = file_of(fi);
-    if (!file) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
     if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
+    if (!file_of(fi) && mount_of(req).read_only) return (void)fuse_reply_err(req, EBADF);
+    FileHandle opened;  // after a zero-message open
+    File* file = file_or_open(req, ino, fi, opened, O_RDWR);
+    if (!file) return;
     reply_void(req,
                file->allocate(mode, static_cast<uint64_t>(offset), static_cast<uint64_t>(length)));
 }
@@ -340,7 +360,9 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
                         int flags) {
     if (flags != 0) return (void)fuse_reply_err(req, EINVAL);
     if (off_in < 0 || off_out < 0) return (void)fuse_reply_err(req, EINVAL);
-    if (!file_of(fi_out)) return (void)fuse_reply_err(req, EBADF);  // no handle: a read-only source
+    // No handle on a read-only source: no write was ever opened (a writable tree's zero-message
+    // opens carry none either; the kernel checked the descriptors).
+    if (!file_of(fi_out) && mount_of(req).read_only) return (void)fuse_reply_err(req, EBADF);
     auto n = fs_of(req).copy_range(node_of(ino_in), static_cast<uint64_t>(off_in), node_of(ino_out),
                                    static_cast<uint64_t>(off_out), len);
     if (!n) return reply_error(req, n.error());
@@ -349,7 +371,7 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
 
 void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
     MountContext& m = mount_of(req);
-    if (m.stateless_open) return (void)fuse_reply_err(req, ENOSYS);
+    if (m.stateless_opendir) return (void)fuse_reply_err(req, ENOSYS);
     // The listing is taken at the first readdir: a kernel that cached the directory's
     // listing opens it and reads nothing, and must not pay for a listing. (The kernel's
     // reference on the node keeps a removed directory alive meanwhile.)

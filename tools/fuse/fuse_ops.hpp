@@ -13,8 +13,9 @@ namespace packfs::fuse {
 struct MountContext {
     Mount* mount = nullptr;
     bool read_only = false;
-    bool stateless_open = false;  // the kernel does zero-message opens (set at init)
-    ListingCache listings;        // for zero-message opendir
+    bool stateless_open = false;     // the kernel does zero-message opens (set at init)
+    bool stateless_opendir = false;  // ... and opendirs
+    ListingCache listings;           // for zero-message opendir
 };
 
 const fuse_lowlevel_ops& operations();

@@ -19,15 +19,19 @@ struct CachePolicy {
     bool cache_negative = false;     // a missing name may be remembered as missing
     bool keep_page_cache = false;    // file contents stay cached across opens
     bool cache_directories = false;  // listings stay cached (FOPEN_CACHE_DIR)
-    // Opens need no state (an immutable tree): the kernel may skip OPEN/OPENDIR and RELEASE
-    // entirely (zero-message opens); reads then come without a handle and each readdir lists
-    // again, so listings are kept briefly by the driver.
+    // Opening a file needs no state (every file is reachable by node): the kernel may skip OPEN
+    // and RELEASE entirely (zero-message opens), and a read, write, fsync or fallocate that comes
+    // without a handle opens the node for itself. A writable tree's O_TRUNC is then a SETATTR
+    // (no atomic O_TRUNC), and fsync without a handle is the mount's sync.
     bool stateless_open = false;
+    // The same for directories (an immutable tree only): each readdir without a handle lists
+    // again, so listings are kept briefly by the driver, which would go stale if names changed.
+    bool stateless_opendir = false;
 
     // Nothing can change (a pack): everything cached for good.
     static CachePolicy immutable();
     // The mount is the only writer (a volume, locked): the kernel's caches stay true until the
-    // kernel itself changes the tree, which updates them.
+    // kernel itself changes the tree, which updates them; files open without a message.
     static CachePolicy exclusive();
     // Anyone may change it behind the mount (a host directory): short timeouts.
     static CachePolicy shared() { return {}; }

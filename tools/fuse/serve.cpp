@@ -111,7 +111,8 @@ CachePolicy CachePolicy::immutable() {
             .cache_negative = true,
             .keep_page_cache = true,
             .cache_directories = true,
-            .stateless_open = true};
+            .stateless_open = true,
+            .stateless_opendir = true};
 }
 
 CachePolicy CachePolicy::exclusive() {
@@ -119,7 +120,8 @@ CachePolicy CachePolicy::exclusive() {
             .attr_seconds = 3600,
             .cache_negative = true,
             .keep_page_cache = true,
-            .cache_directories = true};
+            .cache_directories = true,
+            .stateless_open = true};
 }
 
 }  // namespace packfs::fuse
