@@ -123,6 +123,13 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     conn->want &= ~FUSE_CAP_SPLICE_READ;
     if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
     if (conn->capable & FUSE_CAP_SPLICE_MOVE) conn->want |= FUSE_CAP_SPLICE_MOVE;
+    // READDIRPLUS for every call, not just a directory's first (the "auto" heuristic switches
+    // to plain READDIR when no LOOKUP follows the first reply, and then rm -rf, find, cp -a and
+    // ls -l pay a LOOKUP per entry: 20,000 of them for an rm -rf of 20,000 files).
+    if (conn->capable & FUSE_CAP_READDIRPLUS) {
+        conn->want |= FUSE_CAP_READDIRPLUS;
+        conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    }
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
