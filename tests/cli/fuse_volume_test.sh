@@ -289,6 +289,26 @@ kill_daemon "$work/wmnt-sync"
 expect_code "  remount" 0 do_mount "$work/window-sync" "$work/wmnt-sync"
 check "  the mkdir + mv made before packfs sync survived" test -e "$work/wmnt-sync/moved/x"
 expect_code "  packfs umount" 0 do_umount "$work/wmnt-sync"
+# -o sync (a volume made in explicit mode, mounted in batch mode): each change durable when it
+# returns, so a SIGKILL right after the mkdir + mv, with no sync and the interval not passed,
+# keeps them (in explicit mode they would still be in the daemon's memory).
+window_case osync -o sync
+kill_daemon "$work/wmnt-osync"
+expect_code "  remount" 0 do_mount "$work/window-osync" "$work/wmnt-osync"
+check "  the mkdir + mv made on a -o sync mount survived at once" test -e "$work/wmnt-osync/moved/x"
+expect_code "  packfs umount" 0 do_umount "$work/wmnt-osync"
+# The defaults: a volume made without --durability is explicit, and a mount of it keeps the
+# commit interval (the interval case above); without an fsync, a SIGKILL at once may lose the
+# mkdir + mv but never half of them.
+expect_code "volume init (defaults)" 0 "$packfs" volume init "$work/window-defaults"
+check "  explicit by default" grep -q "durability   explicit" <("$packfs" volume status "$work/window-defaults")
+expect_code "  mount" 0 do_mount "$work/window-defaults" "$work/wmnt-defaults"
+mkdir "$work/wmnt-defaults/made" && touch "$work/wmnt-defaults/made/x" && mv "$work/wmnt-defaults/made" "$work/wmnt-defaults/moved"
+kill_daemon "$work/wmnt-defaults"
+expect_code "  remount" 0 do_mount "$work/window-defaults" "$work/wmnt-defaults"
+check "  the mkdir + mv are there whole or not at all" bash -c \
+    '{ [ -e "$1/moved/x" ] && [ ! -e "$1/made" ]; } || { [ ! -e "$1/moved" ] && [ ! -e "$1/made" ]; }' _ "$work/wmnt-defaults"
+expect_code "  packfs umount" 0 do_umount "$work/wmnt-defaults"
 expect_code "packfs sync of a path on another filesystem (syncfs)" 0 "$packfs" sync "$work"
 expect_code "packfs sync of a missing path" 1 "$packfs" sync "$work/missing"
 
