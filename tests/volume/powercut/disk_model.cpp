@@ -355,7 +355,7 @@ std::string DiskModel::describe(const CutState& state) const {
             const char* kind = op.kind == NameOpKind::create ? "create"
                                : op.kind == NameOpKind::unlink ? "unlink"
                                                               : "rename";
-            out += fmt::format(" [{} {}{}{}]", i < c.names_committed + state.names_kept ? "kept" : "lost",
+            out += fmt::format(" [{} {} {}{}]", i < c.names_committed + state.names_kept ? "kept" : "lost",
                                kind, op.name, op.to.empty() ? "" : " -> " + op.to);
         }
     }
