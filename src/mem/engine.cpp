@@ -14,7 +14,10 @@ Stat stat_of(uint64_t ino, const CellState& s) noexcept {
     st.uid = s.uid;
     st.gid = s.gid;
     st.nlink = s.nlink;
-    st.size = s.size;
+    // A directory's size is 0, whichever layer it comes from (a pack records its number of
+    // entries, which a copy-up would carry and then leave behind): a compaction or a remount
+    // never changes what stat says of it.
+    st.size = s.type == FileType::directory ? 0 : s.size;
     st.rdev = (s.type == FileType::char_device || s.type == FileType::block_device) ? s.aux : 0;
     const uint64_t backed = s.type == FileType::regular ? s.aux : 0;
     st.blocks = (s.allocated + backed + 511) / 512;  // (a byte stored takes a block, as du counts)

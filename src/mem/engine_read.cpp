@@ -149,6 +149,7 @@ Result<Stat> Engine::stat(const Ref& node, uint64_t gen, bool& may_have_xattrs) 
     auto st = lower_->getattr(Node{node.lower});
     if (!st) return std::unexpected(st.error());
     st->ino = node.ino;
+    if (st->type == FileType::directory) st->size = 0;  // as the engine's own (stat_of)
     return st;
 }
 
