@@ -398,14 +398,33 @@ TEST(Journal, NewerVersionIsNotSupportedAndNamesBothVersions) {
 
 // --- group commit -------------------------------------------------------------------------------
 
-TEST(Journal, GroupCommitSharesFsyncsAcrossThreads) {
+// The records of `threads` threads, each numbering its own from 0 (payload: thread, number):
+// every thread's records appear in the order it appended them.
+void expect_each_thread_in_order(const std::vector<Rec>& records, int threads) {
+    std::vector<int> next(static_cast<std::size_t>(threads), 0);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const Rec& r = records[i];
+        ASSERT_EQ(r.seq, i + 1);
+        ASSERT_EQ(r.payload.size(), 8u);
+        uint32_t id[2];
+        std::memcpy(id, r.payload.data(), 8);
+        ASSERT_LT(id[0], static_cast<uint32_t>(threads));
+        EXPECT_EQ(r.type, id[0]);
+        EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);
+    }
+}
+
+// 8 threads, each appending `per_thread` records under one lock (as the volume does) and then
+// waiting for each to be durable: wait_durable (batch) or sync (explicit, an fsync each as
+// writers through a mount make). Every wait returns with its record durable, the threads share
+// fdatasyncs, and the file holds every record, each thread's in its order.
+void check_group_commit(Durability mode, int per_thread) {
     TempDir dir;
     const std::string path = (dir.path / "journal").string();
-    auto created = JournalWriter::create(path, header_fields(), Durability::batch);
+    auto created = JournalWriter::create(path, header_fields(), mode);
     ASSERT_TRUE(created);
     JournalWriter& w = **created;
     constexpr int kThreads = 8;
-    const int per_thread = sanitizer_run() ? 100 : 300;
     std::mutex volume_lock;  // the volume appends under its lock, waits outside it
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
@@ -417,7 +436,10 @@ TEST(Journal, GroupCommitSharesFsyncsAcrossThreads) {
                     std::lock_guard lock(volume_lock);
                     return w.append(static_cast<uint16_t>(t), std::as_bytes(std::span(id)));
                 }();
-                if (!ticket || !w.wait_durable(*ticket) || w.durable_seq() < ticket->seq) ++failures;
+                const Result<void> durable =
+                    !ticket ? Result<void>(std::unexpected(ticket.error()))
+                            : mode == Durability::batch ? w.wait_durable(*ticket) : w.sync();
+                if (!durable || w.durable_seq() < ticket->seq) ++failures;
             }
         });
     }
@@ -425,73 +447,23 @@ TEST(Journal, GroupCommitSharesFsyncsAcrossThreads) {
     const uint64_t total = uint64_t{kThreads} * per_thread;
     EXPECT_EQ(failures.load(), 0);
     EXPECT_EQ(w.durable_seq(), total);
-    std::printf("group commit: %d threads x %d records: %llu fdatasyncs for %llu records\n", kThreads,
-                per_thread, static_cast<unsigned long long>(w.fsync_count()),
-                static_cast<unsigned long long>(total));
+    std::printf("%s group commit: %d threads x %d records, each waited for: %llu fdatasyncs\n",
+                mode_name(mode), kThreads, per_thread,
+                static_cast<unsigned long long>(w.fsync_count()));
     EXPECT_LT(w.fsync_count(), total / 2);
-
     auto s = scan_all(path);
     ASSERT_TRUE(s) << s.error().message();
     EXPECT_TRUE(s->scan.clean()) << s->scan.reason;
     ASSERT_EQ(s->records.size(), total);
-    std::vector<int> next(kThreads, 0);
-    for (std::size_t i = 0; i < s->records.size(); ++i) {
-        const Rec& r = s->records[i];
-        ASSERT_EQ(r.seq, i + 1);
-        ASSERT_EQ(r.payload.size(), 8u);
-        uint32_t id[2];
-        std::memcpy(id, r.payload.data(), 8);
-        ASSERT_LT(id[0], static_cast<uint32_t>(kThreads));
-        EXPECT_EQ(r.type, id[0]);
-        EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);  // each thread's records in its order
-    }
+    expect_each_thread_in_order(s->records, kThreads);
 }
 
-// Explicit mode: threads that each append and then sync (an fsync each, as 64 writers through a
-// mount make) share fdatasyncs, every sync returns with its records durable, and the file holds
-// every record in the order it was appended.
+TEST(Journal, GroupCommitSharesFsyncsAcrossThreads) {
+    check_group_commit(Durability::batch, sanitizer_run() ? 100 : 300);
+}
+
 TEST(Journal, ExplicitSyncsOfManyThreadsShareFdatasyncs) {
-    TempDir dir;
-    const std::string path = (dir.path / "journal").string();
-    auto created = JournalWriter::create(path, header_fields(), Durability::explicit_sync);
-    ASSERT_TRUE(created);
-    JournalWriter& w = **created;
-    constexpr int kThreads = 8;
-    const int per_thread = sanitizer_run() ? 60 : 200;
-    std::mutex volume_lock;
-    std::atomic<int> failures{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-            for (int i = 0; i < per_thread; ++i) {
-                uint32_t id[2] = {static_cast<uint32_t>(t), static_cast<uint32_t>(i)};
-                Result<JournalTicket> ticket = [&] {
-                    std::lock_guard lock(volume_lock);
-                    return w.append(static_cast<uint16_t>(t), std::as_bytes(std::span(id)));
-                }();
-                if (!ticket || !w.sync() || w.durable_seq() < ticket->seq) ++failures;
-            }
-        });
-    }
-    for (auto& th : threads) th.join();
-    const uint64_t total = uint64_t{kThreads} * per_thread;
-    EXPECT_EQ(failures.load(), 0);
-    EXPECT_EQ(w.durable_seq(), total);
-    std::printf("explicit group commit: %d threads x %d syncs: %llu fdatasyncs\n", kThreads,
-                per_thread, static_cast<unsigned long long>(w.fsync_count()));
-    EXPECT_LT(w.fsync_count(), total / 2);
-    auto s = scan_all(path);
-    ASSERT_TRUE(s) << s.error().message();
-    EXPECT_TRUE(s->scan.clean()) << s->scan.reason;
-    ASSERT_EQ(s->records.size(), total);
-    std::vector<int> next(kThreads, 0);
-    for (std::size_t i = 0; i < s->records.size(); ++i) {
-        uint32_t id[2];
-        ASSERT_EQ(s->records[i].seq, i + 1);
-        std::memcpy(id, s->records[i].payload.data(), 8);
-        ASSERT_LT(id[0], static_cast<uint32_t>(kThreads));
-        EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);
-    }
+    check_group_commit(Durability::explicit_sync, sanitizer_run() ? 60 : 200);
 }
 
 // Explicit mode: while a sync waits for the disk, appends go on (the volume's mutations are not
@@ -593,7 +565,7 @@ TEST(Journal, ExplicitFlushFailingUnderConcurrencyKeepsEveryRecordInOrder) {
                     uint32_t id[2] = {static_cast<uint32_t>(t), static_cast<uint32_t>(i)};
                     {
                         std::lock_guard lock(volume_lock);
-                        ASSERT_TRUE(w.append(1, std::as_bytes(std::span(id))));
+                        ASSERT_TRUE(w.append(static_cast<uint16_t>(t), std::as_bytes(std::span(id))));
                     }
                     if (i % 3 == 0 && !w.sync()) ++syncs_failed;
                 }
@@ -609,13 +581,7 @@ TEST(Journal, ExplicitFlushFailingUnderConcurrencyKeepsEveryRecordInOrder) {
     ASSERT_TRUE(s);
     EXPECT_TRUE(s->scan.clean()) << s->scan.reason;
     ASSERT_EQ(s->records.size(), total);
-    std::vector<int> next(kThreads, 0);
-    for (std::size_t i = 0; i < s->records.size(); ++i) {
-        uint32_t id[2];
-        std::memcpy(id, s->records[i].payload.data(), 8);
-        ASSERT_LT(id[0], static_cast<uint32_t>(kThreads));
-        EXPECT_EQ(static_cast<int>(id[1]), next[id[0]]++);
-    }
+    expect_each_thread_in_order(s->records, kThreads);
 }
 
 // --- faults ---------------------------------------------------------------------------------------
