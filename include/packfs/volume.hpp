@@ -92,8 +92,9 @@ struct VolumeOptions {
     // Every mutation answers EROFS; nothing in DIR is changed, the lock is not taken, and a
     // torn journal tail is skipped but not cut off.
     bool read_only = false;
-    // Compact on its own (in a background thread) once the journal passes this many bytes;
-    // 0: only when asked.
+    // Compact on its own (in a background thread) once the journal passes this many bytes, at
+    // the first pause of the writers (1 s without a mutation) or past 4 times this, and when
+    // the volume is closed past it; 0: only when asked.
     uint64_t auto_compact_journal_bytes = 0;
     // ... and, when non-zero, once it is also at least this many times the pack's current
     // size: at 1, the old pack a compaction rewrites is never larger than what was journaled

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/io.hpp"
@@ -165,13 +166,34 @@ Result<CompactionStats> VolumeImpl::compact() {
     return stats;
 }
 
+uint64_t VolumeImpl::auto_compaction_threshold_locked() const {
+    if (options_.auto_compact_journal_bytes == 0) return 0;
+    const double by_pack = options_.auto_compact_pack_ratio * static_cast<double>(pack_.bytes);
+    return std::max<uint64_t>(options_.auto_compact_journal_bytes,
+                              options_.auto_compact_pack_ratio > 0 ? static_cast<uint64_t>(by_pack) : 0);
+}
+
 bool VolumeImpl::auto_compaction_due_locked() const {
-    if (options_.auto_compact_journal_bytes == 0 ||
-        journal_bytes_ < options_.auto_compact_journal_bytes)
-        return false;
-    return options_.auto_compact_pack_ratio <= 0 ||
-           static_cast<double>(journal_bytes_) >=
-               options_.auto_compact_pack_ratio * static_cast<double>(pack_.bytes);
+    const uint64_t threshold = auto_compaction_threshold_locked();
+    return threshold != 0 && journal_bytes_ >= threshold;
+}
+
+void VolumeImpl::note_mutation() noexcept {
+    last_mutation_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                         std::memory_order_relaxed);
+}
+
+// Past the threshold, a compaction waits for the writers to pause (kAutoQuiet with no
+// mutation), so a burst (an unpack, a copy) is not slowed by a compaction that would then have
+// to carry and replay everything the burst writes meanwhile; past kAutoForce times the
+// threshold it starts anyway, which bounds what a reopen replays and what the tree holds.
+bool VolumeImpl::auto_compaction_may_start() const {
+    const auto quiet_since =
+        std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(
+            last_mutation_.load(std::memory_order_relaxed)));
+    if (std::chrono::steady_clock::now() - quiet_since >= kAutoQuiet) return true;
+    std::lock_guard state(mu_);
+    return journal_bytes_ >= kAutoForce * auto_compaction_threshold_locked();
 }
 
 void VolumeImpl::start_auto_compaction() {
@@ -199,6 +221,12 @@ void VolumeImpl::start_auto_compaction() {
             }();
             if (!due) {
                 lock.lock();
+                continue;
+            }
+            if (!auto_compaction_may_start()) {
+                lock.lock();
+                b.cv.wait_for(lock, kAutoQuiet / 4, [&] { return b.stopping; });
+                auto_wanted_ = true;  // look again
                 continue;
             }
             auto done = compact();

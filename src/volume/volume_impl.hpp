@@ -213,8 +213,18 @@ private:
 
     // Compaction's steps (compaction.cpp).
     void start_auto_compaction();
-    // Whether the journal passed the auto-compaction threshold (VolumeOptions); under mu_.
+    // The journal size auto-compaction starts at (VolumeOptions; 0: never), and whether the
+    // journal passed it; under mu_.
+    uint64_t auto_compaction_threshold_locked() const;
     bool auto_compaction_due_locked() const;
+    // Once due: whether the writers paused for kAutoQuiet, or the journal passed kAutoForce
+    // times the threshold (compaction.cpp says why).
+    bool auto_compaction_may_start() const;
+    static constexpr std::chrono::milliseconds kAutoQuiet{1000};
+    static constexpr uint64_t kAutoForce = 4;
+    // Stamps the time of the latest mutation (for auto_compaction_may_start).
+    void note_mutation() noexcept;
+    std::atomic<std::chrono::steady_clock::rep> last_mutation_{0};
     // The commit interval's thread (commit_timer.cpp): explicit mode only.
     void start_commit_timer();
     // Has `writer` ask the commit thread for its syncs past kSyncBytes (when there is one).
