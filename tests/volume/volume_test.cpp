@@ -84,6 +84,46 @@ TEST(Volume, CompactsByItselfPastTheJournalThreshold) {
     for (int i = 0; i < 200; ++i) EXPECT_EQ(read_file(*again, fmt::format("/f{}", i)).value_or(""), data);
 }
 
+// Past the threshold a compaction waits for the writers to pause: a steady writer is not
+// interrupted until it stops (or passes 4 times the threshold), then the volume compacts by
+// itself; and a volume closed with its journal past the threshold compacts as it closes.
+TEST(Volume, AutoCompactionWaitsForAPauseAndHappensAtClose) {
+    TempDir scratch;
+    const std::string dir = make_volume(scratch, Durability::explicit_sync);
+    VolumeOptions options;
+    options.auto_compact_journal_bytes = 256 * 1024;
+    {
+        auto volume = open_ok(dir, options);
+        ASSERT_NE(volume, nullptr);
+        const std::string data(4000, 'w');
+        int i = 0;
+        // Past the threshold, under 4 times it, writing without a pause for 1.5 s.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+        while (std::chrono::steady_clock::now() < until) {
+            if (volume->status().journal_bytes < 600 * 1024)
+                ASSERT_TRUE(write_file(*volume, fmt::format("/f{}", i++ % 100), data).has_value());
+            else
+                ASSERT_TRUE(volume->setattr(kRootNode, SetAttr::chmod(0755)).has_value());
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        EXPECT_GT(volume->status().journal_bytes, options.auto_compact_journal_bytes);
+        EXPECT_EQ(volume->status().generation, 1u) << "compacted while the writer went on";
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        EXPECT_EQ(volume->status().generation, 2u) << "no compaction once the writer paused";
+        // Past the threshold again, then closed at once: the close compacts.
+        while (volume->status().journal_bytes < 300 * 1024)
+            ASSERT_TRUE(write_file(*volume, fmt::format("/g{}", i++ % 100), data).has_value());
+    }
+    VolumeOptions read_only;
+    read_only.read_only = true;
+    auto again = open_ok(dir, read_only);
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(again->status().generation, 3u) << "the close did not compact";
+    EXPECT_LT(again->status().journal_bytes, 64u * 1024);
+}
+
 // With a pack ratio, the journal must also outgrow the pack before a compaction starts: the old
 // pack a compaction rewrites is then never larger than the journal. The check runs at
 // each append, so "not yet" is known at once (no waiting); past both thresholds it compacts,
