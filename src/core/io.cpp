@@ -65,7 +65,9 @@ int ask_hook(unsigned active, IoOp op, std::string_view what) {
 // exist yet, or any more): the name the recorder reports. As given when that fails.
 std::string absolute_name(const std::string& path) {
     const auto slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0                 ? "/"
+                                                         : path.substr(0, slash);
     const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
     char resolved[PATH_MAX];
     if (::realpath(dir.c_str(), resolved) == nullptr) return path;

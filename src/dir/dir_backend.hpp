@@ -201,14 +201,6 @@ protected:
     // The entry `name` of directory `dir` opened O_PATH|O_NOFOLLOW, stated and interned (one
     // reference) into `out`; 0 or errno.
     int enter(const NodeRef& dir, const char* name, Entry& out);
-    // `open()`'s fd (an int, -1 with errno), tried once more after the node cache made room
-    // when the process is out of descriptors.
-    template <class Open>
-    Fd open_fd(Open&& open) const;
-    // open_fd as a callable, for helpers that open more than once.
-    auto opener() const {
-        return [this](auto&& open) { return open_fd(open); };
-    }
     // unlink (flags 0) and rmdir (AT_REMOVEDIR) of `name` in `dir` (open as `dir_fd`).
     Result<void> remove_entry(Node dir, const std::string& name, int flags, std::string_view op,
                               int dir_fd);

@@ -37,15 +37,14 @@ int statx_fd(int fd, struct statx& st) noexcept {
 
 // The object `n` holds, opened anew with `flags` (for I/O or a listing): through its magic
 // link, which checks no search permission on the way; without /proc, a directory is reopened
-// as "." (which needs search permission on it). `open_fd` makes room on EMFILE.
-template <class OpenFd>
-std::expected<Fd, int> reopen(const NodeRef& n, int flags, OpenFd&& open_fd) {
+// as "." (which needs search permission on it). On EMFILE, `nodes` makes room.
+std::expected<Fd, int> reopen(const NodeRef& n, int flags, NodeTable& nodes) {
     const std::string path = proc_fd_path(n.fd);
-    Fd fd = open_fd([&] { return ::open(path.c_str(), flags | O_CLOEXEC); });
+    Fd fd = nodes.open_with_room([&] { return ::open(path.c_str(), flags | O_CLOEXEC); });
     if (fd) return fd;
     const int error = errno;
     if (n.is_dir() && error == ENOENT) {
-        fd = open_fd([&] { return ::openat(n.fd, ".", flags | O_CLOEXEC); });
+        fd = nodes.open_with_room([&] { return ::openat(n.fd, ".", flags | O_CLOEXEC); });
         if (fd) return fd;
     }
     return std::unexpected(error);
@@ -122,21 +121,11 @@ Result<NodeRef> DirBackend::held_dir(Node dir, std::string_view op, std::string_
     return n;
 }
 
-template <class Open>
-Fd DirBackend::open_fd(Open&& open) const {
-    Fd fd(open());
-    if (!fd && (errno == EMFILE || errno == ENFILE)) {
-        // Out of descriptors: the node cache gives half of its own back, and once more.
-        nodes_.make_room();
-        fd = Fd(open());
-    }
-    return fd;
-}
-
 int DirBackend::enter(const NodeRef& dir, const char* name, Entry& out) {
     // One component, never followed: a symlink's node is the link (O_PATH|O_NOFOLLOW opens
     // it), and a mount point's is what is mounted there, as any walk would cross it.
-    Fd fd = open_fd([&] { return ::openat(dir.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC); });
+    Fd fd = nodes_.open_with_room(
+        [&] { return ::openat(dir.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC); });
     if (!fd) return errno;
     struct statx st;
     if (int e = statx_fd(fd.get(), st)) return e;
@@ -170,7 +159,7 @@ Result<Stat> DirBackend::getattr(Node node) {
 Result<std::vector<DirEntry>> DirBackend::list(Node dir) {
     auto d = held_dir(dir, "readdir", {});
     if (!d) return std::unexpected(d.error());
-    auto fd = reopen(*d, O_RDONLY | O_DIRECTORY, opener());
+    auto fd = reopen(*d, O_RDONLY | O_DIRECTORY, nodes_);
     if (!fd) return fail(fd.error(), "readdir");
     std::vector<DirEntry> out;
     if (int e = read_entries(fd->get(), out)) return fail(e, "readdir");
@@ -208,7 +197,7 @@ Result<FileHandle> DirBackend::open(Node node, int flags) {
     if (read_only_ && writes) return fail(EROFS, "open");
     // The node's inode itself: never a name looked up again, so never anything but the
     // regular file or directory just checked.
-    auto fd = reopen(obj, flags, opener());
+    auto fd = reopen(obj, flags, nodes_);
     if (!fd) return fail(fd.error(), "open");
     return make_dir_file(std::move(*fd));
 }
@@ -226,9 +215,9 @@ Result<uint64_t> DirBackend::copy_range(Node from, uint64_t offset, Node to, uin
         if (n->type != FileType::regular) return fail(EINVAL, "copy_file_range");
     }
     if (read_only_) return fail(EROFS, "copy_file_range");
-    auto in_fd = reopen(*source, O_RDONLY, opener());
+    auto in_fd = reopen(*source, O_RDONLY, nodes_);
     if (!in_fd) return fail(in_fd.error(), "copy_file_range");
-    auto out_fd = reopen(*target, O_WRONLY, opener());
+    auto out_fd = reopen(*target, O_WRONLY, nodes_);
     if (!out_fd) return fail(out_fd.error(), "copy_file_range");
     return io::copy_file_range_all(in_fd->get(), offset, out_fd->get(), to_offset, length, {});
 }
@@ -251,7 +240,8 @@ Result<Created> DirBackend::create(Node dir, std::string_view name, int flags, u
         if (!read_only_) {
             const int oflags =
                 (flags & (O_ACCMODE | O_APPEND)) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-            Fd file = open_fd([&] { return ::openat(parent.fd, n.c_str(), oflags, mode & 07777); });
+            Fd file = nodes_.open_with_room(
+                [&] { return ::openat(parent.fd, n.c_str(), oflags, mode & 07777); });
             if (file) {
                 auto path_fd = path_fd_of(file.get());
                 if (!path_fd) return fail(path_fd.error(), "create", name);
@@ -298,7 +288,8 @@ Result<Entry> DirBackend::make_node(Node dir, std::string_view name, std::string
     const int parent = d->fd;
     const std::string n(name);
     if (int e = make(parent, n.c_str())) return fail(e, op, name);
-    Fd fd = open_fd([&] { return ::openat(parent, n.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC); });
+    Fd fd = nodes_.open_with_room(
+        [&] { return ::openat(parent, n.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC); });
     if (!fd) return fail(errno, op, name);
     struct statx st {};
     if (int e = settle_new(fd.get(), parent, type, mode, owner, st)) {

@@ -130,11 +130,9 @@ int NodeTable::reopen(uint64_t id) {
     for (auto step = chain.rbegin(); step != chain.rend(); ++step) {
         Fd fd;
         if (dir_fd >= 0 && !step->name.empty()) {
-            fd = Fd(::openat(dir_fd, step->name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-            if (!fd && (errno == EMFILE || errno == ENFILE)) {
-                make_room();
-                fd = Fd(::openat(dir_fd, step->name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-            }
+            fd = open_with_room([&] {
+                return ::openat(dir_fd, step->name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            });
             if (fd && !same_object(fd.get(), step->key.dev, step->key.ino, step->type)) fd.reset();
         }
         if (!fd && handles_ && step->handle) {
@@ -167,10 +165,7 @@ int NodeTable::reopen(uint64_t id) {
 void NodeTable::cache_locked(uint64_t id, Slot& slot, std::shared_ptr<const Fd> fd,
                              Evicted& evicted) {
     slot.fd = std::move(fd);
-    if (slot.pinned) {
-        ++pinned_;
-        return;
-    }
+    if (slot.pinned) return;  // kept until forgotten, outside the LRU
     lru_.push_front(id);
     slot.lru = lru_.begin();
     if (++cached_ > capacity_) evict_locked(capacity_ - capacity_ / 8, evicted);
@@ -188,13 +183,9 @@ void NodeTable::evict_locked(std::size_t keep, Evicted& evicted) {
 }
 
 void NodeTable::uncache_locked(Slot& slot) {
-    if (!slot.fd) return;
-    if (slot.pinned) {
-        --pinned_;
-    } else {
-        lru_.erase(slot.lru);
-        --cached_;
-    }
+    if (!slot.fd || slot.pinned) return;
+    lru_.erase(slot.lru);
+    --cached_;
 }
 
 void NodeTable::keep_handles(Evicted& evicted) {
@@ -342,7 +333,6 @@ uint64_t NodeTable::removing(uint64_t dir, std::string_view name) {
                     lru_.erase(slot.lru);
                     --cached_;
                     slot.pinned = true;
-                    ++pinned_;
                 }
                 return id;
             }
@@ -370,7 +360,6 @@ void NodeTable::unpin(uint64_t id) noexcept {
         Slot& slot = it->second;
         slot.pinned = false;
         if (!slot.fd) return;
-        --pinned_;
         lru_.push_front(id);
         slot.lru = lru_.begin();
         if (++cached_ > capacity_) evict_locked(capacity_ - capacity_ / 8, evicted);
@@ -404,11 +393,6 @@ void NodeTable::make_room() {
         evict_locked(cached_ / 2, evicted);
     }
     keep_handles(evicted);
-}
-
-std::size_t NodeTable::open_fds() const {
-    std::lock_guard lock(mu_);
-    return cached_ + pinned_;
 }
 
 }  // namespace packfs::dir

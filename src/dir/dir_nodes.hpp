@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <expected>
@@ -95,12 +96,21 @@ public:
     void renamed(uint64_t dir, std::string_view name, uint64_t to_dir, std::string_view to_name,
                  bool exchange);
 
-    // After EMFILE/ENFILE: closes half the fds no call is using, so the caller can retry.
+    // After EMFILE/ENFILE: closes half the cached fds, so the caller can retry.
     void make_room();
 
-    // Node fds open now (cached, pinned, or kept by a call), for tests and reports.
-    std::size_t open_fds() const;
-    std::size_t capacity() const noexcept { return capacity_; }
+    // `open()` (an fd, or -1 with errno) as an Fd; when the process is out of descriptors, the
+    // cache gives half of its own back and it is tried once more. Every open the dir backend
+    // makes goes through here, so EMFILE from the cache never reaches a caller.
+    template <class Open>
+    Fd open_with_room(Open&& open) {
+        Fd fd(open());
+        if (!fd && (errno == EMFILE || errno == ENFILE)) {
+            make_room();
+            fd = Fd(open());
+        }
+        return fd;
+    }
 
 private:
     struct Key {
@@ -191,7 +201,6 @@ private:
     mutable std::mutex mu_;
     uint64_t next_id_ = 2;  // kRootNode is 1
     std::size_t cached_ = 0;  // fds in lru_
-    std::size_t pinned_ = 0;
     std::unordered_map<uint64_t, Slot> by_id_;
     std::unordered_map<Key, uint64_t, KeyHash> by_key_;
     std::unordered_map<NameKey, uint64_t, NameHash, NameEq> by_name_;

@@ -14,7 +14,8 @@ void VolumeImpl::start_commit_timer() {
     b.thread = std::thread([this, &b] {
         std::unique_lock lock(b.mu);
         for (;;) {
-            b.cv.wait_for(lock, options_.commit_interval, [&] { return b.stopping || commit_due_; });
+            b.cv.wait_for(lock, options_.commit_interval,
+                          [&] { return b.stopping || commit_due_; });
             if (b.stopping) return;
             commit_due_ = false;
             lock.unlock();

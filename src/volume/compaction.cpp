@@ -168,9 +168,10 @@ Result<CompactionStats> VolumeImpl::compact() {
 
 uint64_t VolumeImpl::auto_compaction_threshold_locked() const {
     if (options_.auto_compact_journal_bytes == 0) return 0;
+    // A ratio of 0 (or less) makes the pack's part 0.
     const double by_pack = options_.auto_compact_pack_ratio * static_cast<double>(pack_.bytes);
-    return std::max<uint64_t>(options_.auto_compact_journal_bytes,
-                              options_.auto_compact_pack_ratio > 0 ? static_cast<uint64_t>(by_pack) : 0);
+    return std::max(options_.auto_compact_journal_bytes,
+                    static_cast<uint64_t>(std::max(by_pack, 0.0)));
 }
 
 bool VolumeImpl::auto_compaction_due_locked() const {

@@ -1,20 +1,20 @@
-// The volume's journaled tree (volume_impl.hpp has the protocol): every mutation made on the
-// tree and recorded by node, reads straight from the tree, and the tree made again from the
-// pack and the journal when the journal could not take a record.
+// The volume's journaled node calls (volume_impl.hpp has the protocol): every mutation made on
+// the tree and recorded by node, node references counted, reads straight from the tree. Beside
+// it: tree_replace.cpp (the tree replaced by compaction or remade after a journal failure),
+// volume_file.cpp (open files), volume_paths.cpp (the path calls).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <type_traits>
 
+#include "core/checks.hpp"
 #include "core/op_clock.hpp"
-#include "core/path_api.hpp"
-#include "mem/mem_backend.hpp"
 #include "volume/volume_impl.hpp"
 
 namespace packfs::volume {
 
-// --- the tree ------------------------------------------------------------------------------------
+// --- the volume ----------------------------------------------------------------------------------
 
 VolumeImpl::VolumeImpl(std::string dir, VolumeOptions options)
     : dir_(std::move(dir)), options_(std::move(options)) {}
@@ -33,11 +33,6 @@ VolumeImpl::~VolumeImpl() {
     old_trees_.flush();
 }
 
-std::shared_ptr<Backend> VolumeImpl::current_tree() const {
-    std::lock_guard lock(mu_);
-    return tree_owner_;
-}
-
 template <class Body>
 auto VolumeImpl::on_tree(Node node, Body&& body) {
     if (has_orphans_.load(std::memory_order_acquire)) {
@@ -50,95 +45,6 @@ auto VolumeImpl::on_tree(Node node, Body&& body) {
     }
     rcu::ReadSection section;
     return body(tree_now());
-}
-
-std::shared_ptr<Backend> VolumeImpl::tree_for_locked(Node node) const {
-    if (has_orphans_.load(std::memory_order_acquire)) {
-        std::lock_guard lock(held_mu_);
-        if (auto it = orphans_.find(node.id); it != orphans_.end()) return it->second;
-    }
-    return tree_owner_;
-}
-
-std::shared_ptr<Backend> VolumeImpl::unnamed_tree(Node node) const {
-    if (!has_orphans_.load(std::memory_order_acquire)) return nullptr;
-    std::shared_lock no_replacement(nodes_mu_);
-    auto tree = tree_for_locked(node);
-    return tree != tree_owner_ ? tree : nullptr;
-}
-
-void VolumeImpl::add_file(VolumeFile* file) {
-    std::lock_guard lock(held_mu_);
-    files_.insert(file);
-}
-
-void VolumeImpl::remove_file(VolumeFile* file) noexcept {
-    std::lock_guard lock(held_mu_);
-    files_.erase(file);
-}
-
-void VolumeImpl::release_tree(std::shared_ptr<Backend> old) noexcept {
-    rcu::synchronize();
-    old.reset();
-}
-
-std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
-    std::unique_lock nodes(nodes_mu_);
-    std::lock_guard maps(held_mu_);
-    const std::shared_ptr<Backend> old = tree_owner_;
-    // Node references move by number; one whose object has no name left stays where it is.
-    for (auto& [ino, count] : held_) {
-        if (orphans_.contains(ino)) continue;
-        uint64_t moved = 0;
-        for (; moved < count; ++moved) {
-            auto e = next->lookup_ino(ino);
-            if (!e) break;
-        }
-        if (moved == count) {
-            old->forget(Node{ino}, count);
-        } else {
-            next->forget(Node{ino}, moved);
-            orphans_[ino] = old;
-        }
-    }
-    has_orphans_.store(!orphans_.empty(), std::memory_order_release);
-    // Open files move now, each holding its inode in the new tree, so a name removed after this
-    // leaves an orphan there that they still read and write (moving lazily would find it gone).
-    for (VolumeFile* file : files_) (void)file->move_to(*next);
-    tree_owner_ = std::move(next);
-    tree_.store(tree_owner_.get(), std::memory_order_release);
-    return old;
-}
-
-Result<std::shared_ptr<Backend>> VolumeImpl::rebuild_tree_locked() {
-    auto tree = mem::make_mem_backend_over(pack_.lower, {}, manifest_.next_ino);
-    const std::string journal = join(dir_, manifest_.journal);
-    std::vector<std::pair<std::vector<std::byte>, JournalRecordView>> kept;
-    auto durable_end = writer_->retained([&](const JournalRecordView& view) -> Result<void> {
-        kept.emplace_back(std::vector<std::byte>(view.payload.begin(), view.payload.end()), view);
-        return {};
-    });
-    if (!durable_end) return std::unexpected(durable_end.error());
-    auto scan = replay_journal(journal, *tree, *durable_end);
-    if (!scan) return std::unexpected(scan.error());
-    for (auto& [payload, view] : kept) {
-        view.payload = payload;
-        if (auto ok = replay_record(*tree, view); !ok) return std::unexpected(ok.error());
-    }
-    return tree;
-}
-
-void VolumeImpl::recover_locked() {
-    auto fresh = rebuild_tree_locked();
-    if (!fresh) {
-        broken_ = true;
-        return;
-    }
-    // (Readers in a section may still use the old tree: it is freed after a grace period.)
-    old_trees_.retire_shared(replace_tree_locked(std::move(*fresh)));
-    old_trees_.flush();
-    ++recoveries_;
-    if (auto ok = writer_->resume(); !ok) broken_ = true;
 }
 
 void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
@@ -320,106 +226,7 @@ Backend::InodeNumbering VolumeImpl::inode_numbering() const {
     return tree_now().inode_numbering();
 }
 
-Result<Stat> VolumeImpl::stat(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().stat(p);
-}
-Result<Stat> VolumeImpl::lstat(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().lstat(p);
-}
-Result<std::vector<DirEntry>> VolumeImpl::readdir(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().readdir(p);
-}
-Result<std::string> VolumeImpl::readlink(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().readlink(p);
-}
-Result<StatFs> VolumeImpl::statfs(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().statfs(p);
-}
-Result<std::string> VolumeImpl::getxattr(std::string_view p, std::string_view n) {
-    rcu::ReadSection section;
-    return tree_now().getxattr(p, n);
-}
-Result<std::vector<std::string>> VolumeImpl::listxattr(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().listxattr(p);
-}
-Result<std::shared_ptr<Backend>> VolumeImpl::snapshot() {
-    rcu::ReadSection section;
-    return tree_now().snapshot();
-}
-
-// --- files ---------------------------------------------------------------------------------------
-
-VolumeFile::VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t ino,
-                       int flags)
-    : volume_(std::move(volume)),
-      inner_(std::move(inner)),
-      ino_(ino),
-      flags_(flags & (O_ACCMODE | O_APPEND)) {
-    volume_->add_file(this);
-}
-
-VolumeFile::~VolumeFile() { volume_->remove_file(this); }
-
-bool VolumeFile::move_to(Backend& next) {
-    auto moved = next.open(Node{ino_}, flags_);
-    std::unique_lock lock(mu_);
-    if (!moved) {
-        // Not there: it has no name left and stays on its tree. But a named file that could
-        // not be opened on the new tree (no memory, a lower's I/O error) would read and write
-        // a copy the volume no longer journals against: it fails from now on instead.
-        auto st = inner_->fstat();
-        if (st && st->nlink > 0) lost_ = moved.error().relabeled("volume file", {});
-        return false;
-    }
-    inner_ = std::move(*moved);
-    return true;
-}
-
-template <class Body>
-auto VolumeFile::with_inner(Body&& body) -> decltype(body(std::declval<File&>())) {
-    std::shared_lock lock(mu_);
-    if (lost_) return std::unexpected(*lost_);
-    return body(*inner_);
-}
-
-Result<File*> VolumeFile::inner_locked() {
-    if (lost_) return std::unexpected(*lost_);
-    return inner_.get();
-}
-
-Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset) {
-    return with_inner([&](File& f) { return f.pread(buf, offset); });
-}
-Result<Stat> VolumeFile::fstat() {
-    return with_inner([&](File& f) { return f.fstat(); });
-}
-Result<uint64_t> VolumeFile::seek_data(uint64_t offset, bool data) {
-    return with_inner([&](File& f) { return f.seek_data(offset, data); });
-}
-Result<void> VolumeFile::allocate(int mode, uint64_t offset, uint64_t length) {
-    if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "fallocate");
-    return volume_->allocate_by_handle(*this, mode, offset, length);
-}
-Result<std::size_t> VolumeFile::pwrite(std::span<const std::byte> data, uint64_t offset) {
-    if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "write");
-    return volume_->write_by_handle(*this, data, offset);
-}
-Result<void> VolumeFile::truncate(uint64_t size) {
-    if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EINVAL, "ftruncate");
-    return volume_->truncate_by_handle(*this, size);
-}
-Result<void> VolumeFile::fsync(bool) {
-    // always and batch: every change was durable when it returned. explicit: any handle's
-    // fsync (a read-only one too: coreutils' `sync FILE`) makes the volume durable.
-    if (volume_->durability() != Durability::explicit_sync) return {};
-    return volume_->sync();
-}
+// --- changes through open files ------------------------------------------------------------------
 
 // Whether a change through a handle needs a record: not for a file with no name left (after a
 // crash it is gone, as on any filesystem).
@@ -790,154 +597,6 @@ Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
     if (!done) return std::unexpected(done.error());
     return {};
 }
-
-// --- path mutations: the path layer over the tree's lookups and the journaled node calls ---------
-
-namespace {
-
-struct VolumeOps {
-    using NodeT = Node;
-    VolumeImpl& volume;
-    std::shared_ptr<Backend> tree;
-
-    Result<Node> root() const noexcept { return kRootNode; }
-    Result<std::optional<walk::Step<Node>>> lookup(Node dir, std::string_view name) const {
-        auto e = tree->lookup(dir, name);
-        if (!e) {
-            if (e.error().code() == ENOENT) return std::nullopt;
-            return std::unexpected(e.error());
-        }
-        return walk::Step<Node>{e->node, e->stat.type};
-    }
-    Result<std::string> readlink(Node n) const { return tree->readlink(n); }
-    void release(Node n) const noexcept {
-        if (n && n != kRootNode) tree->forget(n, 1);
-    }
-    bool read_only() const noexcept { return volume.read_only(); }
-    bool same(Node a, Node b) const noexcept { return a == b; }
-    bool has_entries(Node dir) const {
-        auto entries = tree->list(dir);
-        return !entries || !entries->empty();
-    }
-    Result<Stat> getattr(Node n) const { return tree->getattr(n); }
-    Result<std::vector<DirEntry>> list(Node n) const { return tree->list(n); }
-    Result<FileHandle> open(Node n, int flags) const { return volume.open(n, flags); }
-    Result<std::string> getxattr(Node n, std::string_view name) const {
-        return tree->getxattr(n, name);
-    }
-    Result<std::vector<std::string>> listxattr(Node n) const { return tree->listxattr(n); }
-    Result<StatFs> statfs(Node n) const { return tree->statfs(n); }
-
-    Result<FileHandle> create(Node dir, std::string_view name, int flags, uint32_t mode) const {
-        auto made = volume.create(dir, name, flags, mode, std::nullopt);
-        if (!made) return std::unexpected(made.error());
-        volume.forget(made->entry.node, 1);
-        return std::move(made->file);
-    }
-    Result<void> made(Result<Entry>&& e) const {
-        if (!e) return std::unexpected(e.error());
-        volume.forget(e->node, 1);
-        return {};
-    }
-    Result<void> mkdir(Node dir, std::string_view name, uint32_t mode) const {
-        return made(volume.mkdir(dir, name, mode, std::nullopt));
-    }
-    Result<void> mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
-                       uint64_t rdev) const {
-        return made(volume.mknod(dir, name, type, mode, rdev, std::nullopt));
-    }
-    Result<void> symlink(Node dir, std::string_view name, std::string_view target) const {
-        return made(volume.symlink(dir, name, target, std::nullopt));
-    }
-    Result<void> link(Node node, Node dir, std::string_view name) const {
-        return made(volume.link(node, dir, name));
-    }
-    Result<void> unlink(Node dir, std::string_view name) const { return volume.unlink(dir, name); }
-    Result<void> rmdir(Node dir, std::string_view name) const { return volume.rmdir(dir, name); }
-    Result<void> rename(Node dir, std::string_view name, Node to_dir, std::string_view to_name,
-                        RenameFlags flags) const {
-        return volume.rename(dir, name, to_dir, to_name, flags);
-    }
-    Result<void> setattr(Node n, const SetAttr& change) const {
-        auto st = volume.setattr(n, change);
-        if (!st) return std::unexpected(st.error());
-        return {};
-    }
-    Result<void> setxattr(Node n, std::string_view name, std::string_view value,
-                          XattrMode mode) const {
-        return volume.setxattr(n, name, value, mode);
-    }
-    Result<void> removexattr(Node n, std::string_view name) const {
-        return volume.removexattr(n, name);
-    }
-};
-
-}  // namespace
-
-#define PACKFS_VOLUME_PATHS                                 \
-    VolumeOps ops{*this, current_tree()};                   \
-    paths::PathApi<VolumeOps> api(ops)
-
-Result<FileHandle> VolumeImpl::open(std::string_view path, int flags, uint32_t mode) {
-    PACKFS_VOLUME_PATHS;
-    return api.open(path, flags, mode);
-}
-Result<void> VolumeImpl::truncate(std::string_view path, uint64_t size) {
-    PACKFS_VOLUME_PATHS;
-    return api.truncate(path, size);
-}
-Result<void> VolumeImpl::mkdir(std::string_view path, uint32_t mode) {
-    PACKFS_VOLUME_PATHS;
-    return api.mkdir(path, mode);
-}
-Result<void> VolumeImpl::rmdir(std::string_view path) {
-    PACKFS_VOLUME_PATHS;
-    return api.rmdir(path);
-}
-Result<void> VolumeImpl::unlink(std::string_view path) {
-    PACKFS_VOLUME_PATHS;
-    return api.unlink(path);
-}
-Result<void> VolumeImpl::rename(std::string_view from, std::string_view to, RenameFlags flags) {
-    PACKFS_VOLUME_PATHS;
-    return api.rename(from, to, flags);
-}
-Result<void> VolumeImpl::symlink(std::string_view target, std::string_view link_path) {
-    PACKFS_VOLUME_PATHS;
-    return api.symlink(target, link_path);
-}
-Result<void> VolumeImpl::link(std::string_view existing, std::string_view new_path) {
-    PACKFS_VOLUME_PATHS;
-    return api.link(existing, new_path);
-}
-Result<void> VolumeImpl::mknod(std::string_view path, FileType type, uint32_t mode, uint64_t rdev) {
-    PACKFS_VOLUME_PATHS;
-    return api.mknod(path, type, mode, rdev);
-}
-Result<void> VolumeImpl::chmod(std::string_view path, uint32_t mode) {
-    PACKFS_VOLUME_PATHS;
-    return api.chmod(path, mode);
-}
-Result<void> VolumeImpl::chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) {
-    PACKFS_VOLUME_PATHS;
-    return api.chown(path, uid, gid, follow);
-}
-Result<void> VolumeImpl::utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
-                                 Follow follow) {
-    PACKFS_VOLUME_PATHS;
-    return api.utimens(path, atime, mtime, follow);
-}
-Result<void> VolumeImpl::setxattr(std::string_view path, std::string_view name,
-                                  std::string_view value, XattrMode mode) {
-    PACKFS_VOLUME_PATHS;
-    return api.setxattr(path, name, value, mode);
-}
-Result<void> VolumeImpl::removexattr(std::string_view path, std::string_view name) {
-    PACKFS_VOLUME_PATHS;
-    return api.removexattr(path, name);
-}
-
-#undef PACKFS_VOLUME_PATHS
 
 // --- the volume's own ------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-// The volume (include/packfs/volume.hpp, docs/VOLUME.md), in three parts: the directory it lives
-// in (volume_dir.cpp: create, open, check, leftovers), the journaled tree (journaled.cpp), and
-// compaction (compaction.cpp).
+// The volume (include/packfs/volume.hpp, docs/VOLUME.md), in these parts: the directory it lives
+// in (volume_dir.cpp: create, open, check, leftovers), the journaled node calls (journaled.cpp),
+// the path calls over them (volume_paths.cpp), open files (volume_file.cpp), replacing the tree
+// (tree_replace.cpp), compaction (compaction.cpp) and the commit interval (commit_timer.cpp).
 //
 // THE TREE. A mem tree (the overlay engine) over the current pack, holding every change the
 // journal holds: it is a cache of pack + journal, and can always be made again from them. It

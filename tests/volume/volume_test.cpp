@@ -34,6 +34,13 @@ std::shared_ptr<Volume> open_ok(const std::string& dir, const VolumeOptions& opt
     return volume ? *volume : nullptr;
 }
 
+// Waits (20 s at most) until a compaction by itself has brought `volume` to `generation`.
+void wait_for_generation(Volume& volume, uint64_t generation) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (volume.status().generation < generation && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 // A journal left past the threshold (written with auto-compaction off here, as a crash in
 // the middle of a compaction leaves one) is compacted right after an open that has it on,
 // without waiting for a write.
@@ -54,9 +61,7 @@ TEST(Volume, AJournalPastTheThresholdAtOpenIsCompactedWithoutAWrite) {
     options.auto_compact_journal_bytes = 32 * 1024;
     auto volume = open_ok(dir, options);
     ASSERT_NE(volume, nullptr);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wait_for_generation(*volume, 2);
     EXPECT_GE(volume->status().generation, 2u) << "compacted with no write after the open";
     EXPECT_LT(volume->status().journal_bytes, 32u * 1024);
     for (int i = 0; i < 100; ++i)
@@ -73,9 +78,7 @@ TEST(Volume, CompactsByItselfPastTheJournalThreshold) {
     const std::string data(1000, 'x');
     for (int i = 0; i < 200; ++i)
         ASSERT_TRUE(write_file(*volume, fmt::format("/f{}", i), data).has_value());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wait_for_generation(*volume, 2);
     EXPECT_GE(volume->status().generation, 2u);
     ASSERT_TRUE(volume->sync().has_value());
     volume.reset();
@@ -108,9 +111,7 @@ TEST(Volume, AutoCompactionWaitsForAPauseAndHappensAtClose) {
         }
         EXPECT_GT(volume->status().journal_bytes, options.auto_compact_journal_bytes);
         EXPECT_EQ(volume->status().generation, 1u) << "compacted while the writer went on";
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        wait_for_generation(*volume, 2);
         EXPECT_EQ(volume->status().generation, 2u) << "no compaction once the writer paused";
         // Past the threshold again, then closed at once: the close compacts.
         while (volume->status().journal_bytes < 300 * 1024)
@@ -156,9 +157,7 @@ TEST(Volume, AutoCompactionWaitsForTheJournalToOutgrowThePack) {
     // Past the pack's size too: it compacts by itself.
     while (volume->status().journal_bytes < pack_bytes + data.size())
         ASSERT_TRUE(write_file(*volume, fmt::format("/f{}", written++), data).has_value());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (volume->status().generation < 2 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wait_for_generation(*volume, 2);
     EXPECT_EQ(volume->status().generation, 2u);
     EXPECT_LT(volume->status().journal_bytes, pack_bytes);
     for (int i = 0; i < written; ++i)

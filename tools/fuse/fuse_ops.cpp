@@ -110,7 +110,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
         policy.stateless_opendir && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
     // O_TRUNC done by OPEN, saving the kernel's SETATTR, only where OPEN is sent: after a
     // zero-message open of a writable tree the kernel must truncate by SETATTR itself.
-    const bool opens_truncate = !(m.stateless_open && !m.read_only);
+    const bool opens_truncate = m.read_only || !m.stateless_open;
     if (opens_truncate && (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC))
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     else

@@ -1,0 +1,103 @@
+// Replacing the volume's tree (docs/VOLUME.md, "Replacing the tree"): node references and open
+// files moved to the new tree by inode number, unnamed objects left on the old one, and the tree
+// made again from the pack and the journal after a journal failure.
+#include "mem/mem_backend.hpp"
+#include "volume/volume_impl.hpp"
+
+namespace packfs::volume {
+
+std::shared_ptr<Backend> VolumeImpl::current_tree() const {
+    std::lock_guard lock(mu_);
+    return tree_owner_;
+}
+
+std::shared_ptr<Backend> VolumeImpl::tree_for_locked(Node node) const {
+    if (has_orphans_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(held_mu_);
+        if (auto it = orphans_.find(node.id); it != orphans_.end()) return it->second;
+    }
+    return tree_owner_;
+}
+
+std::shared_ptr<Backend> VolumeImpl::unnamed_tree(Node node) const {
+    if (!has_orphans_.load(std::memory_order_acquire)) return nullptr;
+    std::shared_lock no_replacement(nodes_mu_);
+    auto tree = tree_for_locked(node);
+    return tree != tree_owner_ ? tree : nullptr;
+}
+
+void VolumeImpl::add_file(VolumeFile* file) {
+    std::lock_guard lock(held_mu_);
+    files_.insert(file);
+}
+
+void VolumeImpl::remove_file(VolumeFile* file) noexcept {
+    std::lock_guard lock(held_mu_);
+    files_.erase(file);
+}
+
+void VolumeImpl::release_tree(std::shared_ptr<Backend> old) noexcept {
+    rcu::synchronize();
+    old.reset();
+}
+
+std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
+    std::unique_lock nodes(nodes_mu_);
+    std::lock_guard maps(held_mu_);
+    const std::shared_ptr<Backend> old = tree_owner_;
+    // Node references move by number; one whose object has no name left stays where it is.
+    for (auto& [ino, count] : held_) {
+        if (orphans_.contains(ino)) continue;
+        uint64_t moved = 0;
+        for (; moved < count; ++moved) {
+            auto e = next->lookup_ino(ino);
+            if (!e) break;
+        }
+        if (moved == count) {
+            old->forget(Node{ino}, count);
+        } else {
+            next->forget(Node{ino}, moved);
+            orphans_[ino] = old;
+        }
+    }
+    has_orphans_.store(!orphans_.empty(), std::memory_order_release);
+    // Open files move now, each holding its inode in the new tree, so a name removed after this
+    // leaves an orphan there that they still read and write (moving lazily would find it gone).
+    for (VolumeFile* file : files_) (void)file->move_to(*next);
+    tree_owner_ = std::move(next);
+    tree_.store(tree_owner_.get(), std::memory_order_release);
+    return old;
+}
+
+Result<std::shared_ptr<Backend>> VolumeImpl::rebuild_tree_locked() {
+    auto tree = mem::make_mem_backend_over(pack_.lower, {}, manifest_.next_ino);
+    const std::string journal = join(dir_, manifest_.journal);
+    std::vector<std::pair<std::vector<std::byte>, JournalRecordView>> kept;
+    auto durable_end = writer_->retained([&](const JournalRecordView& view) -> Result<void> {
+        kept.emplace_back(std::vector<std::byte>(view.payload.begin(), view.payload.end()), view);
+        return {};
+    });
+    if (!durable_end) return std::unexpected(durable_end.error());
+    auto scan = replay_journal(journal, *tree, *durable_end);
+    if (!scan) return std::unexpected(scan.error());
+    for (auto& [payload, view] : kept) {
+        view.payload = payload;
+        if (auto ok = replay_record(*tree, view); !ok) return std::unexpected(ok.error());
+    }
+    return tree;
+}
+
+void VolumeImpl::recover_locked() {
+    auto fresh = rebuild_tree_locked();
+    if (!fresh) {
+        broken_ = true;
+        return;
+    }
+    // (Readers in a section may still use the old tree: it is freed after a grace period.)
+    old_trees_.retire_shared(replace_tree_locked(std::move(*fresh)));
+    old_trees_.flush();
+    ++recoveries_;
+    if (auto ok = writer_->resume(); !ok) broken_ = true;
+}
+
+}  // namespace packfs::volume
