@@ -7,6 +7,27 @@
 
 namespace packfs::vfs {
 
+namespace {
+// The number of components of a normal path ("/": 0).
+std::size_t depth_of(std::string_view normal_path) noexcept {
+    if (normal_path == "/") return 0;
+    return static_cast<std::size_t>(std::count(normal_path.begin(), normal_path.end(), '/'));
+}
+}  // namespace
+
+void Table::put(std::string_view path, UnionPtr members) {
+    if (!mounts.insert_or_assign(std::string(path), std::move(members))) return;
+    const std::size_t depth = depth_of(path);
+    if (paths_at_depth.size() <= depth) paths_at_depth.resize(depth + 1);
+    ++paths_at_depth[depth];
+}
+
+void Table::remove(std::string_view path) {
+    if (!mounts.erase(path)) return;
+    --paths_at_depth[depth_of(path)];
+    while (!paths_at_depth.empty() && paths_at_depth.back() == 0) paths_at_depth.pop_back();
+}
+
 TablePtr seal(Table table) {
     NodeDesc root;
     root.path = "/";
@@ -14,12 +35,7 @@ TablePtr seal(Table table) {
         for (const Member& m : **members) root.parts.push_back(m.root_part());
     }
     table.root = std::make_shared<const NodeDesc>(std::move(root));
-    table.deepest = 0;
-    for (auto it = table.mounts.begin(); it != table.mounts.end(); ++it) {
-        const std::string_view key = it.key();
-        const auto depth = static_cast<std::size_t>(std::count(key.begin(), key.end(), '/'));
-        table.deepest = std::max(table.deepest, key == "/" ? 0 : depth);
-    }
+    table.deepest = table.paths_at_depth.empty() ? 0 : table.paths_at_depth.size() - 1;
     return std::make_shared<const Table>(std::move(table));
 }
 

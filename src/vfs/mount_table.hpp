@@ -33,13 +33,21 @@ struct Table {
     PersistentMap<std::string, UnionPtr> mounts;
     // The Vfs's root node as this version describes it (see seal()).
     DescPtr root;
+    // How many mount paths have each number of components (index 0: "/"), kept by put() and
+    // remove() so a new version learns `deepest` without visiting every mount.
+    std::vector<std::size_t> paths_at_depth;
     // The most components any mount path has (0: only "/"): dispatch probes no longer prefix.
     std::size_t deepest = 0;
+
+    // Mounts `members` at the normal path `path`, or replaces the union there: O(log mounts).
+    void put(std::string_view path, UnionPtr members);
+    // Removes the union at `path` (which must be mounted): O(log mounts).
+    void remove(std::string_view path);
 };
 using TablePtr = std::shared_ptr<const Table>;
 
 // A finished version, ready to publish: its root node described (the members mounted at "/",
-// or a synthetic directory).
+// or a synthetic directory) and `deepest` set. O(depth): a mount is O(log mounts) in all.
 TablePtr seal(Table table);
 
 // Where a normal path goes: the union mounted at its longest mounted prefix, and the path

@@ -213,7 +213,7 @@ Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
             snapshots.emplace(m.id, *snap);
             members.push_back(Member{std::move(*snap), options, m.id});
         }
-        frozen.mounts.insert_or_assign(it.key(), std::make_shared<const Union>(std::move(members)));
+        frozen.put(it.key(), std::make_shared<const Union>(std::move(members)));
     }
     auto out = std::make_shared<VfsImpl>(seal(std::move(frozen)), true, created_,
                                          nodes_.counter());

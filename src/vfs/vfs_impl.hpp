@@ -118,8 +118,7 @@ public:
         } else {
             members.push_back(std::move(m));
         }
-        next.mounts.insert_or_assign(std::string(normal->view()),
-                                     std::make_shared<const Union>(std::move(members)));
+        next.put(normal->view(), std::make_shared<const Union>(std::move(members)));
         table_.store(seal(std::move(next)));
         return {};
     }
@@ -143,10 +142,9 @@ public:
         }
         if (!found) return fail(EINVAL, "unmount", path);
         if (members.empty()) {
-            next.mounts.erase(normal->view());
+            next.remove(normal->view());
         } else {
-            next.mounts.insert_or_assign(std::string(normal->view()),
-                                         std::make_shared<const Union>(std::move(members)));
+            next.put(normal->view(), std::make_shared<const Union>(std::move(members)));
         }
         table_.store(seal(std::move(next)));
         return {};
