@@ -31,7 +31,7 @@ build: configure
 # BENCH_ARGS=--full is the complete run (no time budget; about half an hour here), --quick the
 # short one. Progress goes to stderr every few seconds, terminal or not (docs/BENCH.md).
 bench: build
-	./$(BUILD)/tools/cli/packfs bench $(BENCH_ARGS)
+	./$(BUILD)/bench/packfs-bench $(BENCH_ARGS)
 
 # Every test: the release build's suite, then the same suite under ASan+UBSan and TSan, then
 # each fuzz target for 30 s (a target a core). Every build keeps line tables only (-g1): its

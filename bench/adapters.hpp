@@ -1,4 +1,4 @@
-// The backends `packfs bench` knows, as a table: adding one (dir, pack, overlay, volume,
+// The backends `packfs-bench` knows, as a table: adding one (dir, pack, overlay, volume,
 // fuse) is one entry in adapters.cpp that says how to make a fresh, empty, writable one.
 #pragma once
 

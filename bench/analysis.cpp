@@ -78,12 +78,21 @@ std::vector<ScalingStep> scaling_steps(std::span<const Figure> figures) {
             s.scale_small = scale;
             s.scale_large = scale * 4;
             s.ratio = large->median_s / small->median_s;
+            s.min_ratio = small->min_s > 0 ? large->min_s / small->min_s : s.ratio;
             const double nn = static_cast<double>(std::max<uint64_t>(s.n_small, 2));
             s.nlogn = 4 * std::log(4 * nn) / std::log(nn);
             s.verdict = closest_class(s.ratio, s.n_small);
             steps.push_back(std::move(s));
         }
     }
+    return steps;
+}
+
+std::vector<ScalingStep> quadratic_steps(std::span<const Figure> figures) {
+    std::vector<ScalingStep> steps = scaling_steps(figures);
+    std::erase_if(steps, [](const ScalingStep& s) {
+        return s.ratio < kAlarmRatio || s.min_ratio < kAlarmRatio;
+    });
     return steps;
 }
 

@@ -23,6 +23,7 @@ struct ScalingStep {
     bool by_bytes = false;
     uint64_t scale_small = 0, scale_large = 0;  // 1 -> 4, 4 -> 16
     double ratio = 0;                           // median at the larger n / median at the smaller
+    double min_ratio = 0;                       // the same of the fastest runs (noise only adds)
     double linear = 4, nlogn = 0, quadratic = 16;  // the predictions for this step
     std::string verdict;                           // "O(n)", "O(n log n)", "O(n^2)"
 };
@@ -33,6 +34,14 @@ std::vector<ScalingStep> scaling_steps(std::span<const Figure> figures);
 std::string closest_class(double ratio, uint64_t n);
 
 void print_scaling(std::FILE* out, std::span<const Figure> figures);
+// The complexity alarm: the steps that took at least kAlarmRatio times as long at 4N as at N,
+// by their medians and by their fastest runs both. Every scaled category is documented as
+// O(n log n) or better (docs/BENCH.md), about 4.5-4.9x a 4x step, and O(n^2) is 16x; the
+// tripwire sits well above the first because caches make real code step up at some sizes
+// (a working set outgrowing the LLC: up to ~11x, docs/BENCH.md), and asking the fastest runs
+// too keeps a shared machine's stalls, which only ever add time, from tripping it.
+inline constexpr double kAlarmRatio = 12;
+std::vector<ScalingStep> quadratic_steps(std::span<const Figure> figures);
 // Every figure whose earlier-in-round and later-in-round medians differ by more than
 // `threshold` (0.2: 20%), or one line saying none did.
 void print_order(std::FILE* out, std::span<const Figure> figures, double threshold = 0.2);

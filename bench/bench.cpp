@@ -196,13 +196,13 @@ int run(const Options& options) {
             std::string all;
             for (const BackendAdapter& a : backend_adapters()) all += fmt::format(" {}", a.name);
             all += fmt::format(" {} {}", kPackBackend, kVolumeBackend);
-            fmt::print(stderr, "packfs bench: unknown backend '{}' (known:{})\n", name, all);
+            fmt::print(stderr, "packfs-bench: unknown backend '{}' (known:{})\n", name, all);
             return 2;
         }
     }
 
     if (options.quick && options.full) {
-        fmt::print(stderr, "packfs bench: --quick and --full exclude each other\n");
+        fmt::print(stderr, "packfs-bench: --quick and --full exclude each other\n");
         return 2;
     }
     const int runs = options.runs > 0 ? options.runs : options.quick ? kQuickRuns : kDefaultRuns;
@@ -219,7 +219,7 @@ int run(const Options& options) {
     if (!options.plot_path.empty() && !options.list) {
         auto found = find_gnuplot();
         if (!found) {
-            fmt::print(stderr, "packfs bench: --plot needs gnuplot, which is not on PATH "
+            fmt::print(stderr, "packfs-bench: --plot needs gnuplot, which is not on PATH "
                                "(Debian/Ubuntu: apt-get install gnuplot-nox); nothing was run\n");
             return 1;
         }
@@ -228,7 +228,7 @@ int run(const Options& options) {
 
     auto session = TempDir::create(tmp_root, "packfs-bench-");
     if (!session) {
-        fmt::print(stderr, "packfs bench: cannot make a scratch directory: {}\n", session.error().message());
+        fmt::print(stderr, "packfs-bench: cannot make a scratch directory: {}\n", session.error().message());
         return 1;
     }
 
@@ -252,7 +252,7 @@ int run(const Options& options) {
     }
     std::erase_if(groups, [&](const Group& g) { return !matches(g, options.filters); });
     if (groups.empty()) {
-        fmt::print(stderr, "packfs bench: no category matches --filter (see --list)\n");
+        fmt::print(stderr, "packfs-bench: no category matches --filter (see --list)\n");
         return 2;
     }
 
@@ -277,7 +277,7 @@ int run(const Options& options) {
     auto figures = run_groups(groups, harness);
     if (!figures) {
         const RunFailure& f = figures.error();
-        fmt::print(stderr, "packfs bench: {} on {}, run {}: {}\n", f.category, f.backend, f.run,
+        fmt::print(stderr, "packfs-bench: {} on {}, run {}: {}\n", f.category, f.backend, f.run,
                    f.error.message());
         return 1;
     }
@@ -321,19 +321,31 @@ int run(const Options& options) {
     std::fflush(stdout);
     if (!options.json_path.empty()) {
         if (auto ok = write_json(options.json_path, *figures); !ok) {
-            fmt::print(stderr, "packfs bench: --json: {}\n", ok.error().message());
+            fmt::print(stderr, "packfs-bench: --json: {}\n", ok.error().message());
             return 1;
         }
     }
     if (!options.plot_path.empty()) {
         const std::string title =
-            fmt::format("packfs bench{}: speed against the raw host fs ({}, {} CPUs, {})",
+            fmt::format("packfs-bench{}: speed against the raw host fs ({}, {} CPUs, {})",
                         context.mode.empty() ? "" : " " + context.mode, context.tmp_fs.type,
                         context.machine.cpus, context.machine.cpu_model);
         if (auto ok = write_plot(gnuplot, options.plot_path, *figures, title, tmp_root); !ok) {
-            fmt::print(stderr, "packfs bench: --plot: {}\n", ok.error().message());
+            fmt::print(stderr, "packfs-bench: --plot: {}\n", ok.error().message());
             return 1;
         }
+    }
+    if (options.check_scaling) {
+        const std::vector<ScalingStep> alarms = quadratic_steps(*figures);
+        for (const ScalingStep& s : alarms) {
+            fmt::print(stderr,
+                       "packfs-bench: scaling alarm: {} on {}: {} -> {} took {:.2f}x the time "
+                       "(fastest runs {:.2f}x), at or over the {:g}x tripwire; O(n log n) predicts "
+                       "{:.2f}x, O(n^2) 16x\n",
+                       s.key, s.backend, s.n_small, s.n_large, s.ratio, s.min_ratio,
+                       kAlarmRatio, s.nlogn);
+        }
+        if (!alarms.empty()) return 1;
     }
     return 0;
 }

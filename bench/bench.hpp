@@ -1,4 +1,4 @@
-// `packfs bench`: PackFS's backends against the host filesystem, category by category
+// `packfs-bench`: PackFS's backends against the host filesystem, category by category
 // (docs/BENCH.md says what each category does and how to read the table).
 #pragma once
 
@@ -18,13 +18,14 @@ struct Options {
     std::string plot_path;              // also draw the ratios to raw as an SVG chart here
     std::string tmp_dir;                // where raw targets live; default $TMPDIR or /tmp
     bool list = false;                  // print the categories and backends, run nothing
+    bool check_scaling = false;         // exit 1 when a 4x step trips the alarm (analysis.hpp)
     std::string command;                // the command line, for the header
 };
 
 // Runs the benchmark, printing to stdout; progress goes to stderr (in place on a terminal,
 // else a line every few seconds).
-// Returns the exit code: 0 ok, 1 an operation failed or the chart could not be drawn
-// (printed), 2 usage error (printed).
+// Returns the exit code: 0 ok, 1 an operation failed, the chart could not be drawn or (with
+// check_scaling) a category scaled as O(n^2) (printed), 2 usage error (printed).
 int run(const Options& options);
 
 }  // namespace packfs::bench

@@ -1,4 +1,4 @@
-// `packfs bench --plot FILE.svg`: a bar chart of every category's speed relative to the raw
+// `packfs-bench --plot FILE.svg`: a bar chart of every category's speed relative to the raw
 // fs (raw median / backend median, log scale), one bar per backend, drawn by gnuplot run as
 // a subprocess on a generated script and data file in a temporary directory.
 #pragma once

@@ -56,7 +56,7 @@ void Progress::print_locked(bool whole_line) {
     if (style_ == ProgressStyle::in_place) {
         fmt::print(out_, "\r\033[K{}", line_locked());
     } else if (whole_line) {
-        fmt::print(out_, "packfs bench: {}\n", line_locked());
+        fmt::print(out_, "packfs-bench: {}\n", line_locked());
     }
     std::fflush(out_);
 }

@@ -47,7 +47,7 @@ std::string ratio_text(double speedup) {
 }
 
 void print_header(std::FILE* out, const RunContext& c) {
-    fmt::print(out, "packfs bench{}: {} runs per figure, backends interleaved; median, min, max\n",
+    fmt::print(out, "packfs-bench{}: {} runs per figure, backends interleaved; median, min, max\n",
                c.mode.empty() ? "" : " " + c.mode, c.runs);
     if (c.disk_budget_s > 0) {
         fmt::print(out,

@@ -23,7 +23,6 @@
 
 #include "access_trace.hpp"
 #include "command.hpp"
-#include "core/fd.hpp"
 #include "daemon_log.hpp"
 #include "format.hpp"
 #include "fuse/control.hpp"
@@ -144,7 +143,7 @@ Result<Served> open_served(const MountArgs& args, bool read_only, CompactAt comp
             out.mount.policy = fuse::CachePolicy::shared();  // anyone may change it
             // fsyncdir and `packfs sync`: the host filesystem's syncfs (the kernel sends no
             // sync of its own to a FUSE daemon).
-            auto host = std::make_shared<Fd>(
+            auto host = std::make_shared<UniqueFd>(
                 ::open(args.source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
             if (!*host) return fail(errno, "open", args.source);
             out.mount.sync = [host]() -> Result<void> {
@@ -218,8 +217,8 @@ void detach_stdio() {
 // The daemon holds a shared flock on the directory under its mountpoint from before it mounts
 // until it exits, so `packfs umount` can wait for it whatever it serves: a volume's journal
 // synced, a remote pack's cache file let go. Its mountpoint is the one name both sides know.
-Fd hold_mountpoint(const std::string& mountpoint) {
-    Fd dir(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+UniqueFd hold_mountpoint(const std::string& mountpoint) {
+    UniqueFd dir(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir && ::flock(dir.get(), LOCK_SH | LOCK_NB) != 0) dir.reset();
     return dir;
 }
@@ -227,7 +226,7 @@ Fd hold_mountpoint(const std::string& mountpoint) {
 // After the unmount: waits until no daemon holds the directory under the mountpoint.
 bool wait_for_daemon_exit(const std::string& mountpoint, const std::string& source,
                           std::chrono::seconds limit) {
-    const Fd dir(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const UniqueFd dir(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) return true;  // not ours to open: nothing to wait on
     const auto start = std::chrono::steady_clock::now();
     bool said = false;
@@ -244,7 +243,7 @@ bool wait_for_daemon_exit(const std::string& mountpoint, const std::string& sour
 }
 
 int serve_mount(MountArgs args, int ready_fd) {
-    const Fd held = hold_mountpoint(args.mountpoint);  // closed last, as the process ends
+    const UniqueFd held = hold_mountpoint(args.mountpoint);  // closed last, as the process ends
     bool read_only = false;
     bool sync = false;
     const Output out(false);

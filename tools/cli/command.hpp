@@ -16,7 +16,6 @@ struct Command {
     std::function<int(const std::string& command_line)> run;
 };
 
-Command add_bench_command(CLI::App& parent);
 Command add_build_command(CLI::App& parent);
 Command add_convert_command(CLI::App& parent);
 Command add_ls_command(CLI::App& parent);

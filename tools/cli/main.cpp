@@ -6,23 +6,21 @@
 #include <vector>
 
 #include "command.hpp"
-#include "pack/format.hpp"
 #include "packfs/version.hpp"
 #include "source.hpp"
-#include "volume/journal_format.hpp"
 
 namespace {
 
 // `packfs --version`: what a packager or a bug report needs to know of this build.
 std::string version_text() {
+    const packfs::FormatVersions formats = packfs::format_versions();
     return fmt::format(
         "packfs {}\n"
         "pack format: reads {}-{}, writes {}-{} ({} by default)\n"
         "journal format: {}\n"
         "features: zstd, lz4, fuse, remote (http, https, oci)",
-        packfs::version(), packfs::pack::kOldestFormatVersion, packfs::pack::kFormatVersion,
-        packfs::pack::kOldestFormatVersion, packfs::pack::kFormatVersion,
-        packfs::pack::kFormatVersion, packfs::volume::kJournalVersion);
+        packfs::version(), formats.pack_oldest, formats.pack_newest, formats.pack_oldest,
+        formats.pack_newest, formats.pack_newest, formats.journal);
 }
 
 // Prints the help of the subcommand `topic` names (the program's when empty): 0, or 2 when
@@ -60,11 +58,10 @@ int main(int argc, char** argv) {
         packfs::cli::add_stat_command(app),    packfs::cli::add_cat_command(app),
         packfs::cli::add_extract_command(app), packfs::cli::add_verify_command(app),
         packfs::cli::add_info_command(app),    packfs::cli::add_diff_command(app),
-        packfs::cli::add_volume_command(app),  packfs::cli::add_bench_command(app),
-        packfs::cli::add_mount_command(app),   packfs::cli::add_umount_command(app),
-        packfs::cli::add_sync_command(app),    packfs::cli::add_convert_command(app),
-        packfs::cli::add_cache_command(app),   packfs::cli::add_push_command(app),
-        packfs::cli::add_pull_command(app),
+        packfs::cli::add_volume_command(app),  packfs::cli::add_mount_command(app),
+        packfs::cli::add_umount_command(app),  packfs::cli::add_sync_command(app),
+        packfs::cli::add_convert_command(app), packfs::cli::add_cache_command(app),
+        packfs::cli::add_push_command(app),    packfs::cli::add_pull_command(app),
     };
     // `packfs help [SUBCOMMAND ...]`: the help of packfs or of a (nested) subcommand.
     std::vector<std::string> topic;

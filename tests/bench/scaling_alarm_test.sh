@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The complexity alarm: the categories whose complexity docs/BENCH.md promises (O(n log n) or
+# better), measured at N, 4N (and 16N) by `packfs-bench --check-scaling`, which exits 1 when a
+# 4x step takes 12x the time or more by median and fastest run both (O(n^2) is 16x). The mount
+# table once went quadratic unseen; this is what would have caught it.
+# A first alarm is measured again once (a shared machine can stall a whole arm); only a second
+# one fails the test, and it prints both runs.
+set -euo pipefail
+bench="$1"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+run() {
+  "$bench" --backends mem,vfs --runs 5 --check-scaling \
+    --filter mount --filter "stat files @" --filter "create files @" --filter "unlink files @" \
+    --filter "readdir @" --filter "mkdir @" --filter "rmdir @" > "$out/$1.txt" 2> "$out/$1.err"
+}
+for attempt in 1 2; do
+  rc=0
+  run "$attempt" || rc=$?
+  # The run must have measured what it checks: a scaling row for each category asked for.
+  for key in "mount backends" "resolve, N mounts" "unmount backends" "stat files" \
+             "create files" "unlink files" "readdir" "mkdir" "rmdir"; do
+    grep -q "^$key  *\(mem\|vfs\)  *N -> 4N" "$out/$attempt.txt" ||
+      { echo "no scaling row for $key"; cat "$out/$attempt.txt" "$out/$attempt.err"; exit 1; }
+  done
+  if [ "$rc" -eq 0 ]; then
+    echo "no scaling alarm (attempt $attempt)"
+    exit 0
+  fi
+  [ "$rc" -eq 1 ] || { echo "packfs-bench exited $rc"; cat "$out/$attempt.err"; exit 1; }
+  echo "attempt $attempt: alarm"
+  grep "scaling alarm" "$out/$attempt.err"
+done
+echo "FAIL: the scaling alarm fired twice"
+sed -n '/^scaling:/,/^$/p;/^category  *backend  *step/,/^$/p' "$out/2.txt"
+exit 1
