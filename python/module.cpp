@@ -2,14 +2,13 @@
 // packs a host directory. A SOURCE is told apart by the CLI's rules (tools/cli/source.cpp): an
 // http(s):// or oci:// URL is a remote pack, a directory holding a volume's manifest a volume,
 // any other directory a host directory, a regular file a pack.
-#include <sys/stat.h>
 
 #include <cerrno>
 
 #include "binding.hpp"
-#include "packfs/dir.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/remote.hpp"
+#include "packfs/source.hpp"
 #include "packfs/version.hpp"
 #include "packfs/volume.hpp"
 
@@ -60,38 +59,23 @@ RemoteOptions remote_options(const RemoteArgs& a) {
     return o;
 }
 
+// Tree.kind of an opened SOURCE.
+const char* kind_name(SourceKind kind) {
+    switch (kind) {
+        case SourceKind::pack: return "pack";
+        case SourceKind::remote: return "remote";
+        case SourceKind::volume: return "volume";
+        case SourceKind::directory: return "directory";
+    }
+    return "pack";
+}
+
+// packfs::open_source, as the module's Source.
 Result<Source> open_source(const std::string& spec, bool writable, const RemoteOptions& remote) {
-    if (is_remote_url(spec)) {
-        if (writable) return fail(EROFS, "open", spec);
-        auto pack = open_remote_pack(spec, remote);
-        if (!pack) return std::unexpected(pack.error());
-        return Source{*pack, *pack, nullptr, "remote"};
-    }
-    struct stat st {};
-    if (spec.empty()) return fail(ENOENT, "open", spec);
-    if (::stat(spec.c_str(), &st) != 0) return fail(errno, "open", spec);
-    if (S_ISDIR(st.st_mode) && is_volume_dir(spec)) {
-        // Read-only, a volume takes no lock and changes nothing on disk (it can be read beside
-        // the process that has it open); writable, it is this process's until closed.
-        VolumeOptions options;
-        options.read_only = !writable;
-        auto volume = Volume::open(spec, options);
-        if (!volume) return std::unexpected(volume.error());
-        return Source{*volume, nullptr, *volume, "volume"};
-    }
-    if (S_ISDIR(st.st_mode)) {
-        // Contained as the CLI's: no path and no symlink inside reaches outside it.
-        DirOptions options;
-        options.read_only = !writable;
-        auto dir = open_dir_backend(spec, options);
-        if (!dir) return std::unexpected(dir.error());
-        return Source{*dir, nullptr, nullptr, "directory"};
-    }
-    if (!S_ISREG(st.st_mode)) return fail(EINVAL, "open", spec);
-    if (writable) return fail(EROFS, "open", spec);  // a pack is immutable
-    auto pack = open_pack(spec);
-    if (!pack) return std::unexpected(pack.error());
-    return Source{*pack, *pack, nullptr, "pack"};
+    auto opened = packfs::open_source(spec, {.writable = writable, .remote = remote});
+    if (!opened) return std::unexpected(opened.error());
+    return Source{std::move(opened->backend), std::move(opened->pack), std::move(opened->volume),
+                  kind_name(opened->kind)};
 }
 
 py::object open_tree(py::object source, bool writable, const RemoteArgs& args) {

@@ -1,6 +1,4 @@
 // The C API's trees: opening each kind, snapshots, sync, close (include/packfs/packfs.h).
-#include <sys/stat.h>
-
 #include <cstddef>
 
 #include "capi/handles.hpp"
@@ -8,6 +6,7 @@
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/remote.hpp"
+#include "packfs/source.hpp"
 
 namespace packfs::capi {
 namespace {
@@ -49,21 +48,10 @@ extern "C" {
 
 int packfs_open(const char* source, int flags, packfs_fs** out) {
     return guarded("open", [&]() -> int {
-        const bool writable = (flags & PACKFS_WRITABLE) != 0;
         if (source == nullptr || out == nullptr) return capi::failed(EINVAL, "open", {});
-        if (is_remote_url(source)) {
-            if (writable) return capi::failed(EROFS, "open", source);
-            PACKFS_C_TRY(pack, open_remote_pack(source, RemoteOptions{}));
-            return capi::give(std::move(*pack), nullptr, out);
-        }
-        struct stat st {};
-        if (::stat(source, &st) != 0) return capi::failed(errno, "open", source);
-        if (S_ISDIR(st.st_mode)) {
-            return is_volume_dir(source) ? capi::open_volume(source, writable, out)
-                                         : capi::open_dir(source, writable, out);
-        }
-        if (writable) return capi::failed(EROFS, "open", source);  // a pack never changes
-        return capi::open_pack_path(source, out);
+        PACKFS_C_TRY(opened,
+                     open_source(source, {.writable = (flags & PACKFS_WRITABLE) != 0, .remote = {}}));
+        return capi::give(std::move(opened->backend), std::move(opened->volume), out);
     });
 }
 

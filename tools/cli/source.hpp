@@ -11,12 +11,10 @@
 #include "packfs/backend.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/remote.hpp"
+#include "packfs/source.hpp"
 #include "report.hpp"
 
 namespace packfs::cli {
-
-// What a SOURCE argument names, decided from the host file it points at.
-enum class SourceKind { pack, remote, volume, directory };
 
 // The tool's options for remote SOURCEs (--cache, --cache-size, --timeout, ...), given before or
 // after the subcommand's name.
@@ -26,10 +24,9 @@ const RemoteOptions& remote_options();
 // Where remote packs opened from now on report failed fetches (default: standard error).
 void set_remote_log(std::function<void(std::string_view)> log);
 
-Result<SourceKind> source_kind(std::string_view spec);
-
-// Opens SOURCE read-only: a regular file as a pack, a directory with the dir backend (default
-// containment: a ".." or a symlink pointing out is EXDEV, a magic link ELOOP).
+// Opens SOURCE read-only (packfs::open_source with the remote options above): a regular file
+// as a pack, a directory with the dir backend (default containment: a ".." or a symlink
+// pointing out is EXDEV, a magic link ELOOP).
 Result<std::shared_ptr<Backend>> open_source(std::string_view spec);
 
 // For the commands that take a PACK only (verify, info).
