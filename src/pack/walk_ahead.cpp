@@ -56,8 +56,11 @@ void WalkAhead::opened(uint64_t record, uint64_t budget,
         return;
     }
     Stream& s = *stream;
-    s.last = seq;
     s.used = clock_;
+    // The same file again is no step of a walk: a FUSE mount without open handles opens the
+    // file for each READ, so one large file read would otherwise look like a walk at once.
+    if (seq == s.last) return;
+    s.last = seq;
     ++s.opens;
     if (seq > s.lead) {  // what it scheduled up to here is being read: no longer ahead
         for (uint64_t q = s.lead + 1; q <= seq && q < s.frontier; ++q)

@@ -6,7 +6,9 @@
 // Files are numbered by their place in the listings (seq). A walk's readers each open a run of
 // files one after another (xargs -P 8 hands each a run), so their opens form streams: an open
 // within kNear of a stream's last one continues it, any other starts a new stream (the least
-// recently used one goes). Once a stream has had kWalkOpens opens, the files listed after its
+// recently used one goes); an open of the file the stream opened last is no step (it is the
+// same file read on: without open handles, FUSE opens a file for each READ). Once a stream has
+// had kWalkOpens opens of distinct files, the files listed after its
 // furthest open are scheduled, up to a byte budget ahead of it, topped up to the whole budget
 // each time less than half of it is left ahead (a batch, fetched in a few large requests).
 // Opens that jump about (a sample of files read by name after a listing) make no stream long

@@ -112,6 +112,17 @@ TEST(WalkAhead, FilesListedTooLongAgoAreForgotten) {
     EXPECT_EQ(w.open(last - 3, 100), (V{last - 2, last - 1, last}));
 }
 
+TEST(WalkAhead, OpeningOneFileAgainAndAgainIsNoWalk) {
+    // A FUSE mount without open handles opens a file for each READ it serves.
+    Walk w;
+    w.list(1, 100);
+    for (int read = 0; read < 10; ++read) EXPECT_EQ(w.open(5, 50), V{}) << read;
+    // A walk is still found after it, each file counted once however often it was opened.
+    EXPECT_EQ(w.open(6, 50), V{});
+    EXPECT_EQ(w.open(6, 50), V{});
+    EXPECT_EQ(w.open(7, 50), (V{8, 9, 10, 11, 12}));
+}
+
 // --- against nginx --------------------------------------------------------------------------
 
 using Files = std::vector<std::pair<std::string, std::string>>;  // path, bytes
@@ -396,6 +407,37 @@ TEST(RemoteWalk, OpensThatJumpAboutAfterAListingFetchOnlyWhatTheyRead) {
         }
         const uint64_t before = bytes_fetched(name);
         for (const auto& [path, bytes] : picks) EXPECT_EQ(read_all(**pack, path), bytes);
+        settle(name);
+        fetched[listed] = bytes_fetched(name) - before;
+    }
+    EXPECT_GT(fetched[0], 0u);
+    EXPECT_EQ(fetched[1], fetched[0]);
+}
+
+TEST(RemoteWalk, OneFileReadByManyOpensFetchesOnlyItself) {
+    // A mount without open handles opens a file for each READ: one file read in pieces, each
+    // by its own open, must fetch what it does with no listing before it (no walk is seen).
+    const std::string name = "walk-ahead-one-file.pack";
+    const Tree t = serve_tree(name);
+    ASSERT_FALSE(t.url.empty());
+    uint64_t fetched[2] = {0, 0};
+    std::pair<std::string, std::string> file;
+    for (int listed = 1; listed >= 0; --listed) {
+        test_support::TempDir cache;
+        auto pack = open_remote_pack(t.url, options_for(cache, 128 * 1024));
+        ASSERT_TRUE(pack) << pack.error().message();
+        if (listed) file = list_all(t, **pack, name, "/d1").at(3);
+        const uint64_t before = bytes_fetched(name);
+        std::string read;
+        for (uint64_t at = 0; at < file.second.size(); at += 4096) {  // one open a piece
+            auto f = (*pack)->open(file.first, O_RDONLY);
+            ASSERT_TRUE(f) << f.error().message();
+            std::string piece(4096, '\0');
+            auto n = (*f)->pread(std::as_writable_bytes(std::span(piece)), at);
+            ASSERT_TRUE(n) << n.error().message();
+            read += piece.substr(0, *n);
+        }
+        EXPECT_EQ(read, file.second);
         settle(name);
         fetched[listed] = bytes_fetched(name) - before;
     }
