@@ -43,8 +43,13 @@ public:
     // The virtual path the operation was given (never a host path).
     const std::string& path() const noexcept { return path_; }
     const std::optional<Corruption>& corruption() const noexcept { return corruption_; }
+    // Where and why, below the call that failed, when a layer knows more than the code says:
+    // a remote pack's failed fetch names its URL, byte range and cause ("Timeout was
+    // reached"). Empty otherwise.
+    const std::string& detail() const noexcept { return detail_; }
 
-    // "rename /a/b: No such file or directory" (plus the corruption detail, if any).
+    // "rename /a/b: No such file or directory" (plus the corruption detail or the detail, if
+    // any, in parentheses).
     std::string message() const;
 
     // The same error, reported for another path (used where a layer rewrites paths).
@@ -53,8 +58,13 @@ public:
         e.path_ = path;
         return e;
     }
-    // The same error (code and corruption detail) told as another call's: `op` must be a
-    // string literal, as for the constructor.
+    // The same error, with what the layer below knows (see detail()).
+    Error with_detail(std::string detail) const {
+        Error e = *this;
+        e.detail_ = std::move(detail);
+        return e;
+    }
+    // The same error (code, corruption and detail) told as another call's.
     Error relabeled(std::string_view op, std::string_view path) const {
         Error e = *this;
         e.op_ = op;
@@ -66,9 +76,10 @@ public:
 
 private:
     int code_;
-    std::string_view op_;  // always a string literal
+    std::string op_;  // owned: a layer may name its operation from a string it built
     std::string path_;
     std::optional<Corruption> corruption_;
+    std::string detail_;
 };
 
 template <class T>

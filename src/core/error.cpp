@@ -22,6 +22,7 @@ std::string Error::message() const {
             out += fmt::format(" ({})", c.what);
         }
     }
+    if (!detail_.empty()) out += fmt::format(" ({})", detail_);
     return out;
 }
 

@@ -228,10 +228,12 @@ Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::strin
     return {};
 }
 
-bool PackImage::read_at(uint64_t offset, std::span<std::byte> out) const noexcept {
+Result<void> PackImage::read_at(uint64_t offset, std::span<std::byte> out) const {
     if (remote_) return remote_->read(offset, out);
-    const auto n = io::pread_full(fd_, out, offset, "pack");
-    return n && *n == out.size();
+    const auto n = io::pread_full(fd_, out, offset, "read");
+    if (!n) return std::unexpected(n.error());
+    if (*n != out.size()) return fail(EIO, "read");  // the file shrank under us
+    return {};
 }
 
 }  // namespace packfs::pack

@@ -86,8 +86,9 @@ public:
     // serves data.
     virtual void set_blocks(std::vector<StoredBlockRef> blocks) = 0;
     // Exactly out.size() bytes at `offset`, which lie inside the data region, from blocks
-    // checked against their digests. False (the reason logged) when they cannot be had.
-    virtual bool read(uint64_t offset, std::span<std::byte> out) noexcept = 0;
+    // checked against their digests. When they cannot be had: EIO, its detail the URL, the
+    // bytes and the cause (also logged).
+    virtual Result<void> read(uint64_t offset, std::span<std::byte> out) = 0;
     // A hint for this thread's next reads: the caller is reading something whose stored bytes
     // end at `end` (a file's content), so fetching on to there now saves round trips and
     // fetches nothing the caller will not want.
@@ -137,7 +138,7 @@ public:
     const std::byte* mapping() const noexcept { return map_; }
     // Reads exactly out.size() bytes at file `offset` with pread(2). False on an error or a
     // short read (the file shrank).
-    bool read_at(uint64_t offset, std::span<std::byte> out) const noexcept;
+    Result<void> read_at(uint64_t offset, std::span<std::byte> out) const;
     // The open file itself, for callers that move bytes kernel to kernel (splice) instead of
     // through the mapping. Valid while the image lives; -1 for a remote pack.
     int fd() const noexcept { return fd_; }

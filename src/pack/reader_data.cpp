@@ -99,7 +99,8 @@ Result<void> PackReader::decompress(uint64_t index, const StoredBlock& where,
         stored = std::span(map + where.stored_offset, where.stored_length);
     } else {
         staging.resize(where.stored_length);
-        if (!image_->read_at(where.stored_offset, staging)) return fail(EIO, ctx.op, ctx.path);
+        if (auto got = image_->read_at(where.stored_offset, staging); !got)
+            return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
         stored = staging;
     }
     if (!decompress_block(codec_, stored, out)) [[unlikely]] {
@@ -126,8 +127,8 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
     if (codec_ == Codec::none && !holes_) {
         if (map != nullptr) {
             std::memcpy(out.data(), map + data_offset_ + offset, out.size());
-        } else if (!image_->read_at(data_offset_ + offset, out)) {
-            return fail(EIO, ctx.op, ctx.path);
+        } else if (auto got = image_->read_at(data_offset_ + offset, out); !got) {
+            return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
         }
         return {};
     }
@@ -146,8 +147,8 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
         } else if (where->raw()) {  // stored raw: no need to cache
             if (map != nullptr) {
                 std::memcpy(part.data(), map + where->stored_offset + in_block, n);
-            } else if (!image_->read_at(where->stored_offset + in_block, part)) {
-                return fail(EIO, ctx.op, ctx.path);
+            } else if (auto got = image_->read_at(where->stored_offset + in_block, part); !got) {
+                return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
             }
         } else {
             auto block = cached_block(index, *where, ctx);

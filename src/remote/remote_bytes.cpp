@@ -21,16 +21,22 @@ constexpr uint64_t kPrefetchRequestBytes = 512 << 10;
 constexpr std::size_t kMaxPrefetchQueue = 4096;  // runs waiting; the oldest go first past it
 
 // Calls each(first, last) for each maximal run of consecutive values in `sorted`, in order,
-// until one returns false; returns whether all returned true.
+// until one fails; returns that failure, or success.
 template <class Each>
-bool each_run(std::span<const std::size_t> sorted, Each&& each) {
+Result<void> each_run(std::span<const std::size_t> sorted, Each&& each) {
     for (std::size_t k = 0; k < sorted.size();) {
         std::size_t j = k;
         while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-        if (!each(sorted[k], sorted[j])) return false;
+        if (auto done = each(sorted[k], sorted[j]); !done) return done;
         k = j + 1;
     }
-    return true;
+    return {};
+}
+
+// A fetch that failed: `code` (the errno the cause maps to), with `line` (the URL, the bytes
+// and the cause, as the log has it) as its detail.
+std::unexpected<Error> fetch_failed(int code, std::string line) {
+    return std::unexpected(Error(code, "read").with_detail(std::move(line)));
 }
 
 std::string hex(std::span<const uint8_t> bytes) {
@@ -68,8 +74,8 @@ void HttpPackBytes::set_cache(CacheFile cache, bool prefer_cache) {
     prefer_cache_ = prefer_cache;
 }
 
-bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline,
-                        const std::stop_token& stop) {
+Result<void> HttpPackBytes::get(uint64_t offset, std::span<std::byte> out,
+                                Clock::time_point deadline, const std::stop_token& stop) {
     uint64_t total = 0;
     HttpFailure why;
     uint64_t generation = 0;
@@ -100,23 +106,21 @@ bool HttpPackBytes::get(uint64_t offset, std::span<std::byte> out, Clock::time_p
         if (fresh) ok = http_.get_range(url_, offset, out, deadline, total, why, stop);
     }
     if (!ok) {
-        if (why.code == ECANCELED) {  // the pack is being closed: nothing went wrong
-            errno = ECANCELED;
-            return false;
-        }
-        log(fmt::format("{}: bytes {}-{}: {}", url_, offset, offset + out.size() - 1, why.detail));
-        errno = why.code;
-        return false;
+        std::string line =
+            fmt::format("{}: bytes {}-{}: {}", url_, offset, offset + out.size() - 1, why.detail);
+        // The pack being closed is nothing that went wrong: not logged.
+        if (why.code != ECANCELED) log(line);
+        return fetch_failed(why.code, std::move(line));
     }
     if (size_ == 0) {  // only while opening, before any other thread reads
         size_ = total;
     } else if (total != size_) {
-        log(fmt::format("{}: the resource is now {} bytes, the pack opened was {}", url_, total,
-                        size_));
-        errno = EIO;
-        return false;
+        std::string line = fmt::format("{}: the resource is now {} bytes, the pack opened was {}",
+                                       url_, total, size_);
+        log(line);
+        return fetch_failed(EIO, std::move(line));
     }
-    return true;
+    return {};
 }
 
 Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte> out) {
@@ -142,8 +146,9 @@ Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte
         size_ = total;
         return {};
     }
-    if (!get(offset, out, deadline))
-        return fail(errno, "open_pack", fmt::format("{} (fetching the metadata)", url_));
+    if (auto got = get(offset, out, deadline); !got)
+        return std::unexpected(
+            got.error().relabeled("open_pack", fmt::format("{} (fetching the metadata)", url_)));
     if (cache_.valid()) cache_.write(offset, out);  // checked by the reader before any use
     return {};
 }
@@ -153,10 +158,10 @@ std::size_t HttpPackBytes::cached_metadata(uint64_t offset, std::span<std::byte>
 }
 
 Result<void> HttpPackBytes::fetch_metadata(uint64_t offset, std::span<std::byte> out) {
-    if (!out.empty() && !get(offset, out, Clock::now() + options_.timeout))
-        return fail(
-            errno, "read",
-            fmt::format("{} (metadata bytes {}-{})", url_, offset, offset + out.size() - 1));
+    if (out.empty()) return {};
+    if (auto got = get(offset, out, Clock::now() + options_.timeout); !got)
+        return std::unexpected(got.error().relabeled(
+            "read", fmt::format("{} (metadata bytes {}-{})", url_, offset, offset + out.size() - 1)));
     return {};
 }
 
@@ -280,8 +285,17 @@ void HttpPackBytes::expect(uint64_t end) noexcept {
     t_expected = {this, end};
 }
 
-bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try {
-    if (out.empty()) return true;
+Result<void> HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) {
+    // A data read that fails is EIO, what a disk's failure is, whatever the cause: the cause,
+    // the URL and the bytes are its detail.
+    auto done = read_blocks(offset, out);
+    if (!done && done.error().code() != EIO)
+        return fetch_failed(EIO, done.error().detail());
+    return done;
+}
+
+Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> out) try {
+    if (out.empty()) return {};
     const uint64_t end = offset + out.size();
     // Outside the data blocks (the header page's padding, the gap before the metadata: what
     // verify reads to check they are zero) nothing is cached or checked by digest.
@@ -293,8 +307,10 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
     std::size_t last = first;
     for (std::size_t i = first; i < blocks_.size() && blocks_[i].offset < end; ++i) last = i;
     if (first >= blocks_.size() || ends_[last] < end) {
-        log(fmt::format("{}: bytes {}-{} lie outside the data blocks", url_, offset, end - 1));
-        return false;
+        std::string line =
+            fmt::format("{}: bytes {}-{} lie outside the data blocks", url_, offset, end - 1);
+        log(line);
+        return fetch_failed(EIO, std::move(line));
     }
     const uint64_t expected_end = t_expected.owner == this ? t_expected.end : 0;
     // Blocks checked before are read from the cache file; an eviction that ran meanwhile (the
@@ -305,9 +321,11 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
         for (std::size_t i = first; i <= last; ++i)
             if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
         std::vector<Fetched> fetched;
-        if (!missing.empty() &&
-            !resolve(std::move(missing), fetched, expected_end, Clock::now() + options_.timeout))
-            return false;
+        if (!missing.empty()) {
+            auto got = resolve(std::move(missing), fetched, expected_end,
+                               Clock::now() + options_.timeout);
+            if (!got) return got;
+        }
         bool from_cache = false;
         for (std::size_t i = first; i <= last; ++i) {
             const pack::StoredBlockRef& b = blocks_[i];
@@ -322,16 +340,19 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
             } else if (cache_.read(from, part)) {
                 from_cache = true;
             } else {
-                log(fmt::format("{}: the cache file could not be read at {}", url_, from));
-                return false;
+                std::string line =
+                    fmt::format("{}: the cache file could not be read at {}", url_, from);
+                log(line);
+                return fetch_failed(EIO, std::move(line));
             }
         }
         if (!from_cache || cache_.epoch() == epoch) break;
         if (attempt == 100) {  // evictions back to back without end: a bound far too small
-            log(fmt::format("{}: bytes {}-{} evicted from the cache 100 times while being read",
-                            url_, offset, end - 1));
-            errno = EIO;
-            return false;
+            std::string line = fmt::format(
+                "{}: bytes {}-{} evicted from the cache 100 times while being read", url_, offset,
+                end - 1);
+            log(line);
+            return fetch_failed(EIO, std::move(line));
         }
     }
     if (last_use_ != nullptr) {
@@ -345,13 +366,14 @@ bool HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) noexcept try
             std::max(options_.cache_bound / 16, kMinCheckBytes))
             keep_within_bound();
     }
-    return true;
+    return {};
 } catch (const std::bad_alloc&) {
-    return false;
+    return fail(ENOMEM, "read");
 }
 
-bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
-                            uint64_t expected_end, Clock::time_point deadline) {
+Result<void> HttpPackBytes::resolve(std::vector<std::size_t> missing,
+                                    std::vector<Fetched>& fetched, uint64_t expected_end,
+                                    Clock::time_point deadline) {
     while (!missing.empty()) {
         std::vector<std::size_t> mine, theirs;
         {
@@ -368,34 +390,35 @@ bool HttpPackBytes::resolve(std::vector<std::size_t> missing, std::vector<Fetche
         }
         // Runs of adjacent blocks this thread claimed, each fetched by one request; only the
         // last may reach on towards what the caller expects to read.
-        const bool ok = each_run(mine, [&](std::size_t first, std::size_t last) {
+        auto done = each_run(mine, [&](std::size_t first, std::size_t last) {
             return fetch_run(first, last, last, last == mine.back() ? expected_end : 0, fetched,
                              deadline);
         });
         unclaim(mine);
-        if (!ok) return false;
+        if (!done) return done;
         // Blocks another thread was fetching: wait for it, then see whether it got them.
         missing.clear();
         std::unique_lock lock(mutex_);
         for (std::size_t i : theirs) {
             if (!landed_.wait_until(lock, deadline, [&] { return !in_flight_.contains(i); })) {
-                log(fmt::format("{}: block {} still on its way at the timeout", url_, i));
-                errno = ETIMEDOUT;
-                return false;
+                std::string line =
+                    fmt::format("{}: block {} still on its way at the timeout", url_, i);
+                log(line);
+                return fetch_failed(ETIMEDOUT, std::move(line));
             }
             if (!verified(i)) missing.push_back(i);  // its fetch failed: try again ourselves
         }
     }
-    return true;
+    return {};
 }
 
-bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
-                               std::size_t wanted_last, std::vector<Fetched>& fetched,
-                               Clock::time_point deadline, const std::stop_token& stop) {
+Result<void> HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
+                                       std::size_t wanted_last, std::vector<Fetched>& fetched,
+                                       Clock::time_point deadline, const std::stop_token& stop) {
     // One GET for [from, to], cut into its blocks and each one checked.
     const uint64_t at = blocks_[from].offset;
     auto buffer = std::make_shared<std::vector<std::byte>>(ends_[to] - at);
-    if (!get(at, *buffer, deadline, stop)) return false;
+    if (auto got = get(at, *buffer, deadline, stop); !got) return got;
     for (std::size_t i = from; i <= to; ++i) {
         const pack::StoredBlockRef& b = blocks_[i];
         if (b.length == 0) continue;
@@ -403,15 +426,15 @@ bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wan
         if (!matches(i, bytes)) {
             const pack::Sha256Digest first_try = pack::sha256(bytes);
             // Once more on its own: a flipped bit in transit, or a server mid-update.
-            if (!get(b.offset, bytes, deadline, stop)) return false;
+            if (auto got = get(b.offset, bytes, deadline, stop); !got) return got;
             if (!matches(i, bytes)) {
-                log(fmt::format(
+                std::string line = fmt::format(
                     "{}: block {} (bytes {}-{}) does not match its digest: expected {}, found {} "
                     "(then {}); not used, not cached",
                     url_, i, b.offset, b.offset + b.length - 1, hex(b.digest), hex(first_try),
-                    hex(pack::sha256(bytes))));
-                errno = EIO;
-                return false;
+                    hex(pack::sha256(bytes)));
+                log(line);
+                return fetch_failed(EIO, std::move(line));
             }
         }
         if (cache_.valid() && cache_.write(b.offset, bytes)) {
@@ -421,12 +444,12 @@ bool HttpPackBytes::fetch_span(std::size_t from, std::size_t to, std::size_t wan
         if (i >= wanted_first && i <= wanted_last)
             fetched.push_back(Fetched{i, buffer, b.offset - at});
     }
-    return true;
+    return {};
 }
 
-bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
-                              uint64_t expected_end, std::vector<Fetched>& fetched,
-                              Clock::time_point deadline) {
+Result<void> HttpPackBytes::fetch_run(std::size_t first, std::size_t last,
+                                      std::size_t wanted_last, uint64_t expected_end,
+                                      std::vector<Fetched>& fetched, Clock::time_point deadline) {
     // Fetching ahead, of blocks nobody has or fetches (claimed here), for two reasons: the rest
     // of the content being read (expected_end, up to the readahead bound), and a sequential
     // reader: a run that starts where one of the recent fetches ended gets a window that
@@ -483,9 +506,11 @@ bool HttpPackBytes::fetch_run(std::size_t first, std::size_t last, std::size_t w
     return fetch_claimed(first, last, first, wanted_last, fetched, deadline, {});
 }
 
-bool HttpPackBytes::fetch_claimed(std::size_t first, std::size_t last, std::size_t wanted_first,
-                                  std::size_t wanted_last, std::vector<Fetched>& fetched,
-                                  Clock::time_point deadline, const std::stop_token& stop) {
+Result<void> HttpPackBytes::fetch_claimed(std::size_t first, std::size_t last,
+                                          std::size_t wanted_first, std::size_t wanted_last,
+                                          std::vector<Fetched>& fetched,
+                                          Clock::time_point deadline,
+                                          const std::stop_token& stop) {
     // Another process may hold or be fetching these: wait for its lock, then look in the file.
     const uint64_t begin = blocks_[first].offset, end = ends_[last];
     const auto lock = cache_.lock(begin, end - begin);

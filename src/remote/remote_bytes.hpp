@@ -75,7 +75,7 @@ public:
     void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) override;
     void report(std::string_view line) const override { log(line); }
     void set_blocks(std::vector<pack::StoredBlockRef> blocks) override;
-    bool read(uint64_t offset, std::span<std::byte> out) noexcept override;
+    Result<void> read(uint64_t offset, std::span<std::byte> out) override;
     void expect(uint64_t end) noexcept override;
     void prefetch(std::span<const Range> ranges) noexcept override;
     uint64_t walk_ahead_bytes() const noexcept override { return options_.readahead_bytes; }
@@ -109,22 +109,25 @@ private:
     // Blocks this thread claimed (in in_flight_) given back, and their waiters woken.
     void unclaim(std::span<const std::size_t> blocks);
     bool in_cache(std::size_t i) const;
-    bool resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
+    // read() with the cause's own code (ETIMEDOUT, ENOENT, ...).
+    Result<void> read_blocks(uint64_t offset, std::span<std::byte> out);
+    Result<void> resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
                  uint64_t expected_end, Clock::time_point deadline);
-    bool fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
+    Result<void> fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
                    uint64_t expected_end, std::vector<Fetched>& fetched,
                    Clock::time_point deadline);
     // Blocks [first, last], claimed by this thread: under the cache file's lock, those still
     // in neither the file nor memory fetched, one GET per run of adjacent ones. Those in
     // [wanted_first, wanted_last] go to `fetched`.
-    bool fetch_claimed(std::size_t first, std::size_t last, std::size_t wanted_first,
+    Result<void> fetch_claimed(std::size_t first, std::size_t last, std::size_t wanted_first,
                        std::size_t wanted_last, std::vector<Fetched>& fetched,
                        Clock::time_point deadline, const std::stop_token& stop);
-    bool fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
+    Result<void> fetch_span(std::size_t from, std::size_t to, std::size_t wanted_first,
                     std::size_t wanted_last, std::vector<Fetched>& fetched,
                     Clock::time_point deadline, const std::stop_token& stop);
-    bool get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline,
-             const std::stop_token& stop = {});
+    // One GET: the failure's code is the cause's errno, its detail the line logged.
+    Result<void> get(uint64_t offset, std::span<std::byte> out, Clock::time_point deadline,
+                     const std::stop_token& stop = {});
     // A background thread's loop: takes queued runs of blocks and fetches them until stopped.
     void prefetch_loop(std::stop_token stop);
     void log(std::string_view line) const { options_.log(line); }

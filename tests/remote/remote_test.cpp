@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -281,6 +283,50 @@ TEST(RemoteOptionsCheck, BadOptionsAreRefusedBeforeAnyRequestWithoutEchoingAHead
     ASSERT_FALSE(oci);
     EXPECT_EQ(oci.error().code(), EINVAL);
     EXPECT_EQ(NginxServer::shared().access_log().find("never-asked"), std::string::npos);
+}
+
+TEST(RemoteErrors, AFailedReadIsEIOCarryingTheURLTheBytesAndTheCause) {
+    const std::string name = "errors-carry.pack";
+    const Served served = serve_pack(name, Compression::none);
+    ASSERT_FALSE(served.url.empty());
+    RemoteOptions options;
+    options.cache_dir = "none";
+    options.readahead_bytes = 0;
+    options.timeout = std::chrono::seconds(3);
+    auto pack = open_remote_pack(served.url, options);
+    ASSERT_TRUE(pack) << pack.error().message();
+    const auto path = NginxServer::shared().root() / name;
+    const std::string original = test_support::slurp(path);
+    auto read_file = [&](const std::string& file) -> Result<std::size_t> {
+        auto f = (*pack)->open(file, O_RDONLY);
+        if (!f) return std::unexpected(f.error());
+        std::string buffer(64 * 1024, '\0');
+        return (*f)->pread(std::as_writable_bytes(std::span(buffer)), 0);
+    };
+
+    // Every byte of the data changed on the server: the block fails its digest.
+    std::string altered = original;
+    for (std::size_t at = 8192; at < original.size() / 2; ++at) altered[at] ^= 0x5a;
+    {
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << altered;
+    }
+    auto bad = read_file("/f1");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code(), EIO);
+    EXPECT_NE(bad.error().detail().find(served.url), std::string::npos) << bad.error().message();
+    EXPECT_NE(bad.error().detail().find("does not match its digest"), std::string::npos)
+        << bad.error().message();
+    EXPECT_NE(bad.error().message().find("bytes "), std::string::npos) << bad.error().message();
+
+    // The pack gone from the server: EIO still, its cause the server's answer.
+    std::filesystem::remove(path);
+    auto gone = read_file("/f2");
+    ASSERT_FALSE(gone);
+    EXPECT_EQ(gone.error().code(), EIO);
+    EXPECT_NE(gone.error().detail().find("HTTP 404"), std::string::npos) << gone.error().message();
+    EXPECT_NE(gone.error().detail().find(served.url + ": bytes "), std::string::npos)
+        << gone.error().message();
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << original;
 }
 
 TEST(RemoteDigest, ConnectionRefusedFailsAtOnce) {
