@@ -64,12 +64,12 @@ struct Hashed {
 class HashAhead {
 public:
     HashAhead(TreeSource& source, const ScannedTree& tree, const std::vector<uint32_t>& files,
-              const PackWriteOptions& options, unsigned jobs)
+              const WriteHooks& hooks, unsigned jobs)
         : source_(source),
           tree_(tree),
           files_(files),
-          options_(options),
-          hold_budget_(options.hold_budget_for_tests ? options.hold_budget_for_tests : kHoldBudget),
+          hooks_(hooks),
+          hold_budget_(hooks.hold_budget ? hooks.hold_budget : kHoldBudget),
           hashed_(files.size()),
           ready_(std::make_unique<std::atomic<bool>[]>(files.size())) {
         const std::size_t workers = std::min<std::size_t>(std::max(1u, jobs), files.size());
@@ -199,7 +199,7 @@ private:
         }
     }
 
-    bool holds(uint64_t size) const { return size <= kHoldMax || options_.dedup_hash_for_tests; }
+    bool holds(uint64_t size) const { return size <= kHoldMax || hooks_.dedup_hash; }
 
     Result<void> hash_one(const ScannedInode& inode, bool hold, Hashed& h) {
         const uint64_t size = inode.stat.size;
@@ -208,8 +208,7 @@ private:
                 return r;
             const auto view = std::as_bytes(std::span(h.bytes));
             h.sha256 = sha256(view);
-            h.dedup_hash = options_.dedup_hash_for_tests ? options_.dedup_hash_for_tests(view)
-                                                         : xxh3_128(view);
+            h.dedup_hash = hooks_.dedup_hash ? hooks_.dedup_hash(view) : xxh3_128(view);
             h.held = true;
             return {};
         }
@@ -229,7 +228,7 @@ private:
     TreeSource& source_;
     const ScannedTree& tree_;
     const std::vector<uint32_t>& files_;
-    const PackWriteOptions& options_;
+    const WriteHooks& hooks_;
     const uint64_t hold_budget_;  // kHoldBudget, or the test hook's
     std::mutex mutex_;
     std::condition_variable changed_;  // a result, room in the budget, the writer's need, a stop
@@ -383,7 +382,8 @@ std::vector<uint32_t> walk_order(const ScannedTree& tree, uint32_t (*hash)(std::
 }  // namespace
 
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
-                                  const PackWriteOptions& options, unsigned jobs,
+                                  const PackWriteOptions& options, const WriteHooks& hooks,
+                                  unsigned jobs,
                                   const std::function<void(uint64_t, uint64_t)>& progress,
                                   const ContentSink& write) {
     std::vector<uint32_t> files;  // regular inodes with data, in the order they are laid out
@@ -396,11 +396,11 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
     }
     if (options.layout == PackWriteOptions::Layout::walk && options.format >= 2) {
         auto walked = walk_order(
-            tree, options.name_hash_for_tests ? options.name_hash_for_tests : &name_hash);
+            tree, hooks.name_hash ? hooks.name_hash : &name_hash);
         if (walked.size() == files.size()) files = std::move(walked);
     }
     plan.contents.reserve(files.size());  // at most one content per file
-    HashAhead hashing(source, tree, files, options, jobs);
+    HashAhead hashing(source, tree, files, hooks, jobs);
 
     // Dedup, in layout order, so the result does not depend on thread timing. Contents with
     // the same (hash, size) are chained, newest first. Each new content is laid out (first

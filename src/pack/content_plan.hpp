@@ -15,6 +15,7 @@
 
 #include "core/huge_pages.hpp"
 #include "pack/digest.hpp"
+#include "pack/test_hooks.hpp"
 #include "pack/tree_scan.hpp"
 #include "pack/tree_source.hpp"
 #include "packfs/pack.hpp"
@@ -49,7 +50,8 @@ using ContentSink =
 // Hashes, dedups, lays out and writes (through `write`); sets ScannedInode::content.
 // `progress(done, total)` runs on the calling thread.
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
-                                  const PackWriteOptions& options, unsigned jobs,
+                                  const PackWriteOptions& options, const WriteHooks& hooks,
+                                  unsigned jobs,
                                   const std::function<void(uint64_t, uint64_t)>& progress,
                                   const ContentSink& write);
 

@@ -364,9 +364,15 @@ namespace packfs {
 
 Result<std::shared_ptr<PackBackend>> open_pack(std::string_view pack_path,
                                                const PackOpenOptions& options) {
-    auto reader = pack::PackReader::open(pack_path, options);
+    return pack::open_pack_with_hooks(pack_path, options, pack::OpenHooks{});
+}
+
+Result<std::shared_ptr<PackBackend>> pack::open_pack_with_hooks(std::string_view pack_path,
+                                                                const PackOpenOptions& options,
+                                                                const OpenHooks& hooks) {
+    auto reader = PackReader::open(pack_path, options, hooks);
     if (!reader) return std::unexpected(reader.error());
-    return pack::backend_over(std::move(*reader));
+    return backend_over(std::move(*reader));
 }
 
 std::shared_ptr<PackBackend> pack::backend_over(std::unique_ptr<PackReader> reader) {

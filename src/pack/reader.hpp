@@ -33,6 +33,7 @@
 #include "pack/image.hpp"
 #include "pack/meta_frames.hpp"
 #include "pack/name_hash.hpp"
+#include "pack/test_hooks.hpp"
 #include "pack/walk_ahead.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
@@ -88,11 +89,13 @@ struct ContentRef {
 class PackReader {
 public:
     static Result<std::unique_ptr<PackReader>> open(std::string_view host_path,
-                                                    const PackOpenOptions& options);
+                                                    const PackOpenOptions& options,
+                                                    const OpenHooks& hooks = {});
     // The same over an image already open (a remote pack's); `name` names it in errors.
     static Result<std::unique_ptr<PackReader>> open(std::unique_ptr<PackImage> image,
                                                     std::string_view name,
-                                                    const PackOpenOptions& options);
+                                                    const PackOpenOptions& options,
+                                                    const OpenHooks& hooks = {});
 
     const Header& header() const noexcept { return header_; }
     uint32_t version() const noexcept { return version_; }
@@ -271,8 +274,8 @@ private:
     }
     // A v2 dirent's key for `name` (name_hash(), or the test hook's).
     uint32_t hash_of(std::string_view name) const noexcept {
-        if (name_hash_for_tests_ != nullptr) [[unlikely]]
-            return name_hash_for_tests_(name);
+        if (name_hash_hook_ != nullptr) [[unlikely]]
+            return name_hash_hook_(name);
         return name_hash(name);
     }
     Result<std::vector<DirEntry>> list_entries(const InodeView& dir, const Ctx& ctx) const;
@@ -356,7 +359,7 @@ private:
     bool all_times_ = false;               // v2 with kCompatAllTimes: the times section
     uint64_t buckets_rel_ = 0, bucket_count_ = 0;
     uint64_t times_rel_ = 0;
-    uint32_t (*name_hash_for_tests_)(std::string_view) = nullptr;
+    uint32_t (*name_hash_hook_)(std::string_view) = nullptr;  // OpenHooks::name_hash
     std::unique_ptr<PackImage> image_;
     // The metadata region: the mapping or buffer at file offset meta_offset, or with compressed
     // metadata frames_'s inflated region.

@@ -38,15 +38,17 @@ static_assert(kSectionRecordSizesV2[0] == sizeof(InodeV2) &&
 }  // namespace
 
 Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
-                                                     const PackOpenOptions& options) {
+                                                     const PackOpenOptions& options,
+                                                     const OpenHooks& hooks) {
     auto image = PackImage::open(host_path);
     if (!image) return std::unexpected(image.error());
-    return open(std::move(*image), host_path, options);
+    return open(std::move(*image), host_path, options, hooks);
 }
 
 Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> image,
                                                      std::string_view host_path,
-                                                     const PackOpenOptions& options) {
+                                                     const PackOpenOptions& options,
+                                                     const OpenHooks& hooks) {
     std::unique_ptr<PackReader> r(new PackReader());  // private constructor
     r->image_ = std::move(image);
     std::memcpy(&r->header_, r->image_->header_bytes().data(), kHeaderSize);
@@ -58,7 +60,7 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
     const std::byte* stored = r->image_->meta();  // file offset meta_offset
     r->meta_ = stored;
     r->version_ = h.version;
-    r->name_hash_for_tests_ = options.name_hash_for_tests;
+    r->name_hash_hook_ = hooks.name_hash;
     const bool v2 = h.version >= 2;
     r->inode_size_ = v2 ? sizeof(InodeV2) : sizeof(Inode);
     r->meta_offset_ = h.meta_offset;

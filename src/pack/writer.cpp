@@ -78,7 +78,7 @@ PackStats stats_of(const ScannedTree& tree, const ContentPlan& plan, const Metad
 }
 
 Result<PackStats> build(TreeSource& source, std::string_view out_path,
-                        const PackWriteOptions& options) {
+                        const PackWriteOptions& options, const WriteHooks& hooks) {
     if (auto r = check_options(options); !r) return std::unexpected(r.error());
     unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
 
@@ -125,13 +125,13 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                                   });
             if (!r) return r;
             if (!put) return put;
-            if (!options.dedup_hash_for_tests && check.finish() != content.dedup_hash)
+            if (!hooks.dedup_hash && check.finish() != content.dedup_hash)
                 return fail(EAGAIN, "build: file changed while it was read", path);
         }
         return {};
     };
     auto plan = plan_contents(
-        source, *tree, options, jobs,
+        source, *tree, options, hooks, jobs,
         [&](uint64_t done, uint64_t total) {
             report(options, BuildProgress::Phase::hash, done, total);
         },
@@ -154,7 +154,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     const MetadataFormat format{.version = options.format,
                                 .all_times = options.times == PackTimes::all,
                                 .meta_digests = options.block_digests && options.metadata_digests,
-                                .name_hash_for_tests = options.name_hash_for_tests};
+                                .name_hash_for_tests = hooks.name_hash};
     auto meta = build_metadata(*tree, *plan, facts, format, numbering ? &*numbering : nullptr);
     if (!meta) return std::unexpected(meta.error());
     report(options, BuildProgress::Phase::finish, plan->stream_size, plan->stream_size);
@@ -194,22 +194,29 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
 }  // namespace
 
 Result<PackStats> pack::write_pack_from_source(TreeSource& source, std::string_view out_path,
-                                               const PackWriteOptions& options) {
-    return build(source, out_path, options);
+                                               const PackWriteOptions& options,
+                                               const WriteHooks& hooks) {
+    return build(source, out_path, options, hooks);
+}
+
+Result<PackStats> pack::write_pack_with_hooks(Backend& source, std::string_view out_path,
+                                              const PackWriteOptions& options,
+                                              const WriteHooks& hooks, std::string_view root) {
+    auto tree = make_backend_source(source, root);
+    if (!tree) return std::unexpected(tree.error());
+    return build(**tree, out_path, options, hooks);
 }
 
 Result<PackStats> write_pack(Backend& source, std::string_view out_path,
                              const PackWriteOptions& options, std::string_view root) {
-    auto tree = make_backend_source(source, root);
-    if (!tree) return std::unexpected(tree.error());
-    return build(**tree, out_path, options);
+    return pack::write_pack_with_hooks(source, out_path, options, pack::WriteHooks{}, root);
 }
 
 Result<PackStats> write_pack_from_host(std::string_view host_dir, std::string_view out_path,
                                        const PackWriteOptions& options) {
     auto tree = make_host_source(host_dir);
     if (!tree) return std::unexpected(tree.error());
-    return build(**tree, out_path, options);
+    return build(**tree, out_path, options, pack::WriteHooks{});
 }
 
 }  // namespace packfs
