@@ -241,14 +241,12 @@ public:
     Result<BlockDigest> block_digest(uint64_t index, const Ctx& ctx) const;
 
     // Everything: sections, metadata blocks, compressed blocks, contents, block digests, image
-    // digest (verify.cpp).
+    // digest (verifier.hpp).
     VerifyReport verify(const std::function<void(uint64_t, uint64_t)>& progress) const;
 
 private:
+    friend class Verifier;  // reads the raw metadata and sets the checked-block bitmaps
     PackReader() = default;
-    void verify_numbering(VerifyReport& report) const;  // verify.cpp
-    void check_buckets(const std::string& path, const InodeView& dir,
-                       const std::vector<DirEntry>& entries, VerifyReport& report) const;
     Result<void> validate_header(std::string_view host_path) const;
     Result<const std::byte*> meta_slow(uint64_t rel, uint64_t len, const Ctx& ctx) const;
     Result<void> check_block(uint64_t block, const Ctx& ctx) const;
