@@ -261,6 +261,12 @@ static_assert(sizeof(Xattr) == 16);
 //   [sums_offset, +sums_length)  sums;  end of file.
 // Section offsets stay meta_offset + their position in the inflated region, and the image
 // digest covers the inflated region, so both read as for a pack whose metadata is stored raw.
+// offset + length <= limit, without overflow: how every (offset, length) from the file is
+// checked against what it must lie in.
+inline constexpr bool within(uint64_t offset, uint64_t length, uint64_t limit) noexcept {
+    return offset <= limit && length <= limit - offset;
+}
+
 inline constexpr uint64_t meta_block_count(uint64_t meta_length) noexcept {
     return meta_length / kMetaBlockSize + (meta_length % kMetaBlockSize != 0 ? 1 : 0);
 }

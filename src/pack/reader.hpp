@@ -42,11 +42,6 @@
 
 namespace packfs::pack {
 
-// offset + length <= limit, without overflow.
-inline bool within(uint64_t offset, uint64_t length, uint64_t limit) noexcept {
-    return offset <= limit && length <= limit - offset;
-}
-
 // The operation and virtual path an access is made for, to name them in its errors. `op` must
 // be a string literal (Error keeps it by view).
 struct Ctx {
@@ -247,7 +242,6 @@ public:
 private:
     friend class Verifier;  // reads the raw metadata and sets the checked-block bitmaps
     PackReader() = default;
-    Result<void> validate_header(std::string_view host_path) const;
     Result<const std::byte*> meta_slow(uint64_t rel, uint64_t len, const Ctx& ctx) const;
     Result<void> check_block(uint64_t block, const Ctx& ctx) const;
     bool block_sum_matches(uint64_t block, uint64_t& expected, uint64_t& actual) const noexcept;
