@@ -651,8 +651,8 @@ Result<std::vector<std::pair<std::string, InodeView>>> PackReader::list_nodes(
     return out;
 }
 
-Result<bool> PackReader::find_xattr(const InodeView& node, std::string_view name,
-                                    std::string& value, const Ctx& ctx) const {
+template <class Each>
+Result<bool> PackReader::each_xattr(const InodeView& node, const Ctx& ctx, Each&& each) const {
     const uint64_t first_rel = xattrs_rel_ + uint64_t{node.rec.xattr_first} * sizeof(Xattr);
     auto base = meta(first_rel, uint64_t{node.rec.xattr_count} * sizeof(Xattr), ctx);
     if (!base) return std::unexpected(base.error());
@@ -662,38 +662,40 @@ Result<bool> PackReader::find_xattr(const InodeView& node, std::string_view name
         if (x.name_length == 0 || x.name_length > kMaxNameLength) [[unlikely]]
             return corrupt(ctx, rel + offsetof(Xattr, name_length), kMaxNameLength, x.name_length,
                            "xattr name length");
-        auto n = bytes(x.name_offset, x.name_length, rel, "xattr name range", ctx);
-        if (!n) return std::unexpected(n.error());
-        if (*n != name) continue;
-        if (x.value_length > kMaxXattrValue) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Xattr, value_length), kMaxXattrValue, x.value_length,
-                           "xattr value length");
-        auto v = bytes(x.value_offset, x.value_length, rel + offsetof(Xattr, value_offset),
-                       "xattr value range", ctx);
-        if (!v) return std::unexpected(v.error());
-        value.assign(*v);
-        return true;
+        auto name = bytes(x.name_offset, x.name_length, rel, "xattr name range", ctx);
+        if (!name) return std::unexpected(name.error());
+        auto stop = each(x, rel, *name);
+        if (!stop || *stop) return stop;
     }
     return false;
+}
+
+Result<bool> PackReader::find_xattr(const InodeView& node, std::string_view name,
+                                    std::string& value, const Ctx& ctx) const {
+    return each_xattr(
+        node, ctx, [&](const Xattr& x, uint64_t rel, std::string_view found) -> Result<bool> {
+            if (found != name) return false;
+            if (x.value_length > kMaxXattrValue) [[unlikely]]
+                return corrupt(ctx, rel + offsetof(Xattr, value_length), kMaxXattrValue,
+                               x.value_length, "xattr value length");
+            auto v = bytes(x.value_offset, x.value_length, rel + offsetof(Xattr, value_offset),
+                           "xattr value range", ctx);
+            if (!v) return std::unexpected(v.error());
+            value.assign(*v);
+            return true;
+        });
 }
 
 Result<std::vector<std::string>> PackReader::xattr_names(const InodeView& node,
                                                          const Ctx& ctx) const {
     std::vector<std::string> names;
-    const uint64_t first_rel = xattrs_rel_ + uint64_t{node.rec.xattr_first} * sizeof(Xattr);
-    auto base = meta(first_rel, uint64_t{node.rec.xattr_count} * sizeof(Xattr), ctx);
-    if (!base) return std::unexpected(base.error());
-    names.reserve(node.rec.xattr_count);
-    for (uint32_t i = 0; i < node.rec.xattr_count; ++i) {
-        const uint64_t rel = first_rel + uint64_t{i} * sizeof(Xattr);
-        const Xattr x = load<Xattr>(*base + uint64_t{i} * sizeof(Xattr));
-        if (x.name_length == 0 || x.name_length > kMaxNameLength) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Xattr, name_length), kMaxNameLength, x.name_length,
-                           "xattr name length");
-        auto n = bytes(x.name_offset, x.name_length, rel, "xattr name range", ctx);
-        if (!n) return std::unexpected(n.error());
-        names.emplace_back(*n);
-    }
+    auto listed =
+        each_xattr(node, ctx, [&](const Xattr&, uint64_t, std::string_view name) -> Result<bool> {
+            if (names.empty()) names.reserve(node.rec.xattr_count);  // once the records checked
+            names.emplace_back(name);
+            return false;
+        });
+    if (!listed) return std::unexpected(listed.error());
     return names;
 }
 

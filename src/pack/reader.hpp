@@ -271,6 +271,11 @@ private:
         return name_hash(name);
     }
     Result<std::vector<DirEntry>> list_entries(const InodeView& dir, const Ctx& ctx) const;
+    // Calls each(record, rel, name) for the xattr records of `node` in order, each name checked
+    // (its length, its bytes in range), until `each` answers true (found) or an error, its own
+    // or one it returns. The one scan behind find_xattr() and xattr_names().
+    template <class Each>
+    Result<bool> each_xattr(const InodeView& node, const Ctx& ctx, Each&& each) const;
     // Calls each(rec, rel, name) for the dirents of `dir` in order, each name checked (a file
     // name, its bytes in range); stops at the first error, its own or one `each` returns.
     template <class Each>
