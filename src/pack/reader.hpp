@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pack/allocated_cache.hpp"
 #include "pack/block_cache.hpp"
 #include "pack/digest.hpp"
 #include "pack/format.hpp"
@@ -340,6 +341,9 @@ private:
     };
     // st_blocks of a file that may lie in hole blocks: 512-byte units of its bytes outside them.
     uint64_t allocated_blocks(const InodeView& file) const noexcept;
+    // A raw pack with holes: the bytes of stream range [offset, end) outside hole blocks, from
+    // the blocks section's entries for its first and last block alone.
+    std::optional<uint64_t> raw_data_bytes(uint64_t offset, uint64_t end) const noexcept;
     // The file offset of stream bytes [offset, offset + length) when they are stored raw and
     // contiguous (an uncompressed stream, or raw blocks without a hole between); else nullopt.
     std::optional<uint64_t> raw_offset(uint64_t offset, uint64_t length) const;
@@ -387,6 +391,7 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // bit b: block b matched its sum
     std::unique_ptr<std::atomic<uint64_t>[]> failed_;   // bit b: block b did not
     std::unique_ptr<BlockCache> cache_;
+    std::unique_ptr<AllocatedCache> allocated_;  // compressed with holes: st_blocks walked once
     std::unique_ptr<WalkAhead> walk_;  // a remote v2 pack's: listings and opens
 };
 

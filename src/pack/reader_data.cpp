@@ -254,22 +254,55 @@ Result<std::span<const std::byte>> PackReader::view(const ContentRef& content, u
     return std::span<const std::byte>(out);
 }
 
+// O(1) in a raw pack (raw_data_bytes); in a compressed one a walk of the content's blocks, done
+// once per content while the cache keeps it. A damaged block makes it the file's whole size (a
+// read says what is wrong), which is not kept.
 uint64_t PackReader::allocated_blocks(const InodeView& file) const noexcept {
     const uint64_t whole = (file.rec.size + 511) / 512;
     const Ctx ctx{"stat", {}};
     auto content = this->content(file, ctx);
     if (!content || content->where != ContentRef::Where::stream) return whole;  // a read says why
-    uint64_t bytes = 0;
     const uint64_t end = content->offset + content->size;
+    if (codec_ == Codec::none) {
+        auto bytes = raw_data_bytes(content->offset, end);
+        return bytes ? (*bytes + 511) / 512 : whole;
+    }
+    const uint64_t index = version_ >= 2 ? file.aux : file.rec.ref - 1;  // the content's
+    if (auto kept = allocated_->find(index)) return *kept;
+    uint64_t bytes = 0;
     for (uint64_t pos = content->offset; pos < end;) {
-        const uint64_t index = pos / block_size_;
-        auto where = stored_block(index, ctx);
+        const uint64_t block = pos / block_size_;
+        auto where = stored_block(block, ctx);
         if (!where) return whole;
-        const uint64_t next = std::min(end, (index + 1) * block_size_);
+        const uint64_t next = std::min(end, (block + 1) * block_size_);
         if (!where->hole()) bytes += next - pos;
         pos = next;
     }
+    allocated_->insert(index, (bytes + 511) / 512);
     return (bytes + 511) / 512;
+}
+
+// Raw blocks are stored back to back and a hole in nothing, so the stored bytes from the first
+// block of [offset, end) to the end of its last are the stream bytes of its data blocks; less
+// what lies outside the range in those two blocks when they are data, that is its bytes
+// outside holes. Two entries of the blocks section read, whatever the length. nullopt when
+// either end block is damaged, or the two disagree with the range (the blocks between them
+// were not checked: a damaged section then gives a wrong count within the file's size, and a
+// read reports the damage).
+std::optional<uint64_t> PackReader::raw_data_bytes(uint64_t offset, uint64_t end) const noexcept {
+    const Ctx ctx{"stat", {}};
+    const uint64_t first = offset / block_size_, last = (end - 1) / block_size_;
+    auto a = stored_block(first, ctx);
+    auto b = last == first ? a : stored_block(last, ctx);
+    if (!a || !b) return std::nullopt;
+    const uint64_t stored_end = b->stored_offset + b->stored_length;
+    if (stored_end < a->stored_offset) return std::nullopt;
+    uint64_t outside = 0;  // bytes of the two end blocks outside the range, when they are data
+    if (!a->hole()) outside += offset - first * block_size_;
+    if (!b->hole()) outside += last * block_size_ + b->stream_length - end;
+    const uint64_t stored = stored_end - a->stored_offset;
+    if (stored < outside || stored - outside > end - offset) return std::nullopt;
+    return stored - outside;
 }
 
 Result<uint64_t> PackReader::seek(const ContentRef& content, uint64_t offset, bool data,

@@ -135,6 +135,7 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
     r->failed_ = std::make_unique<std::atomic<uint64_t>[]>(words);
     if (r->codec_ != Codec::none)
         r->cache_ = std::make_unique<BlockCache>(options.block_cache_bytes, r->block_size_);
+    if (r->codec_ != Codec::none && r->holes_) r->allocated_ = std::make_unique<AllocatedCache>();
     if (r->image_->remote() != nullptr && r->version_ >= 2)
         r->walk_ = std::make_unique<WalkAhead>();
     return r;
