@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "reader.hpp"
+#include "pack/meta_reader.hpp"
 
 namespace packfs::pack::path_cache {
 

@@ -1,733 +1,134 @@
-// PackReader, metadata: the one checked accessor, the record loaders (inodes, dirents,
-// contents, xattrs) with each field checked before use, lookup and listing by name, and the
-// inode-number sections.
+// PackReader: opening (the header validated, the image loaded, then its metadata and data
+// parts), and what needs both parts: info, a file's Stat, listings and opens for a remote
+// pack's walk-ahead.
 #include "pack/reader.hpp"
-
-#include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
-#include <tuple>
 
-#include "pack/digest.hpp"
+#include "pack/header_check.hpp"
 
 namespace packfs::pack {
 
-namespace {
-
-// The file type of a dirent's type byte (S_IFMT >> 12), false when it names none.
-inline bool type_of_nibble(uint32_t nibble, FileType& out) noexcept {
-    return nibble <= 0xF && file_type_from_mode_bits(nibble << 12, out);
+Result<std::unique_ptr<PackReader>> PackReader::open(std::string_view host_path,
+                                                     const PackOpenOptions& options,
+                                                     const OpenHooks& hooks) {
+    auto image = PackImage::open(host_path);
+    if (!image) return std::unexpected(image.error());
+    return open(std::move(*image), host_path, options, hooks);
 }
 
-// A name a directory may hold: no '/' or NUL, not "." or "..".
-inline bool is_file_name(std::string_view name) noexcept {
-    bool plain = true;
-    for (char c : name) plain &= c != '/' && c != '\0';  // no early exit: names are short
-    return plain && name != "." && name != "..";
+Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> image,
+                                                     std::string_view host_path,
+                                                     const PackOpenOptions& options,
+                                                     const OpenHooks& hooks) {
+    std::unique_ptr<PackReader> r(new PackReader());  // private constructor
+    r->image_ = std::move(image);
+    Header h;
+    std::memcpy(&h, r->image_->header_bytes().data(), kHeaderSize);
+    if (auto ok = validate_header(h, r->image_->size(), host_path); !ok)
+        return std::unexpected(ok.error());
+    if (auto ok = r->image_->load(options.access, h.meta_offset, host_path); !ok)
+        return std::unexpected(ok.error());
+    if (auto ok = r->meta_.open(h, *r->image_, host_path, hooks); !ok)
+        return std::unexpected(ok.error());
+    r->data_.open(*r->image_, r->meta_, options);
+    if (r->image_->remote() != nullptr && h.version >= 2) r->walk_ = std::make_unique<WalkAhead>();
+    return r;
 }
 
-// Byte order of two names (memcmp, then length), eight bytes at a time: names are short and
-// a libc call per binary-search probe costs more than the comparison.
-inline int compare_names(const char* a, std::size_t a_length, const char* b,
-                         std::size_t b_length) noexcept {
-    std::size_t n = std::min(a_length, b_length);
-    for (; n >= 8; n -= 8, a += 8, b += 8) {
-        uint64_t x, y;
-        std::memcpy(&x, a, 8);
-        std::memcpy(&y, b, 8);
-        if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
-    }
-    for (; n > 0; --n, ++a, ++b) {
-        if (*a != *b)
-            return static_cast<unsigned char>(*a) < static_cast<unsigned char>(*b) ? -1 : 1;
-    }
-    return a_length < b_length ? -1 : a_length > b_length ? 1 : 0;
-}
-
-constexpr uint64_t kNsecLimit = 1'000'000'000;
-constexpr uint32_t kMaxXattrValue = 65536;
-
-}  // namespace
-
-// --- checked metadata --------------------------------------------------------------------
-
-bool PackReader::block_sum_matches(uint64_t block, uint64_t& expected,
-                                   uint64_t& actual) const noexcept {
-    const uint64_t start = block * kMetaBlockSize;
-    const uint64_t length = std::min<uint64_t>(kMetaBlockSize, meta_length_ - start);
-    expected = load<uint64_t>(sums_ + block * 8);
-    actual = xxh3_64(std::span(meta_ + start, length));
-    return expected == actual;
-}
-
-Result<void> PackReader::check_block(uint64_t block, const Ctx& ctx) const {
-    const uint64_t bit = uint64_t{1} << (block % 64);
-    if (frames_) {
-        if (auto fault = frames_->inflate(block)) {
-            if (fault->transient)  // a fetch: EIO, and the next use tries again
-                return std::unexpected(
-                    Error(EIO, ctx.op,
-                          fmt::format("{} ({} at offset {})", ctx.path, fault->corruption.what,
-                                      fault->corruption.offset)));
-            failed_[block / 64].fetch_or(bit, std::memory_order_acq_rel);
-            return std::unexpected(Error::corrupt(ctx.op, ctx.path, std::move(fault->corruption)));
-        }
-    }
-    uint64_t expected = 0, actual = 0;
-    const bool matches = block_sum_matches(block, expected, actual);
-    const bool failed_before = (failed_[block / 64].load(std::memory_order_acquire) & bit) != 0;
-    if (matches && !failed_before) {
-        checked_[block / 64].fetch_or(bit, std::memory_order_acq_rel);
-        return {};
-    }
-    failed_[block / 64].fetch_or(bit, std::memory_order_acq_rel);
-    return corrupt(ctx, block * kMetaBlockSize, expected, actual,
-                   fmt::format("metadata block {} checksum", block));
-}
-
-Result<const std::byte*> PackReader::meta_slow(uint64_t rel, uint64_t len, const Ctx& ctx) const {
-    if (rel > meta_length_ || len > meta_length_ - rel) return out_of_region(rel, len, ctx);
-    if (len != 0) {
-        const uint64_t last = (rel + len - 1) / kMetaBlockSize;
-        for (uint64_t b = rel / kMetaBlockSize; b <= last; ++b) {
-            if ((checked_[b / 64].load(std::memory_order_acquire) >> (b % 64)) & 1) continue;
-            if (auto ok = check_block(b, ctx); !ok) return std::unexpected(ok.error());
-        }
-    }
-    return meta_ + rel;
-}
-
-std::unexpected<Error> PackReader::corrupt(const Ctx& ctx, uint64_t rel, uint64_t expected,
-                                           uint64_t actual, std::string_view what) const {
-    return std::unexpected(Error::corrupt(
-        ctx.op, ctx.path, Corruption{meta_offset_ + rel, expected, actual, std::string(what)}));
-}
-
-std::unexpected<Error> PackReader::out_of_region(uint64_t rel, uint64_t len, const Ctx& ctx) const {
-    return corrupt(ctx, rel, meta_length_, rel + len, "reference past the metadata region");
-}
-
-Result<std::string_view> PackReader::bytes(uint64_t offset, uint64_t length, uint64_t field_rel,
-                                           std::string_view what, const Ctx& ctx) const {
-    if (!within(offset, length, bytes_length_)) [[unlikely]]
-        return corrupt(ctx, field_rel, bytes_length_, offset + length, what);
-    auto at = meta(bytes_rel_ + offset, length, ctx);
-    if (!at) return std::unexpected(at.error());
-    return std::string_view(reinterpret_cast<const char*>(*at), length);
-}
-
-uint32_t PackReader::decode_inode(const std::byte* at, const std::byte* times,
-                                  InodeView& out) const noexcept {
-    out.rec = load<InodeCore>(at);  // the first 40 bytes are alike in both versions
-    if (version_ < 2) {
-        out.aux = 0;
-        return std::max({load<uint32_t>(at + offsetof(Inode, atime_nsec)),
-                         load<uint32_t>(at + offsetof(Inode, mtime_nsec)),
-                         load<uint32_t>(at + offsetof(Inode, ctime_nsec))});
-    }
-    out.aux = load<uint32_t>(at + offsetof(InodeV2, aux));
-    const uint32_t mtime_nsec = load<uint32_t>(at + offsetof(InodeV2, mtime_nsec));
-    if (times == nullptr) return mtime_nsec;
-    return std::max({mtime_nsec, load<uint32_t>(times + offsetof(InodeTimes, atime_nsec)),
-                     load<uint32_t>(times + offsetof(InodeTimes, ctime_nsec))});
-}
-
-// The node's records were checked when it was decoded (their blocks too), so they are read
-// in place.
-void PackReader::times_of(const InodeView& node, Stat& st) const noexcept {
-    const std::byte* at = meta_ + inode_rel(node.ino - 1);
-    if (version_ < 2) {
-        const auto n = load<Inode>(at);
-        st.atime = Time{n.atime_sec, n.atime_nsec};
-        st.mtime = Time{n.mtime_sec, n.mtime_nsec};
-        st.ctime = Time{n.ctime_sec, n.ctime_nsec};
-        return;
-    }
-    st.mtime = Time{load<int64_t>(at + offsetof(InodeV2, mtime_sec)),
-                    load<uint32_t>(at + offsetof(InodeV2, mtime_nsec))};
-    if (!all_times_) {
-        st.atime = st.ctime = st.mtime;
-        return;
-    }
-    const auto t = load<InodeTimes>(meta_ + times_rel(node.ino - 1));
-    st.atime = Time{t.atime_sec, t.atime_nsec};
-    st.ctime = Time{t.ctime_sec, t.ctime_nsec};
-}
-
-PackReader::InodeFault PackReader::inode_fault(const InodeCore& n, uint32_t max_nsec, uint32_t aux,
-                                               FileType& type) const noexcept {
-    if ((n.mode & ~uint32_t{0177777}) != 0 || !type_of_nibble(n.mode >> 12, type)) [[unlikely]]
-        return InodeFault::mode;
-    if (max_nsec >= kNsecLimit) [[unlikely]]
-        return InodeFault::nsec;
-    if (n.xattr_count != 0 && !within(n.xattr_first, n.xattr_count, xattr_count_)) [[unlikely]]
-        return InodeFault::xattrs;
-    bool ok = true;
-    const bool v2 = version_ >= 2;
-    switch (type) {
-        case FileType::regular:
-            if (!v2) {
-                ok = n.ref <= content_count_ && (n.ref != 0 || n.size == 0);
-            } else if (n.size == 0) {
-                ok = n.ref == 0 && aux == 0;
-            } else {  // the content's digest, and its bytes inline or in the stream
-                ok = aux < content_count_ &&
-                     within(n.ref, n.size, n.size <= inline_max_ ? bytes_length_ : stream_size_);
-            }
-            return ok ? InodeFault::none : InodeFault::reference;
-        case FileType::directory: {
-            ok = within(n.ref, n.size, dirent_count_);
-            const unsigned bits = bucket_bits(n.size);
-            if (v2)
-                ok &= bits == 0 ? aux == 0 : within(aux, (uint64_t{1} << bits) + 1, bucket_count_);
-            return ok ? InodeFault::none : InodeFault::reference;
-        }
-        case FileType::symlink:
-            ok = n.size != 0 && n.size <= kMaxPathLength && within(n.ref, n.size, bytes_length_);
+PackInfo PackReader::info() const {
+    const Header& h = meta_.header();
+    PackInfo i;
+    i.version = h.version;
+    i.file_size = h.file_size;
+    i.inode_count = h.inode_count;
+    i.data_length = h.data_length;
+    i.stream_size = h.stream_size;
+    i.meta_length = h.meta_length;
+    i.compressed_metadata = meta_.framed();
+    i.meta_stored_length = h.file_size - h.meta_offset;
+    switch (data_.codec()) {
+        case Codec::none:
+            i.compression = Compression::none;
             break;
-        case FileType::char_device:
-        case FileType::block_device:
-            ok = n.size == 0;
+        case Codec::zstd:
+            i.compression = Compression::zstd;
             break;
-        case FileType::fifo:
-        case FileType::socket:
-            ok = n.size == 0 && n.ref == 0;
+        case Codec::lz4:
+            i.compression = Compression::lz4;
             break;
     }
-    return ok && aux == 0 ? InodeFault::none : InodeFault::reference;
-}
-
-inline bool PackReader::try_inode(uint64_t ino, InodeView& out) const noexcept {
-    if (ino - 1 >= inode_count_) [[unlikely]]  // also catches 0
-        return false;
-    const std::byte* at = checked(inode_rel(ino - 1), inode_size_);
-    if (at == nullptr) [[unlikely]]
-        return false;
-    const std::byte* times = nullptr;
-    if (all_times_) {
-        times = checked(times_rel(ino - 1), sizeof(InodeTimes));
-        if (times == nullptr) [[unlikely]]
-            return false;
-    }
-    out.ino = ino;
-    out.number = numbered_ ? try_number(ino - 1) : ino;
-    if (out.number == 0) [[unlikely]]
-        return false;
-    const uint32_t max_nsec = decode_inode(at, times, out);
-    return inode_fault(out.rec, max_nsec, out.aux, out.type) == InodeFault::none;
-}
-
-inline uint64_t PackReader::try_number(uint64_t index) const noexcept {
-    const std::byte* at = checked(numbers_rel_ + index * 8, 8);
-    return at != nullptr ? load<uint64_t>(at) : 0;
-}
-
-Result<uint64_t> PackReader::stored_number(uint64_t index, const Ctx& ctx) const {
-    const uint64_t rel = numbers_rel_ + index * 8;
-    auto at = meta(rel, 8, ctx);
-    if (!at) return std::unexpected(at.error());
-    const auto number = load<uint64_t>(*at);
-    if (number == 0) [[unlikely]]
-        return corrupt(ctx, rel, 1, 0, "inode number (0)");
-    return number;
-}
-
-Result<InodeView> PackReader::inode(uint64_t ino, const Ctx& ctx) const {
-    InodeView v;
-    if (try_inode(ino, v)) [[likely]]
-        return v;
-    return inode_slow(ino, ctx);
-}
-
-// The inode again, the slow way: checks its block, then says what is wrong with it.
-Result<InodeView> PackReader::inode_slow(uint64_t ino, const Ctx& ctx) const {
-    if (ino == 0 || ino > inode_count_)
-        return corrupt(ctx, inodes_rel_, inode_count_, ino, "inode number");
-    const uint64_t rel = inode_rel(ino - 1);
-    auto at = meta(rel, inode_size_, ctx);
-    if (!at) return std::unexpected(at.error());
-    const std::byte* times = nullptr;
-    if (all_times_) {
-        auto t = meta(times_rel(ino - 1), sizeof(InodeTimes), ctx);
-        if (!t) return std::unexpected(t.error());
-        times = *t;
-    }
-    InodeView v;
-    v.ino = ino;
-    v.number = ino;
-    if (numbered_) {
-        auto number = stored_number(ino - 1, ctx);
-        if (!number) return std::unexpected(number.error());
-        v.number = *number;
-    }
-    const uint32_t max_nsec = decode_inode(*at, times, v);
-    const InodeCore& n = v.rec;
-    switch (inode_fault(n, max_nsec, v.aux, v.type)) {
-        case InodeFault::none:
-            return v;
-        case InodeFault::mode:
-            return corrupt(ctx, rel + offsetof(Inode, mode), 0, n.mode, "inode mode");
-        case InodeFault::nsec:
-            return corrupt(ctx,
-                           version_ >= 2
-                               ? (times ? times_rel(ino - 1) + offsetof(InodeTimes, atime_nsec)
-                                        : rel + offsetof(InodeV2, mtime_nsec))
-                               : rel + offsetof(Inode, atime_nsec),
-                           kNsecLimit - 1, max_nsec, "inode time (nanoseconds)");
-        case InodeFault::xattrs:
-            return corrupt(ctx, rel + offsetof(Inode, xattr_first), xattr_count_,
-                           uint64_t{n.xattr_first} + n.xattr_count, "inode xattr range");
-        case InodeFault::reference:
-            break;
-    }
-    return corrupt(ctx, rel + offsetof(Inode, size), n.size, n.ref,
-                   fmt::format("inode {} reference (size, ref)", file_type_name(v.type)));
-}
-
-Result<ContentRef> PackReader::content(const InodeView& file, const Ctx& ctx) const {
-    ContentRef c;
-    if (version_ >= 2) {  // the inode holds the locator (inode() checked its range)
-        if (file.rec.size == 0) return c;
-        c.size = file.rec.size;
-        if (c.size <= inline_max_) {
-            auto data = bytes(file.rec.ref, c.size, inode_rel(file.ino - 1) + offsetof(Inode, ref),
-                              "inline content range", ctx);
-            if (!data) return std::unexpected(data.error());
-            c.where = ContentRef::Where::inline_bytes;
-            c.inline_data = reinterpret_cast<const std::byte*>(data->data());
-            return c;
-        }
-        c.where = ContentRef::Where::stream;
-        c.offset = file.rec.ref;
-        return c;
-    }
-    if (file.rec.ref == 0) return c;  // empty file (inode() checked its size is 0)
-    const uint64_t rel = contents_rel_ + (file.rec.ref - 1) * sizeof(Content);
-    auto at = meta(rel, sizeof(Content), ctx);
-    if (!at) return std::unexpected(at.error());
-    const auto offset = load<uint64_t>(*at + offsetof(Content, offset));
-    const auto size = load<uint64_t>(*at + offsetof(Content, size));
-    if (size == 0 || size != file.rec.size) [[unlikely]]
-        return corrupt(ctx, rel + offsetof(Content, size), file.rec.size, size, "content size");
-    c.size = size;
-    if (size <= inline_max_) {
-        auto data = bytes(offset, size, rel, "inline content range", ctx);
-        if (!data) return std::unexpected(data.error());
-        c.where = ContentRef::Where::inline_bytes;
-        c.inline_data = reinterpret_cast<const std::byte*>(data->data());
-        return c;
-    }
-    if (!within(offset, size, stream_size_)) [[unlikely]]
-        return corrupt(ctx, rel, stream_size_, offset + size, "content range (past the stream)");
-    c.where = ContentRef::Where::stream;
-    c.offset = offset;
-    return c;
-}
-
-Result<std::string_view> PackReader::symlink_target(const InodeView& link, const Ctx& ctx) const {
-    const uint64_t rel = inode_rel(link.ino - 1) + offsetof(Inode, ref);
-    auto target = bytes(link.rec.ref, link.rec.size, rel, "symlink target range", ctx);
-    if (!target) return target;
-    if (target->find('\0') != std::string_view::npos) [[unlikely]]
-        return corrupt(ctx, bytes_rel_ + link.rec.ref, 0, 0, "symlink target (holds a NUL byte)");
-    return target;
-}
-
-Result<std::string_view> PackReader::name_at(const std::byte* at, uint64_t rel,
-                                             const Ctx& ctx) const {
-    uint16_t checked_length = 0;
-    if (const char* name = try_name(at, checked_length)) [[likely]]  // its block checked already
-        return std::string_view(name, checked_length);
-    const auto offset = load<uint32_t>(at + offsetof(Dirent, name_offset));
-    const auto length = load<uint16_t>(at + offsetof(Dirent, name_length));
-    if (length == 0 || length > kMaxNameLength) [[unlikely]]
-        return corrupt(ctx, rel + offsetof(Dirent, name_length), kMaxNameLength, length,
-                       "dirent name length");
-    return bytes(offset, length, rel + offsetof(Dirent, name_offset), "dirent name range", ctx);
-}
-
-Result<FileType> PackReader::dirent_type(const Dirent& d, uint64_t rel, const Ctx& ctx) const {
-    if (d.ino < 2 || d.ino > inode_count_) [[unlikely]]
-        return corrupt(ctx, rel + offsetof(Dirent, ino), inode_count_, d.ino,
-                       "dirent inode number");
-    FileType type;
-    if (!type_of_nibble(d.type, type)) [[unlikely]]
-        return corrupt(ctx, rel + offsetof(Dirent, type), 0, d.type, "dirent type");
-    return type;
-}
-
-Result<InodeView> PackReader::child(const Dirent& d, uint64_t rel, const Ctx& ctx) const {
-    auto type = dirent_type(d, rel, ctx);
-    if (!type) return std::unexpected(type.error());
-    auto node = inode(d.ino, ctx);
-    if (node && node->type != *type) [[unlikely]]
-        return corrupt(ctx, rel + offsetof(Dirent, type), node->rec.mode >> 12, d.type,
-                       "dirent type (differs from its inode's)");
-    return node;
-}
-
-// The name of the dirent at `at` when its range is sound and already checked, else nullptr.
-inline const char* PackReader::try_name(const std::byte* at, uint16_t& length) const noexcept {
-    const auto offset = load<uint32_t>(at + offsetof(Dirent, name_offset));
-    length = load<uint16_t>(at + offsetof(Dirent, name_length));
-    if (length == 0 || length > kMaxNameLength || !within(offset, length, bytes_length_))
-        [[unlikely]]
-        return nullptr;
-    return reinterpret_cast<const char*>(checked(bytes_rel_ + offset, length));
-}
-
-// v1: a binary search of the run by (name prefix, name). v2: the same by (name hash, name)
-// within the one bucket the hash picks (2 to 4 entries on average). Reads only checked bytes:
-// the first range it would need that is not (a block not checked yet, a bucket or name field
-// out of range) goes to `unsure` and the search stops; find() decides it.
-const std::byte* PackReader::try_find(const InodeView& dir, std::string_view name,
-                                      Unsure& unsure) const noexcept {
-    const bool v2 = version_ >= 2;
-    const uint32_t key = v2 ? hash_of(name) : name_prefix(name.data(), name.size());
-    const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
-    uint64_t lo = 0, hi = dir.rec.size;
-    if (const unsigned bits = v2 ? bucket_bits(dir.rec.size) : 0; bits != 0) {
-        const uint64_t rel = buckets_rel_ + (uint64_t{dir.aux} + (key >> (32 - bits))) * 4;
-        const std::byte* at = checked(rel, 8);
-        if (at == nullptr) [[unlikely]] {
-            unsure = {Unsure::What::block, rel, 8};
-            return nullptr;
-        }
-        lo = load<uint32_t>(at);
-        hi = load<uint32_t>(at + 4);
-        if (lo > hi || hi > dir.rec.size) [[unlikely]] {
-            unsure = {Unsure::What::bucket, rel, 8};
-            return nullptr;
-        }
-    }
-    while (lo < hi) {
-        const uint64_t mid = lo + (hi - lo) / 2;
-        const uint64_t rel = first_rel + mid * sizeof(Dirent);
-        const std::byte* at = checked(rel, sizeof(Dirent));
-        if (at == nullptr) [[unlikely]] {
-            unsure = {Unsure::What::block, rel, sizeof(Dirent)};
-            return nullptr;
-        }
-        const auto prefix = load<uint32_t>(at + kDirentHashOffset);  // v1: the name's prefix
-        int order;
-        if (prefix != key) {
-            order = prefix < key ? -1 : 1;
-        } else {
-            // Same key: almost surely the entry, so its inode's line is fetched while the name
-            // is compared (two cache misses in parallel instead of one after the other).
-            if (const uint64_t ino = load<uint32_t>(at + offsetof(Dirent, ino));
-                ino - 1 < inode_count_)
-                __builtin_prefetch(meta_ + inode_rel(ino - 1));
-            // The names decide (memcmp, then length).
-            uint16_t length = 0;
-            const char* entry = try_name(at, length);
-            if (entry == nullptr) [[unlikely]] {
-                unsure = {Unsure::What::name, rel, sizeof(Dirent)};
-                return nullptr;
-            }
-            order = compare_names(entry, length, name.data(), name.size());
-        }
-        if (order == 0) return at;
-        if (order < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return nullptr;
-}
-
-// try_find until it is sure: each round checks the block it stopped at (so it ends after at
-// most one round per block), or reports what is wrong there.
-Result<const std::byte*> PackReader::find(const InodeView& dir, std::string_view name,
-                                          const Ctx& ctx) const {
-    for (;;) {
-        Unsure unsure;
-        const std::byte* at = try_find(dir, name, unsure);
-        switch (unsure.what) {
-            case Unsure::What::nothing:
-                return at;
-            case Unsure::What::block:
-                if (auto ok = meta(unsure.rel, unsure.len, ctx); !ok)
-                    return std::unexpected(ok.error());
-                break;
-            case Unsure::What::bucket: {
-                const uint64_t lo = load<uint32_t>(meta_ + unsure.rel);
-                const uint64_t hi = load<uint32_t>(meta_ + unsure.rel + 4);
-                return corrupt(ctx, unsure.rel, dir.rec.size, hi > dir.rec.size ? hi : lo,
-                               "directory bucket (past its entries, or decreasing)");
-            }
-            case Unsure::What::name:
-                if (auto ok = name_at(meta_ + unsure.rel, unsure.rel, ctx); !ok)
-                    return std::unexpected(ok.error());
-                break;
-        }
-    }
-}
-
-// --- inode numbers -----------------------------------------------------------------------
-
-Result<PackReader::OrderEntry> PackReader::order_entry(uint64_t position, const Ctx& ctx) const {
-    const uint64_t rel = order_rel_ + position * 4;
-    auto at = meta(rel, 4, ctx);
-    if (!at) return std::unexpected(at.error());
-    const uint64_t index = load<uint32_t>(*at);
-    if (index >= inode_count_) [[unlikely]]
-        return corrupt(ctx, rel, inode_count_ - 1, index, "inode order entry (record index)");
-    auto number = stored_number(index, ctx);
-    if (!number) return std::unexpected(number.error());
-    return OrderEntry{index, *number};
-}
-
-Result<std::optional<InodeView>> PackReader::by_inode_number(uint64_t number,
-                                                             const Ctx& ctx) const {
-    if (!numbered_) {
-        if (number == 0 || number > inode_count_) return std::nullopt;
-        auto node = inode(number, ctx);
-        if (!node) return std::unexpected(node.error());
-        return *node;
-    }
-    if (number == 0) return std::nullopt;
-    // Every probe must lie strictly between the numbers seen at lo - 1 and at hi (0: none yet;
-    // no number is 0), or the order is not sorted and the search could miss or mislead.
-    uint64_t lo = 0, hi = inode_count_;
-    uint64_t below = 0, above = 0;
-    while (lo < hi) {
-        const uint64_t mid = lo + (hi - lo) / 2;
-        auto entry = order_entry(mid, ctx);
-        if (!entry) return std::unexpected(entry.error());
-        const uint64_t found = entry->number;
-        if (found <= below || (above != 0 && found >= above)) [[unlikely]]
-            return corrupt(ctx, order_rel_ + mid * 4, found <= below ? below + 1 : above - 1,
-                           found, "inode order (numbers not strictly ascending)");
-        if (found == number) {
-            auto node = inode(entry->index + 1, ctx);
-            if (!node) return std::unexpected(node.error());
-            return *node;
-        }
-        if (found < number) {
-            lo = mid + 1;
-            below = found;
-        } else {
-            hi = mid;
-            above = found;
-        }
-    }
-    return std::nullopt;
-}
-
-Result<uint64_t> PackReader::max_inode_number(const Ctx& ctx) const {
-    if (!numbered_) return inode_count_;
-    auto last = order_entry(inode_count_ - 1, ctx);
-    if (!last) return std::unexpected(last.error());
-    // inode_count distinct non-zero numbers: the largest is at least inode_count.
-    if (last->number < inode_count_) [[unlikely]]
-        return corrupt(ctx, order_rel_ + (inode_count_ - 1) * 4, inode_count_, last->number,
-                       "inode order (last number below the inode count)");
-    return last->number;
-}
-
-// --- names -------------------------------------------------------------------------------
-
-Result<InodeView> PackReader::root(const Ctx& ctx) const {
-    auto root = inode(kRootIno, ctx);
-    if (!root) return root;
-    if (root->type != FileType::directory) [[unlikely]]
-        return corrupt(ctx, inodes_rel_ + offsetof(Inode, mode), S_IFDIR, root->rec.mode,
-                       "root inode type");
-    return root;
-}
-
-PackReader::Probe PackReader::probe(const InodeView& dir, std::string_view name,
-                                    InodeView& out) const noexcept {
-    if (dir.type != FileType::directory) [[unlikely]]
-        return Probe::unsure;
-    Unsure unsure;
-    const std::byte* at = try_find(dir, name, unsure);
-    if (unsure.what != Unsure::What::nothing) [[unlikely]]
-        return Probe::unsure;
-    if (at == nullptr) return Probe::absent;
-    const auto d = load<Dirent>(at);
-    FileType type;
-    if (d.ino < 2 || !type_of_nibble(d.type, type) || !try_inode(d.ino, out) || out.type != type)
-        [[unlikely]]
-        return Probe::unsure;
-    return Probe::found;
-}
-
-Result<std::optional<InodeView>> PackReader::lookup(const InodeView& dir, std::string_view name,
-                                                    const Ctx& ctx) const {
-    if (dir.type != FileType::directory) return fail(ENOTDIR, ctx.op, ctx.path);
-    if (name.size() > kMaxNameLength) return fail(ENAMETOOLONG, ctx.op, ctx.path);
-    if (name.empty() || !is_file_name(name)) return std::nullopt;  // no dirent holds one
-    InodeView node;
-    switch (probe(dir, name, node)) {
-        case Probe::found:
-            return node;
-        case Probe::absent:
-            return std::nullopt;
-        case Probe::unsure:
-            break;
-    }
-    auto at = find(dir, name, ctx);
-    if (!at) return std::unexpected(at.error());
-    if (*at == nullptr) return std::nullopt;
-    auto found = child(load<Dirent>(*at), static_cast<uint64_t>(*at - meta_), ctx);
-    if (!found) return std::unexpected(found.error());
-    return *found;
-}
-
-Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& ctx) const {
-    if (version_ >= 2) return list_entries(dir, ctx);
-    auto nodes = list_nodes(dir, ctx);
-    if (!nodes) return std::unexpected(nodes.error());
-    std::vector<DirEntry> out;
-    out.reserve(nodes->size());
-    for (auto& [name, node] : *nodes) out.push_back(DirEntry{std::move(name), node.number, node.type});
-    return out;
-}
-
-template <class Each>
-Result<void> PackReader::each_dirent(const InodeView& dir, const Ctx& ctx, Each&& each) const {
-    const uint64_t count = dir.rec.size;
-    if (count == 0) return {};
-    const uint64_t first_rel = dirents_rel_ + dir.rec.ref * sizeof(Dirent);
-    auto base = meta(first_rel, count * sizeof(Dirent), ctx);
-    if (!base) return std::unexpected(base.error());
-    for (uint64_t i = 0; i < count; ++i) {
-        const std::byte* at = *base + i * sizeof(Dirent);
-        const uint64_t rel = first_rel + i * sizeof(Dirent);
-        auto name = name_at(at, rel, ctx);
-        if (!name) return std::unexpected(name.error());
-        if (!is_file_name(*name)) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Dirent, name_offset), 0, 0,
-                           "dirent name (not a file name)");
-        if (auto ok = each(load<Dirent>(at), rel, *name); !ok) return ok;
-    }
-    return {};
-}
-
-// v2: a listing from the dirents alone, which carry the type (format.hpp): no child inode is
-// loaded. Each entry's name, inode number range and type nibble are checked; whether the type
-// agrees with the inode is checked when the inode is loaded (a lookup, verify).
-Result<std::vector<DirEntry>> PackReader::list_entries(const InodeView& dir, const Ctx& ctx) const {
-    std::vector<DirEntry> out;
-    out.reserve(dir.rec.size);
-    std::vector<uint64_t> files;  // a remote pack's: the regular files' records, for walk_
-    auto listed = each_dirent(
-        dir, ctx, [&](const Dirent& d, uint64_t rel, std::string_view name) -> Result<void> {
-            auto type = dirent_type(d, rel, ctx);
-            if (!type) return std::unexpected(type.error());
-            uint64_t number = d.ino;
-            if (numbered_) {
-                auto stored = stored_number(d.ino - 1, ctx);
-                if (!stored) return std::unexpected(stored.error());
-                number = *stored;
-            }
-            out.push_back(DirEntry{std::string(name), number, *type});
-            if (walk_ != nullptr && *type == FileType::regular) files.push_back(d.ino);
-            return {};
-        });
-    if (!listed) return std::unexpected(listed.error());
-    if (!files.empty()) walk_->listed(files);
-    return out;
-}
-
-Result<std::vector<std::pair<std::string, InodeView>>> PackReader::list_nodes(
-    const InodeView& dir, const Ctx& ctx) const {
-    std::vector<std::pair<std::string, InodeView>> out;
-    out.reserve(dir.rec.size);
-    auto listed = each_dirent(
-        dir, ctx, [&](const Dirent& d, uint64_t rel, std::string_view name) -> Result<void> {
-            auto node = child(d, rel, ctx);
-            if (!node) return std::unexpected(node.error());
-            out.emplace_back(std::string(name), *node);
-            return {};
-        });
-    if (!listed) return std::unexpected(listed.error());
-    return out;
-}
-
-template <class Each>
-Result<bool> PackReader::each_xattr(const InodeView& node, const Ctx& ctx, Each&& each) const {
-    const uint64_t first_rel = xattrs_rel_ + uint64_t{node.rec.xattr_first} * sizeof(Xattr);
-    auto base = meta(first_rel, uint64_t{node.rec.xattr_count} * sizeof(Xattr), ctx);
-    if (!base) return std::unexpected(base.error());
-    for (uint32_t i = 0; i < node.rec.xattr_count; ++i) {
-        const uint64_t rel = first_rel + uint64_t{i} * sizeof(Xattr);
-        const Xattr x = load<Xattr>(*base + uint64_t{i} * sizeof(Xattr));
-        if (x.name_length == 0 || x.name_length > kMaxNameLength) [[unlikely]]
-            return corrupt(ctx, rel + offsetof(Xattr, name_length), kMaxNameLength, x.name_length,
-                           "xattr name length");
-        auto name = bytes(x.name_offset, x.name_length, rel, "xattr name range", ctx);
-        if (!name) return std::unexpected(name.error());
-        auto stop = each(x, rel, *name);
-        if (!stop || *stop) return stop;
-    }
-    return false;
-}
-
-Result<bool> PackReader::find_xattr(const InodeView& node, std::string_view name,
-                                    std::string& value, const Ctx& ctx) const {
-    return each_xattr(
-        node, ctx, [&](const Xattr& x, uint64_t rel, std::string_view found) -> Result<bool> {
-            if (found != name) return false;
-            if (x.value_length > kMaxXattrValue) [[unlikely]]
-                return corrupt(ctx, rel + offsetof(Xattr, value_length), kMaxXattrValue,
-                               x.value_length, "xattr value length");
-            auto v = bytes(x.value_offset, x.value_length, rel + offsetof(Xattr, value_offset),
-                           "xattr value range", ctx);
-            if (!v) return std::unexpected(v.error());
-            value.assign(*v);
-            return true;
-        });
-}
-
-Result<std::vector<std::string>> PackReader::xattr_names(const InodeView& node,
-                                                         const Ctx& ctx) const {
-    std::vector<std::string> names;
-    auto listed =
-        each_xattr(node, ctx, [&](const Xattr&, uint64_t, std::string_view name) -> Result<bool> {
-            if (names.empty()) names.reserve(node.rec.xattr_count);  // once the records checked
-            names.emplace_back(name);
-            return false;
-        });
-    if (!listed) return std::unexpected(listed.error());
-    return names;
+    i.block_size = h.block_size;
+    i.inline_max = h.inline_max;
+    i.has_xattrs = (h.compat_features & kCompatXattrs) != 0;
+    i.has_holes = data_.holes();
+    i.has_block_digests = data_.has_block_digests();
+    i.has_metadata_digests = meta_.has_meta_digests();
+    i.keeps_inode_numbers = meta_.keeps_inode_numbers();
+    i.stores_all_times = meta_.stores_all_times();
+    i.digest = to_hex(std::span<const uint8_t>(h.image_digest));
+    return i;
 }
 
 Stat PackReader::stat_of(const InodeView& node) const noexcept {
-    const InodeCore& n = node.rec;
-    Stat st;
-    st.ino = node.number;
-    st.type = node.type;
-    st.mode = n.mode & 07777;
-    st.uid = n.uid;
-    st.gid = n.gid;
-    st.nlink = n.nlink;
-    switch (node.type) {
-        case FileType::regular:
-            st.size = n.size;
-            st.blocks =
-                holes_ && n.size >= block_size_ ? allocated_blocks(node) : (n.size + 511) / 512;
-            break;
-        case FileType::directory:  // the format's size: its number of entries
-        case FileType::symlink:
-            st.size = n.size;
-            break;
-        case FileType::char_device:
-        case FileType::block_device:
-            st.rdev = n.ref;
-            break;
-        case FileType::fifo:
-        case FileType::socket:
-            break;
+    Stat st = meta_.stat_of(node);
+    if (node.type != FileType::regular || !data_.holes() || node.rec.size < data_.block_size())
+        return st;
+    auto content = meta_.content(node, Ctx{"stat", {}});
+    if (content) st.blocks = data_.allocated_blocks(*content, meta_.content_index(node));
+    return st;  // else its whole size: a read says what is wrong
+}
+
+Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& ctx) const {
+    if (walk_ == nullptr) return meta_.list(dir, ctx);
+    std::vector<uint64_t> files;  // the regular files' records, for walk_
+    auto entries = meta_.list(dir, ctx, &files);
+    if (entries && !files.empty()) walk_->listed(files);
+    return entries;
+}
+
+void PackReader::note_open(const InodeView& file) const noexcept try {
+    if (walk_ == nullptr) return;
+    RemoteBytes& remote = *image_->remote();
+    const uint64_t budget = remote.walk_ahead_bytes();
+    if (budget == 0) return;
+    // An open must never wait on the server for another file's sake (in an outage, a cached
+    // file must still open): with metadata fetched by block, the files ahead are scheduled
+    // from metadata fetched already or in the cache, and skipped when theirs is neither.
+    const MetaFrames::LocalOnly local_only;
+    std::vector<RemoteBytes::Range> ranges;
+    walk_->opened(file.ino, budget, [&](uint64_t record) -> uint64_t {
+        const Ctx ctx{"open", {}};
+        auto node = meta_.inode(record, ctx);
+        // Inline contents (v2: up to inline_max bytes) are in the metadata: nothing to fetch.
+        if (!node || node->type != FileType::regular || node->rec.size <= meta_.inline_max())
+            return 0;
+        auto content = meta_.content(*node, ctx);
+        if (!content) return 0;
+        auto range = data_.stored_range(*content);
+        if (!range) return 0;
+        ranges.push_back(*range);
+        return range->end - range->offset;
+    });
+    // A directory's files lie next to each other in the pack, but a walk meets them in listing
+    // (name hash) order, so a batch holds every other file of a directory or so. In pack
+    // order, ranges less than kWalkGap apart become one, the gap being files of the same
+    // directory the walk will read next: a directory is fetched in a few large requests
+    // instead of one request a file (what is fetched already is not fetched again).
+    constexpr uint64_t kWalkGap = 64 << 10;
+    std::sort(ranges.begin(), ranges.end(),
+              [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    std::size_t kept = 0;
+    for (const RemoteBytes::Range& r : ranges) {
+        if (kept != 0 && r.offset <= ranges[kept - 1].end + kWalkGap)
+            ranges[kept - 1].end = std::max(ranges[kept - 1].end, r.end);
+        else
+            ranges[kept++] = r;
     }
-    times_of(node, st);
-    return st;
+    ranges.resize(kept);
+    if (!ranges.empty()) remote.prefetch(ranges);
+} catch (const std::bad_alloc&) {
 }
 
 }  // namespace packfs::pack

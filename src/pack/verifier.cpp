@@ -38,7 +38,11 @@ void Verifier::Progress::finish() {
 
 Verifier::Verifier(const PackReader& reader,
                    const std::function<void(uint64_t, uint64_t)>& progress)
-    : r_(reader), v2_(reader.version_ >= 2), meter_(progress) {}
+    : r_(reader),
+      m_(reader.metadata()),
+      d_(reader.data()),
+      v2_(reader.version() >= 2),
+      meter_(progress) {}
 
 VerifyReport Verifier::run() {
     inflate_metadata();
@@ -52,7 +56,7 @@ VerifyReport Verifier::run() {
     walk_tree();
     check_numbering();
     check_image_digest();
-    if (r_.image_->damaged())
+    if (r_.image().damaged())
         problem("pack file", "changed underneath it (truncated?) while it was read");
     report_.bytes_checked = meter_.done();
     meter_.finish();
@@ -68,13 +72,13 @@ void Verifier::problem(std::string where, std::string what) {
 // Every block inflated first, so everything below reads the region as if it were stored raw
 // (a block whose frame is bad reads as zeros, and fails its sum).
 void Verifier::inflate_metadata() {
-    if (!r_.frames_) return;
-    for (uint64_t b = 0; b < r_.block_sum_count_; ++b) {
-        auto fault = r_.frames_->inflate(b);
+    if (!m_.frames_) return;
+    for (uint64_t b = 0; b < m_.block_sum_count_; ++b) {
+        auto fault = m_.frames_->inflate(b);
         if (!fault) continue;
         const Corruption& c = fault->corruption;
         if (!fault->transient)
-            r_.failed_[b / 64].fetch_or(uint64_t{1} << (b % 64), std::memory_order_acq_rel);
+            m_.failed_[b / 64].fetch_or(uint64_t{1} << (b % 64), std::memory_order_acq_rel);
         problem(fmt::format("metadata block {} (offset {})", b, c.offset),
                 fault->transient
                     ? c.what
@@ -88,32 +92,32 @@ void Verifier::inflate_metadata() {
 // tree walk checks every other one agrees) and its SHA-256 in the digests section. Raw reads: a
 // record in a failed block is still worth hashing against its data.
 void Verifier::locate_v2_contents() {
-    located_.assign(r_.content_count_, Content{});
-    for (uint64_t i = 0; i < r_.inode_count_; ++i) {
-        const auto n = load<InodeV2>(r_.meta_ + r_.inode_rel(i));
-        if ((n.mode & S_IFMT) != S_IFREG || n.size == 0 || n.aux >= r_.content_count_) continue;
+    located_.assign(m_.content_count_, Content{});
+    for (uint64_t i = 0; i < m_.inode_count_; ++i) {
+        const auto n = load<InodeV2>(m_.meta_ + m_.inode_rel(i));
+        if ((n.mode & S_IFMT) != S_IFREG || n.size == 0 || n.aux >= m_.content_count_) continue;
         Content& c = located_[n.aux];
         if (c.size == 0) {
             c.offset = n.ref;
             c.size = n.size;
         }
     }
-    for (uint64_t i = 0; i < r_.content_count_; ++i)
-        std::memcpy(located_[i].sha256, r_.meta_ + r_.contents_rel_ + i * 32, 32);
+    for (uint64_t i = 0; i < m_.content_count_; ++i)
+        std::memcpy(located_[i].sha256, m_.meta_ + m_.contents_rel_ + i * 32, 32);
 }
 
 // The contents, read first (records only) so the progress total is known. v1: the content
 // records; v2: locate_v2_contents().
 void Verifier::gather_contents() {
-    bad_content_.assign(r_.content_count_, std::string());
-    items_.reserve(r_.content_count_);
+    bad_content_.assign(m_.content_count_, std::string());
+    items_.reserve(m_.content_count_);
     if (v2_) locate_v2_contents();
-    for (uint64_t i = 0; i < r_.content_count_; ++i) {
+    for (uint64_t i = 0; i < m_.content_count_; ++i) {
         const Content c =
-            v2_ ? located_[i] : load<Content>(r_.meta_ + r_.contents_rel_ + i * sizeof(Content));
-        Item item{i, c.offset, c.size, c.size <= r_.inline_max_, {}};
+            v2_ ? located_[i] : load<Content>(m_.meta_ + m_.contents_rel_ + i * sizeof(Content));
+        Item item{i, c.offset, c.size, c.size <= m_.inline_max_, {}};
         std::memcpy(item.sha.data(), c.sha256, item.sha.size());
-        const uint64_t limit = item.is_inline ? r_.bytes_length_ : r_.stream_size_;
+        const uint64_t limit = item.is_inline ? m_.bytes_length_ : d_.stream_size_;
         if (c.size == 0 || c.offset > limit || c.size > limit - c.offset) {
             bad_content_[i] =
                 c.size == 0 && v2_
@@ -125,22 +129,22 @@ void Verifier::gather_contents() {
         content_bytes_ += c.size;
         items_.push_back(item);
     }
-    const uint64_t compressed_total = r_.codec_ == Codec::none && !r_.holes_ ? 0 : r_.data_length_;
-    const uint64_t digested_total = r_.block_digests_ ? r_.data_length_ : 0;
-    meter_.set_total(3 * r_.meta_length_ + content_bytes_ + compressed_total + digested_total);
+    const uint64_t compressed_total = d_.codec_ == Codec::none && !d_.holes_ ? 0 : d_.data_length_;
+    const uint64_t digested_total = d_.block_digests_ ? d_.data_length_ : 0;
+    meter_.set_total(3 * m_.meta_length_ + content_bytes_ + compressed_total + digested_total);
 }
 
 // --- 1. sections -------------------------------------------------------------------------
 
 void Verifier::check_sections() {
     for (std::size_t s = 0; s < kSectionCount; ++s) {
-        const SectionEntry& e = section(r_.header_, s);
+        const SectionEntry& e = section(m_.header_, s);
         if (e.offset == 0) continue;  // absent (open() checked its entry is all zero)
-        const uint64_t sum = xxh3_64(std::span(r_.meta_ + (e.offset - r_.meta_offset_), e.length));
+        const uint64_t sum = xxh3_64(std::span(m_.meta_ + (e.offset - m_.meta_offset_), e.length));
         ++report_.sections_checked;
         meter_.add(e.length);
         if (sum != e.checksum)
-            problem(fmt::format("section {}", section_name(r_.version_, s)),
+            problem(fmt::format("section {}", section_name(m_.version_, s)),
                     fmt::format("checksum mismatch: expected {}, found {}", hex64(e.checksum),
                                 hex64(sum)));
     }
@@ -149,19 +153,19 @@ void Verifier::check_sections() {
 // --- 2. metadata blocks ------------------------------------------------------------------
 
 void Verifier::check_metadata_blocks() {
-    for (uint64_t b = 0; b < r_.block_sum_count_; ++b) {
+    for (uint64_t b = 0; b < m_.block_sum_count_; ++b) {
         uint64_t expected = 0, actual = 0;
         const uint64_t bit = uint64_t{1} << (b % 64);
         ++report_.blocks_checked;
-        meter_.add(std::min<uint64_t>(kMetaBlockSize, r_.meta_length_ - b * kMetaBlockSize));
-        if (r_.block_sum_matches(b, expected, actual)) {
+        meter_.add(std::min<uint64_t>(kMetaBlockSize, m_.meta_length_ - b * kMetaBlockSize));
+        if (m_.block_sum_matches(b, expected, actual)) {
             // A block that failed before stays failed (the file changed in place since).
-            if ((r_.failed_[b / 64].load(std::memory_order_acquire) & bit) == 0)
-                r_.checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
+            if ((m_.failed_[b / 64].load(std::memory_order_acquire) & bit) == 0)
+                m_.checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
         } else {
-            r_.failed_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
+            m_.failed_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
             problem(fmt::format("metadata block {} (offset {})", b,
-                                r_.meta_offset_ + b * kMetaBlockSize),
+                                m_.meta_offset_ + b * kMetaBlockSize),
                     fmt::format("checksum mismatch: expected {}, found {}", hex64(expected),
                                 hex64(actual)));
         }
@@ -175,7 +179,7 @@ void Verifier::check_contents() {
     std::sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {
         return a.is_inline != b.is_inline ? a.is_inline : a.offset < b.offset;
     });
-    block_state_.assign(r_.block_count_, 0);
+    block_state_.assign(d_.block_count_, 0);
     for (const Item& item : items_) check_content(item);
 }
 
@@ -203,30 +207,30 @@ std::optional<std::span<const std::byte>> Verifier::content_slice(const Item& it
                                                                   std::string& why) {
     const uint64_t n = std::min(kChunk, item.size - done);
     if (item.is_inline) {
-        auto at = r_.meta(r_.bytes_rel_ + item.offset, item.size, ctx_);
+        auto at = m_.meta(m_.bytes_rel_ + item.offset, item.size, ctx_);
         if (!at) {
             why = at.error().message();
             return std::nullopt;
         }
         return std::span(*at, item.size);
     }
-    if (r_.codec_ == Codec::none && !r_.holes_) {
-        const uint64_t at = r_.data_offset_ + item.offset + done;
-        if (const std::byte* map = r_.image_->mapping()) return std::span(map + at, n);
+    if (d_.codec_ == Codec::none && !d_.holes_) {
+        const uint64_t at = d_.data_offset_ + item.offset + done;
+        if (const std::byte* map = r_.image().mapping()) return std::span(map + at, n);
         chunk_.resize(n);
-        if (!r_.image_->read_at(at, chunk_)) {
+        if (!r_.image().read_at(at, chunk_)) {
             why = "cannot be read (I/O error or short file)";
             return std::nullopt;
         }
         return std::span<const std::byte>(chunk_);
     }
     const uint64_t pos = item.offset + done;
-    const uint64_t index = pos / r_.block_size_;
+    const uint64_t index = pos / d_.block_size_;
     if (!load_block(index)) {
         why = fmt::format("cannot be read: data block {} is bad", index);
         return std::nullopt;
     }
-    const uint64_t in_block = pos % r_.block_size_;
+    const uint64_t in_block = pos % d_.block_size_;
     return std::span<const std::byte>(block_).subspan(
         in_block, std::min<uint64_t>(n, block_.size() - in_block));
 }
@@ -234,12 +238,12 @@ std::optional<std::span<const std::byte>> Verifier::content_slice(const Item& it
 bool Verifier::load_block(uint64_t index) {
     if (index == block_index_) return true;
     block_index_ = UINT64_MAX;
-    if (index >= r_.block_count_) {  // contents were checked against the stream; be sure anyway
+    if (index >= d_.block_count_) {  // contents were checked against the stream; be sure anyway
         problem(fmt::format("data block {}", index), "past the blocks section");
         return false;
     }
     if (block_state_[index] == 2) return false;
-    auto where = r_.stored_block(index, ctx_);
+    auto where = d_.stored_block(index, ctx_);
     Result<void> ok;
     if (!where) {
         ok = std::unexpected(where.error());
@@ -248,13 +252,13 @@ bool Verifier::load_block(uint64_t index) {
         if (where->hole()) {
             std::fill(block_.begin(), block_.end(), std::byte{0});
         } else if (where->raw()) {
-            if (const std::byte* map = r_.image_->mapping()) {
+            if (const std::byte* map = r_.image().mapping()) {
                 std::memcpy(block_.data(), map + where->stored_offset, block_.size());
-            } else if (!r_.image_->read_at(where->stored_offset, block_)) {
+            } else if (!r_.image().read_at(where->stored_offset, block_)) {
                 ok = fail(EIO, "verify");
             }
         } else {
-            ok = r_.decompress(index, *where, block_, ctx_);
+            ok = d_.decompress(index, *where, block_, ctx_);
         }
         meter_.add(where->stored_length);
     }
@@ -273,28 +277,28 @@ bool Verifier::load_block(uint64_t index) {
 
 // Blocks no content touched (padding, or contents with bad records).
 void Verifier::check_untouched_blocks() {
-    for (uint64_t i = 0; i < r_.block_count_; ++i) {
+    for (uint64_t i = 0; i < d_.block_count_; ++i) {
         if (block_state_[i] == 0) (void)load_block(i);
     }
 }
 
 // Each block's stored bytes against its digest (the block-digests feature).
 void Verifier::check_block_digests() {
-    if (!r_.block_digests_) return;
+    if (!d_.block_digests_) return;
     std::vector<std::byte> stored;
-    for (uint64_t i = 0, count = r_.stream_block_count(); i < count; ++i) {
-        auto extent = r_.block_extent(i, ctx_);
-        auto want = extent ? r_.block_digest(i, ctx_) : std::unexpected(extent.error());
+    for (uint64_t i = 0, count = d_.stream_block_count(); i < count; ++i) {
+        auto extent = d_.block_extent(i, ctx_);
+        auto want = extent ? d_.block_digest(i, ctx_) : std::unexpected(extent.error());
         if (!want) {
             problem(fmt::format("data block {}", i), want.error().message());
             continue;
         }
         std::span<const std::byte> bytes;
-        if (const std::byte* map = r_.image_->mapping()) {
+        if (const std::byte* map = r_.image().mapping()) {
             bytes = std::span(map + extent->offset, extent->length);
         } else {
             stored.resize(extent->length);
-            if (!r_.image_->read_at(extent->offset, stored)) {
+            if (!r_.image().read_at(extent->offset, stored)) {
                 problem(fmt::format("data block {}", i),
                         "cannot be read (I/O error or short file)");
                 continue;
@@ -313,28 +317,28 @@ void Verifier::check_block_digests() {
 // Bytes that belong to nothing are zero (format.hpp): the header page after the header, the gap
 // before the metadata, and the bytes of a raw stream outside every content.
 void Verifier::check_padding() {
-    check_zero(kHeaderSize, r_.data_offset_ - kHeaderSize, "header page");
-    check_zero(r_.data_offset_ + r_.data_length_,
-               r_.meta_offset_ - r_.data_offset_ - r_.data_length_, "gap before the metadata");
-    if (r_.codec_ != Codec::none) return;
+    check_zero(kHeaderSize, d_.data_offset_ - kHeaderSize, "header page");
+    check_zero(d_.data_offset_ + d_.data_length_,
+               m_.meta_offset_ - d_.data_offset_ - d_.data_length_, "gap before the metadata");
+    if (d_.codec_ != Codec::none) return;
     uint64_t covered = 0;  // items: the inline ones first, then by stream offset
     for (const Item& item : items_) {
         if (item.is_inline) continue;
         if (item.offset > covered) check_stream_zero(covered, item.offset - covered);
         covered = std::max(covered, item.offset + item.size);
     }
-    if (r_.stream_size_ > covered) check_stream_zero(covered, r_.stream_size_ - covered);
+    if (d_.stream_size_ > covered) check_stream_zero(covered, d_.stream_size_ - covered);
 }
 
 void Verifier::check_zero(uint64_t offset, uint64_t length, std::string_view what) {
     for (uint64_t done = 0; done < length;) {
         const uint64_t n = std::min(kChunk, length - done);
         const std::byte* at = nullptr;
-        if (const std::byte* map = r_.image_->mapping()) {
+        if (const std::byte* map = r_.image().mapping()) {
             at = map + offset + done;
         } else {
             zeros_.resize(n);
-            if (!r_.image_->read_at(offset + done, zeros_)) {
+            if (!r_.image().read_at(offset + done, zeros_)) {
                 problem(std::string(what), "cannot be read (I/O error or short file)");
                 return;
             }
@@ -355,10 +359,10 @@ void Verifier::check_zero(uint64_t offset, uint64_t length, std::string_view wha
 // Stream bytes [offset, offset + length) where they are stored raw: all of a raw stream, or
 // with holes the raw blocks' parts (a hole stores nothing).
 void Verifier::check_stream_zero(uint64_t offset, uint64_t length) {
-    if (!r_.holes_) return check_zero(r_.data_offset_ + offset, length, "stream padding");
+    if (!d_.holes_) return check_zero(d_.data_offset_ + offset, length, "stream padding");
     for (uint64_t pos = offset, end = offset + length; pos < end;) {
-        const uint64_t index = pos / r_.block_size_, in_block = pos % r_.block_size_;
-        auto where = r_.stored_block(index, ctx_);
+        const uint64_t index = pos / d_.block_size_, in_block = pos % d_.block_size_;
+        auto where = d_.stored_block(index, ctx_);
         if (!where) return;  // reported with the blocks
         const uint64_t n = std::min(end - pos, where->stream_length - in_block);
         if (!where->hole()) check_zero(where->stored_offset + in_block, n, "stream padding");
@@ -370,9 +374,9 @@ void Verifier::check_stream_zero(uint64_t offset, uint64_t length) {
 
 // Every record checked, and the paths of the files with bad content.
 void Verifier::walk_tree() {
-    bad_paths_.assign(r_.content_count_, {});
-    seen_dir_.assign(r_.inode_count_ + 1, false);
-    if (auto root = r_.inode(kRootIno, ctx_); !root) {
+    bad_paths_.assign(m_.content_count_, {});
+    seen_dir_.assign(m_.inode_count_ + 1, false);
+    if (auto root = m_.inode(kRootIno, ctx_); !root) {
         problem("/", root.error().message());
     } else if (root->type != FileType::directory) {
         problem("/", "the root inode is not a directory");
@@ -395,7 +399,7 @@ void Verifier::check_directory(const Dir& dir) {
         problem(dir.path, entries.error().message());
         return;
     }
-    const std::byte* dirents = r_.meta_ + r_.dirents_rel_ + dir.node.rec.ref * sizeof(Dirent);
+    const std::byte* dirents = m_.meta_ + m_.dirents_rel_ + dir.node.rec.ref * sizeof(Dirent);
     if (v2_) check_buckets(dir.path, dir.node, *entries);
     for (std::size_t i = 0; i < entries->size(); ++i) {
         const DirEntry& e = (*entries)[i];
@@ -413,7 +417,7 @@ void Verifier::check_directory(const Dir& dir) {
 void Verifier::check_entry_key(const std::string& path, const std::vector<DirEntry>& entries,
                                std::size_t i, const std::byte* dirent) {
     auto key_of = [&](const std::string& name) {
-        return v2_ ? r_.hash_of(name) : name_prefix(name.data(), name.size());
+        return v2_ ? m_.hash_of(name) : name_prefix(name.data(), name.size());
     };
     const std::string& name = entries[i].name;
     const auto key = load<uint32_t>(dirent + kDirentHashOffset);
@@ -429,7 +433,7 @@ void Verifier::check_entry_key(const std::string& path, const std::vector<DirEnt
 }
 
 void Verifier::check_entry(std::string path, const DirEntry& entry, uint64_t record) {
-    auto node = r_.inode(record, Ctx{"verify", path});
+    auto node = m_.inode(record, Ctx{"verify", path});
     if (!node) {
         problem(path, node.error().message());
         return;
@@ -454,7 +458,7 @@ void Verifier::check_entry(std::string path, const DirEntry& entry, uint64_t rec
             if (node->rec.size != 0) check_file(std::move(path), *node);
             break;
         case FileType::symlink:
-            if (auto t = r_.symlink_target(*node, Ctx{"verify", path}); !t)
+            if (auto t = m_.symlink_target(*node, Ctx{"verify", path}); !t)
                 problem(path, t.error().message());
             break;
         default:
@@ -466,7 +470,7 @@ void Verifier::check_entry(std::string path, const DirEntry& entry, uint64_t rec
 // content), and its path remembered when that content is bad.
 void Verifier::check_file(std::string path, const InodeView& node) {
     const uint64_t c = v2_ ? node.aux : node.rec.ref - 1;
-    if (auto ok = r_.content(node, Ctx{"verify", path}); !ok) {
+    if (auto ok = m_.content(node, Ctx{"verify", path}); !ok) {
         problem(path, ok.error().message());
     } else if (v2_ && (located_[c].offset != node.rec.ref || located_[c].size != node.rec.size)) {
         problem(path,
@@ -482,14 +486,14 @@ void Verifier::check_file(std::string path, const InodeView& node) {
 void Verifier::check_xattrs(const std::string& path, const InodeView& node) {
     if (node.rec.xattr_count == 0) return;
     const Ctx at{"verify", path};
-    auto names = r_.xattr_names(node, at);
+    auto names = m_.xattr_names(node, at);
     if (!names) {
         problem(path, names.error().message());
         return;
     }
     std::string value;
     for (const std::string& name : *names) {
-        if (auto found = r_.find_xattr(node, name, value, at); !found) {
+        if (auto found = m_.find_xattr(node, name, value, at); !found) {
             problem(path, found.error().message());
             return;
         }
@@ -504,14 +508,14 @@ void Verifier::check_buckets(const std::string& path, const InodeView& dir,
     if (bits == 0) return;
     const uint64_t count = uint64_t{1} << bits;
     auto starts =
-        r_.meta(r_.buckets_rel_ + uint64_t{dir.aux} * 4, (count + 1) * 4, Ctx{"verify", path});
+        m_.meta(m_.buckets_rel_ + uint64_t{dir.aux} * 4, (count + 1) * 4, Ctx{"verify", path});
     if (!starts) {
         problem(path, starts.error().message());
         return;
     }
     uint64_t at = 0;
     for (uint64_t k = 0; k <= count; ++k) {
-        while (at < entries.size() && (r_.hash_of(entries[at].name) >> (32 - bits)) < k) ++at;
+        while (at < entries.size() && (m_.hash_of(entries[at].name) >> (32 - bits)) < k) ++at;
         const uint64_t stored = load<uint32_t>(*starts + k * 4);
         if (stored != at) {
             problem(path, fmt::format("directory bucket {} starts at entry {}, should at {} (a "
@@ -523,7 +527,7 @@ void Verifier::check_buckets(const std::string& path, const InodeView& dir,
 }
 
 void Verifier::report_bad_contents() {
-    for (uint64_t c = 0; c < r_.content_count_; ++c) {
+    for (uint64_t c = 0; c < m_.content_count_; ++c) {
         if (bad_content_[c].empty()) continue;
         if (bad_paths_[c].empty()) problem(fmt::format("content {}", c), bad_content_[c]);
         for (std::string& path : bad_paths_[c]) problem(std::move(path), bad_content_[c]);
@@ -536,10 +540,10 @@ void Verifier::report_bad_contents() {
 // ascending by number (so no two numbers are equal). Each kind of fault is reported once, with
 // how often it occurs and where first: a hostile pack could otherwise add a problem per inode.
 void Verifier::check_numbering() {
-    if (!r_.numbered_) return;
-    const uint64_t n = r_.inode_count_;
-    auto numbers = r_.meta(r_.numbers_rel_, n * 8, ctx_);
-    auto order = r_.meta(r_.order_rel_, n * 4, ctx_);
+    if (!m_.numbered_) return;
+    const uint64_t n = m_.inode_count_;
+    auto numbers = m_.meta(m_.numbers_rel_, n * 8, ctx_);
+    auto order = m_.meta(m_.order_rel_, n * 4, ctx_);
     if (!numbers || !order) {
         problem("inode numbers", (!numbers ? numbers.error() : order.error()).message());
         return;
@@ -583,34 +587,34 @@ void Verifier::check_numbering() {
 // The header (checksum and digest zero), then the metadata region, or with metadata digests
 // their table, each block checked against its entry.
 void Verifier::check_image_digest() {
-    Header zeroed = r_.header_;
+    Header zeroed = m_.header_;
     zeroed.header_checksum = 0;
     std::memset(zeroed.image_digest, 0, sizeof zeroed.image_digest);
     sha_.update(std::as_bytes(std::span(&zeroed, 1)));
-    if (!r_.meta_digests_.empty()) {
-        for (uint64_t b = 0; b < r_.block_sum_count_; ++b) {
+    if (!m_.meta_digests_.empty()) {
+        for (uint64_t b = 0; b < m_.block_sum_count_; ++b) {
             const uint64_t at = b * kMetaBlockSize;
-            const uint64_t n = std::min<uint64_t>(kMetaBlockSize, r_.meta_length_ - at);
-            if (auto mismatch = check_meta_block(r_.meta_digests_, b, std::span(r_.meta_ + at, n)))
-                problem(fmt::format("metadata block {} (offset {})", b, r_.meta_offset_ + at),
+            const uint64_t n = std::min<uint64_t>(kMetaBlockSize, m_.meta_length_ - at);
+            if (auto mismatch = check_meta_block(m_.meta_digests_, b, std::span(m_.meta_ + at, n)))
+                problem(fmt::format("metadata block {} (offset {})", b, m_.meta_offset_ + at),
                         fmt::format("SHA-256 mismatch: expected {}, found {}", mismatch->expected,
                                     mismatch->found));
             meter_.add(n);
         }
-        sha_.update(r_.meta_digests_);
+        sha_.update(m_.meta_digests_);
     } else {
-        for (uint64_t at = 0; at < r_.meta_length_; at += kChunk) {
-            const uint64_t n = std::min(kChunk, r_.meta_length_ - at);
-            sha_.update(std::span(r_.meta_ + at, n));
+        for (uint64_t at = 0; at < m_.meta_length_; at += kChunk) {
+            const uint64_t n = std::min(kChunk, m_.meta_length_ - at);
+            sha_.update(std::span(m_.meta_ + at, n));
             meter_.add(n);
         }
     }
     const Sha256Digest digest = sha_.finish();
-    if (std::memcmp(digest.data(), r_.header_.image_digest, digest.size()) != 0)
+    if (std::memcmp(digest.data(), m_.header_.image_digest, digest.size()) != 0)
         problem(
             "image digest",
             fmt::format("mismatch: expected {}, found {}",
-                        to_hex(std::span<const uint8_t>(r_.header_.image_digest)), to_hex(digest)));
+                        to_hex(std::span<const uint8_t>(m_.header_.image_digest)), to_hex(digest)));
 }
 
 // --- the entry point ---------------------------------------------------------------------

@@ -18,6 +18,8 @@
 //
 // Before phase 1, the contents' records are gathered (gather_contents), so the progress total is
 // known. A Verifier is used once, on one thread; the reader it checks may be in use meanwhile.
+// It reads the metadata raw (a record in a failed block is still worth checking against what it
+// describes) and sets the checked-block bitmaps, so MetaReader and DataReader call it a friend.
 #pragma once
 
 #include <cstdint>
@@ -107,7 +109,9 @@ private:
 
     void problem(std::string where, std::string what);
 
-    const PackReader& r_;
+    const PackReader& r_;  // its listings (noted by a remote pack's walk-ahead) and its image
+    const MetaReader& m_;
+    const DataReader& d_;
     const Ctx ctx_{"verify", {}};
     const bool v2_;
     VerifyReport report_;

@@ -1,6 +1,7 @@
-// PackReader, contents: the stream's blocks (stored or compressed, through the block cache),
-// reads and zero-copy views of a file's bytes.
-#include "pack/reader.hpp"
+// DataReader: the stream's blocks (stored raw, compressed through the block cache, or holes),
+// reads and zero-copy views of a file's bytes, SEEK_DATA / SEEK_HOLE, st_blocks, and the stored
+// blocks a remote pack fetches.
+#include "pack/data_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -11,35 +12,57 @@
 
 namespace packfs::pack {
 
-Result<PackReader::StoredBlock> PackReader::stored_block(uint64_t index, const Ctx& ctx) const {
+void DataReader::open(const PackImage& image, const MetaReader& meta,
+                      const PackOpenOptions& options) {
+    const Header& h = meta.header();
+    image_ = &image;
+    meta_ = &meta;
+    blocks_rel_ = section(h, Section::blocks).offset - h.meta_offset;
+    block_count_ = section(h, Section::blocks).length / 8;
+    if (block_count_ > 0) --block_count_;  // count + 1 offsets
+    block_digests_ = (h.compat_features & kCompatBlockDigests) != 0;
+    if (block_digests_)
+        block_digests_rel_ = section(h, Section::block_digests).offset - h.meta_offset;
+    stream_size_ = h.stream_size;
+    data_offset_ = h.data_offset;
+    data_length_ = h.data_length;
+    block_size_ = h.block_size;
+    codec_ = static_cast<Codec>(h.codec);
+    holes_ = (h.incompat_features & kIncompatHoles) != 0;
+    if (codec_ != Codec::none)
+        cache_ = std::make_unique<BlockCache>(options.block_cache_bytes, block_size_);
+    if (codec_ != Codec::none && holes_) allocated_ = std::make_unique<AllocatedCache>();
+}
+
+Result<DataReader::StoredBlock> DataReader::stored_block(uint64_t index, const Ctx& ctx) const {
     const uint64_t rel = blocks_rel_ + index * 8;
     if (index >= block_count_) [[unlikely]]
-        return corrupt(ctx, rel, block_count_, index, "block index");
-    auto at = meta(rel, 16, ctx);
+        return meta_->corrupt(ctx, rel, block_count_, index, "block index");
+    auto at = meta_->meta(rel, 16, ctx);
     if (!at) return std::unexpected(at.error());
     const auto begin = load<uint64_t>(*at);
     const auto end = load<uint64_t>(*at + 8);
     if (index == 0 && begin != 0) [[unlikely]]
-        return corrupt(ctx, rel, 0, begin, "first block offset");
+        return meta_->corrupt(ctx, rel, 0, begin, "first block offset");
     if (begin > end || end > data_length_) [[unlikely]]
-        return corrupt(ctx, rel + 8, data_length_, end,
-                       "block offset (decreasing, or past the data region)");
+        return meta_->corrupt(ctx, rel + 8, data_length_, end,
+                              "block offset (decreasing, or past the data region)");
     if (index + 1 == block_count_ && end != data_length_) [[unlikely]]
-        return corrupt(ctx, rel + 8, data_length_, end, "last block offset");
+        return meta_->corrupt(ctx, rel + 8, data_length_, end, "last block offset");
     StoredBlock b;
     b.stored_offset = data_offset_ + begin;
     b.stored_length = end - begin;
     b.stream_length = std::min<uint64_t>(block_size_, stream_size_ - index * block_size_);
     if (b.hole() && !holes_) [[unlikely]]
-        return corrupt(ctx, rel + 8, begin + b.stream_length, end,
-                       "block offset (an empty block, without the holes feature)");
+        return meta_->corrupt(ctx, rel + 8, begin + b.stream_length, end,
+                              "block offset (an empty block, without the holes feature)");
     if (codec_ == Codec::none && !b.hole() && !b.raw()) [[unlikely]]
-        return corrupt(ctx, rel + 8, begin + b.stream_length, end,
-                       "block offset (a raw block of the wrong length)");
+        return meta_->corrupt(ctx, rel + 8, begin + b.stream_length, end,
+                              "block offset (a raw block of the wrong length)");
     return b;
 }
 
-Result<PackReader::FileExtent> PackReader::block_extent(uint64_t index, const Ctx& ctx) const {
+Result<DataReader::FileExtent> DataReader::block_extent(uint64_t index, const Ctx& ctx) const {
     if (codec_ != Codec::none || holes_) {
         auto where = stored_block(index, ctx);
         if (!where) return std::unexpected(where.error());
@@ -47,22 +70,23 @@ Result<PackReader::FileExtent> PackReader::block_extent(uint64_t index, const Ct
     }
     const uint64_t count = stream_block_count();
     if (index >= count) [[unlikely]]
-        return corrupt(ctx, 0, count, index, "block index");
+        return meta_->corrupt(ctx, 0, count, index, "block index");
     const uint64_t begin = index * block_size_;
     return FileExtent{data_offset_ + begin, static_cast<std::size_t>(std::min<uint64_t>(
                                                 block_size_, stream_size_ - begin))};
 }
 
-Result<BlockDigest> PackReader::block_digest(uint64_t index, const Ctx& ctx) const {
+Result<BlockDigest> DataReader::block_digest(uint64_t index, const Ctx& ctx) const {
     const uint64_t count = stream_block_count();
     if (!block_digests_ || index >= count) [[unlikely]]
-        return corrupt(ctx, block_digests_rel_, count, index, "block digest index");
-    auto at = meta(block_digests_rel_ + index * sizeof(BlockDigest), sizeof(BlockDigest), ctx);
+        return meta_->corrupt(ctx, block_digests_rel_, count, index, "block digest index");
+    auto at =
+        meta_->meta(block_digests_rel_ + index * sizeof(BlockDigest), sizeof(BlockDigest), ctx);
     if (!at) return std::unexpected(at.error());
     return load<BlockDigest>(*at);
 }
 
-Result<std::vector<StoredBlockRef>> PackReader::stored_blocks(const Ctx& ctx) const {
+Result<std::vector<StoredBlockRef>> DataReader::stored_blocks(const Ctx& ctx) const {
     std::vector<StoredBlockRef> out;
     const uint64_t count = stream_block_count();
     out.reserve(count);
@@ -76,7 +100,7 @@ Result<std::vector<StoredBlockRef>> PackReader::stored_blocks(const Ctx& ctx) co
     return out;
 }
 
-std::optional<uint64_t> PackReader::raw_offset(uint64_t offset, uint64_t length) const {
+std::optional<uint64_t> DataReader::raw_offset(uint64_t offset, uint64_t length) const {
     if (codec_ != Codec::none) return std::nullopt;
     if (!holes_) return data_offset_ + offset;
     // Raw blocks are stored back to back: the range is contiguous when no hole lies between
@@ -91,7 +115,7 @@ std::optional<uint64_t> PackReader::raw_offset(uint64_t offset, uint64_t length)
     return a->stored_offset + offset % block_size_;
 }
 
-Result<void> PackReader::decompress(uint64_t index, const StoredBlock& where,
+Result<void> DataReader::decompress(uint64_t index, const StoredBlock& where,
                                     std::span<std::byte> out, const Ctx& ctx) const {
     std::span<const std::byte> stored;
     thread_local std::vector<std::byte> staging;  // pread access: the stored bytes
@@ -111,7 +135,7 @@ Result<void> PackReader::decompress(uint64_t index, const StoredBlock& where,
     return {};
 }
 
-Result<CachedBlock> PackReader::cached_block(uint64_t index, const StoredBlock& where,
+Result<CachedBlock> DataReader::cached_block(uint64_t index, const StoredBlock& where,
                                              const Ctx& ctx) const {
     if (CachedBlock hit = cache_->find(index)) return hit;
     auto bytes = std::make_shared_for_overwrite<std::byte[]>(where.stream_length);
@@ -120,7 +144,7 @@ Result<CachedBlock> PackReader::cached_block(uint64_t index, const StoredBlock& 
     return cache_->insert(index, CachedBlock{std::move(bytes), where.stream_length});
 }
 
-Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
+Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out,
                                      const Ctx& ctx) const {
     const std::byte* map = image_->mapping();
     if (codec_ == Codec::none && !holes_) {
@@ -159,7 +183,7 @@ Result<void> PackReader::read_stream(uint64_t offset, std::span<std::byte> out,
     return {};
 }
 
-std::optional<RemoteBytes::Range> PackReader::stored_range(
+std::optional<RemoteBytes::Range> DataReader::stored_range(
     const ContentRef& content) const noexcept {
     if (content.where != ContentRef::Where::stream || content.size == 0) return std::nullopt;
     const uint64_t last = content.offset + content.size - 1;  // its last byte in the stream
@@ -173,55 +197,13 @@ std::optional<RemoteBytes::Range> PackReader::stored_range(
     return RemoteBytes::Range{first->offset, end->offset + end->length};
 }
 
-void PackReader::expect_content(const ContentRef& content) const noexcept {
+void DataReader::expect_content(const ContentRef& content) const noexcept {
     RemoteBytes* remote = image_->remote();
     if (remote == nullptr) return;
     if (auto range = stored_range(content)) remote->expect(range->end);
 }
 
-void PackReader::note_open(const InodeView& file) const noexcept try {
-    if (walk_ == nullptr) return;
-    RemoteBytes& remote = *image_->remote();
-    const uint64_t budget = remote.walk_ahead_bytes();
-    if (budget == 0) return;
-    // An open must never wait on the server for another file's sake (in an outage, a cached
-    // file must still open): with metadata fetched by block, the files ahead are scheduled
-    // from metadata fetched already or in the cache, and skipped when theirs is neither.
-    const MetaFrames::LocalOnly local_only;
-    std::vector<RemoteBytes::Range> ranges;
-    walk_->opened(file.ino, budget, [&](uint64_t record) -> uint64_t {
-        const Ctx ctx{"open", {}};
-        auto node = inode(record, ctx);
-        // Inline contents (v2: up to inline_max_ bytes) are in the metadata: nothing to fetch.
-        if (!node || node->type != FileType::regular || node->rec.size <= inline_max_) return 0;
-        auto content = this->content(*node, ctx);
-        if (!content) return 0;
-        auto range = stored_range(*content);
-        if (!range) return 0;
-        ranges.push_back(*range);
-        return range->end - range->offset;
-    });
-    // A directory's files lie next to each other in the pack, but a walk meets them in listing
-    // (name hash) order, so a batch holds every other file of a directory or so. In pack
-    // order, ranges less than kWalkGap apart become one, the gap being files of the same
-    // directory the walk will read next: a directory is fetched in a few large requests
-    // instead of one request a file (what is fetched already is not fetched again).
-    constexpr uint64_t kWalkGap = 64 << 10;
-    std::sort(ranges.begin(), ranges.end(),
-              [](const auto& a, const auto& b) { return a.offset < b.offset; });
-    std::size_t kept = 0;
-    for (const RemoteBytes::Range& r : ranges) {
-        if (kept != 0 && r.offset <= ranges[kept - 1].end + kWalkGap)
-            ranges[kept - 1].end = std::max(ranges[kept - 1].end, r.end);
-        else
-            ranges[kept++] = r;
-    }
-    ranges.resize(kept);
-    if (!ranges.empty()) remote.prefetch(ranges);
-} catch (const std::bad_alloc&) {
-}
-
-Result<std::size_t> PackReader::read(const ContentRef& content, uint64_t offset,
+Result<std::size_t> DataReader::read(const ContentRef& content, uint64_t offset,
                                      std::span<std::byte> out, const Ctx& ctx) const {
     if (offset >= content.size || out.empty()) return 0;
     const std::size_t n = std::min<uint64_t>(out.size(), content.size - offset);
@@ -235,7 +217,7 @@ Result<std::size_t> PackReader::read(const ContentRef& content, uint64_t offset,
     return n;
 }
 
-Result<std::span<const std::byte>> PackReader::view(const ContentRef& content, uint64_t offset,
+Result<std::span<const std::byte>> DataReader::view(const ContentRef& content, uint64_t offset,
                                                     std::size_t length, std::string& scratch,
                                                     const Ctx& ctx) const {
     if (offset >= content.size || length == 0) return std::span<const std::byte>();
@@ -257,20 +239,18 @@ Result<std::span<const std::byte>> PackReader::view(const ContentRef& content, u
 // O(1) in a raw pack (raw_data_bytes); in a compressed one a walk of the content's blocks, done
 // once per content while the cache keeps it. A damaged block makes it the file's whole size (a
 // read says what is wrong), which is not kept.
-uint64_t PackReader::allocated_blocks(const InodeView& file) const noexcept {
-    const uint64_t whole = (file.rec.size + 511) / 512;
-    const Ctx ctx{"stat", {}};
-    auto content = this->content(file, ctx);
-    if (!content || content->where != ContentRef::Where::stream) return whole;  // a read says why
-    const uint64_t end = content->offset + content->size;
+uint64_t DataReader::allocated_blocks(const ContentRef& content, uint64_t index) const noexcept {
+    const uint64_t whole = (content.size + 511) / 512;
+    if (content.where != ContentRef::Where::stream) return whole;
+    const uint64_t end = content.offset + content.size;
     if (codec_ == Codec::none) {
-        auto bytes = raw_data_bytes(content->offset, end);
+        auto bytes = raw_data_bytes(content.offset, end);
         return bytes ? (*bytes + 511) / 512 : whole;
     }
-    const uint64_t index = version_ >= 2 ? file.aux : file.rec.ref - 1;  // the content's
     if (auto kept = allocated_->find(index)) return *kept;
+    const Ctx ctx{"stat", {}};
     uint64_t bytes = 0;
-    for (uint64_t pos = content->offset; pos < end;) {
+    for (uint64_t pos = content.offset; pos < end;) {
         const uint64_t block = pos / block_size_;
         auto where = stored_block(block, ctx);
         if (!where) return whole;
@@ -289,7 +269,7 @@ uint64_t PackReader::allocated_blocks(const InodeView& file) const noexcept {
 // either end block is damaged, or the two disagree with the range (the blocks between them
 // were not checked: a damaged section then gives a wrong count within the file's size, and a
 // read reports the damage).
-std::optional<uint64_t> PackReader::raw_data_bytes(uint64_t offset, uint64_t end) const noexcept {
+std::optional<uint64_t> DataReader::raw_data_bytes(uint64_t offset, uint64_t end) const noexcept {
     const Ctx ctx{"stat", {}};
     const uint64_t first = offset / block_size_, last = (end - 1) / block_size_;
     auto a = stored_block(first, ctx);
@@ -305,7 +285,7 @@ std::optional<uint64_t> PackReader::raw_data_bytes(uint64_t offset, uint64_t end
     return stored - outside;
 }
 
-Result<uint64_t> PackReader::seek(const ContentRef& content, uint64_t offset, bool data,
+Result<uint64_t> DataReader::seek(const ContentRef& content, uint64_t offset, bool data,
                                   const Ctx& ctx) const {
     if (offset >= content.size) return fail(ENXIO, ctx.op, ctx.path);
     if (!holes_ || content.where != ContentRef::Where::stream) return data ? offset : content.size;
