@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "pack/format.hpp"
+#include "pack/format/format.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "conformance/conformance_suite.hpp"
-#include "pack/format.hpp"
-#include "pack/reader.hpp"
+#include "pack/format/format.hpp"
+#include "pack/reader/reader.hpp"
 #include "pack/test_hooks.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"

@@ -1,7 +1,7 @@
 // The pack writer, checked by decoding its output with format.hpp alone (not through the
 // reader): structure and checksums, reproducibility whatever the listing order, dedup that a
 // forced hash collision cannot fool, compression, and a failed build leaving nothing behind.
-#include "pack/writer.hpp"
+#include "pack/writer/writer.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,11 +19,11 @@
 #include <string>
 
 #include "conformance/conformance_suite.hpp"
-#include "pack/codec.hpp"
-#include "pack/digest.hpp"
-#include "pack/format.hpp"
+#include "pack/format/codec.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
 #include "pack/test_hooks.hpp"
-#include "pack/tree_source.hpp"
+#include "pack/writer/tree_source.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "support/files.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "command.hpp"
-#include "pack/format.hpp"
+#include "pack/format/format.hpp"
 #include "packfs/version.hpp"
 #include "source.hpp"
 #include "volume/journal_format.hpp"
