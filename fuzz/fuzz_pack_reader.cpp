@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "pack/reader.hpp"
+#include "pack/reader/reader.hpp"
 #include "pack_fixup.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"

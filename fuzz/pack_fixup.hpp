@@ -16,9 +16,9 @@
 #include <span>
 #include <string>
 
-#include "pack/codec.hpp"
-#include "pack/digest.hpp"
-#include "pack/format.hpp"
+#include "pack/format/codec.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
 
 namespace packfs::fuzz {
 

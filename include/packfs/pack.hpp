@@ -3,7 +3,6 @@
 // The format is specified byte by byte in docs/FORMAT.md.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -82,14 +81,6 @@ struct PackWriteOptions {
     // exclude.hpp). A directory left out is not read at all.
     ExcludePatterns exclude;
     std::function<void(const BuildProgress&)> progress;
-    // Test hook: replaces the XXH3-128 dedup hash (e.g. a constant, to force collisions).
-    std::function<std::array<uint64_t, 2>(std::span<const std::byte>)> dedup_hash_for_tests;
-    // Test hook: replaces the v2 dirents' name hash (a constant makes every name collide); the
-    // pack is then readable only by a reader opened with the same hook.
-    uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;
-    // Test hook: the bytes the hashing may hold ahead of the writer (0: the 64 MiB default),
-    // so a few files can fill it and make the workers wait for room.
-    uint64_t hold_budget_for_tests = 0;
 };
 
 // Whether a build with `options` stores its metadata compressed: asked for, format 2, and a
@@ -147,8 +138,6 @@ enum class PackAccess : uint8_t { mmap, pread };
 struct PackOpenOptions {
     PackAccess access = PackAccess::mmap;
     std::size_t block_cache_bytes = 64 << 20;  // decompressed blocks kept (compressed packs)
-    // Test hook: the name hash a v2 pack was written with (PackWriteOptions::name_hash_for_tests).
-    uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;
 };
 
 // The header's facts, for `packfs info`.

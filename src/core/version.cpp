@@ -1,6 +1,6 @@
 #include "packfs/version.hpp"
 
-#include "pack/format.hpp"
+#include "pack/format/format.hpp"
 #include "volume/journal_format.hpp"
 
 namespace packfs {

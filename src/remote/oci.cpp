@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "pack/digest.hpp"
+#include "pack/format/digest.hpp"
 
 namespace packfs::remote {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "pack/digest.hpp"
+#include "pack/format/digest.hpp"
 #include "remote/log_limit.hpp"
 
 namespace packfs::remote {

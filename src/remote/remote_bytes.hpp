@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "pack/image.hpp"
+#include "pack/reader/image.hpp"
 #include "remote/cache_file.hpp"
 #include "remote/http_client.hpp"
 

@@ -20,8 +20,8 @@
 #include <cstdio>
 #include <mutex>
 
-#include "pack/digest.hpp"
-#include "pack/reader.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/reader/reader.hpp"
 #include "packfs/remote.hpp"
 #include "remote/cache_file.hpp"
 #include "remote/oci.hpp"

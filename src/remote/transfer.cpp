@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <random>
 
-#include "pack/digest.hpp"
+#include "pack/format/digest.hpp"
 #include "packfs/remote.hpp"
 #include "remote/oci.hpp"
 #include "remote/options.hpp"

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <string>
 
-#include "pack/digest.hpp"
-#include "pack/format.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
 #include "pack/hostile_support.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "pack/tree_scan.hpp"
+#include "pack/writer/tree_scan.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "support/files.hpp"

@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "pack/digest.hpp"
+#include "pack/format/digest.hpp"
 #include "packfs/path.hpp"
 
 namespace packfs::golden {

@@ -9,11 +9,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
-#include "pack/format.hpp"
+#include "pack/format/format.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -267,6 +270,125 @@ TEST(PackHoles, AHostFilesHolesAreFoundWithSeekHole) {
         EXPECT_LE(*data, 200 * kMiB);
         EXPECT_GT(*data, 200 * kMiB - kBlock);
         EXPECT_TRUE((*pack)->verify().ok());
+    }
+}
+
+// What st_blocks must be for a regular file of a pack with holes, from the block walk that
+// SEEK_DATA / SEEK_HOLE make: its bytes outside hole blocks, in 512-byte units, for a file of a
+// block or more; a smaller one counts all its bytes.
+uint64_t blocks_by_seeking(Backend& pack, const std::string& path, uint64_t size,
+                           uint32_t block_size) {
+    if (size < block_size) return (size + 511) / 512;
+    auto f = pack.open(path, O_RDONLY);
+    EXPECT_TRUE(f) << path;
+    if (!f) return 0;
+    uint64_t data = 0;
+    for (uint64_t at = 0; at < size;) {
+        auto start = (*f)->seek_data(at, true);
+        if (!start) break;  // ENXIO: a hole up to the end
+        auto end = (*f)->seek_data(*start, false);
+        EXPECT_TRUE(end) << path;
+        if (!end) break;
+        data += *end - *start;
+        at = *end;
+    }
+    return (data + 511) / 512;
+}
+
+// A stretch of a file's bytes: data (no block of zeros in it) or zeros.
+struct Stretch {
+    bool zeros;
+    uint64_t length;
+};
+
+std::string bytes_of_stretches(const std::vector<Stretch>& runs, char seed) {
+    std::string s;
+    for (const Stretch& r : runs)
+        s += r.zeros ? std::string(r.length, '\0') : dense_bytes(r.length, seed++);
+    return s;
+}
+
+// Hole layouts around a file's first and last blocks, each file between two small ones of odd
+// sizes so that it starts and ends inside blocks; a twin of one (one content, two names); and
+// files below a block. st_blocks is what the block walk counts, the same by path, by node and
+// by handle, twice over (the second time from anything remembered), and from several threads
+// at once, in raw and compressed packs, with small and default blocks.
+TEST(PackHoles, StatCountsTheBytesOutsideHoleBlocksAsTheBlockWalkDoes) {
+    TempDir dir;
+    auto alternating = [](uint64_t b, int pairs) {
+        std::vector<Stretch> runs;
+        for (int i = 0; i < pairs; ++i) runs.insert(runs.end(), {{false, b}, {true, 2 * b}});
+        return runs;
+    };
+    for (const uint32_t b : {4096u, kBlock}) {
+        const std::vector<std::vector<Stretch>> layouts = {
+            {{false, b / 2}, {true, 3 * b}, {false, b / 2}},  // a hole in the middle
+            {{true, 2 * b + 100}, {false, b}},                // starts in a hole
+            {{false, b + 7}, {true, 2 * b}},                  // ends in a hole
+            {{true, 5 * b + 300}},                            // all zeros
+            alternating(b, 4),                                // data, hole, data, ...
+            {{true, 20 * b}, {false, 1}, {true, 20 * b}},     // one byte in a large hole
+            {{false, b}},                                     // one block of data
+            {{false, 3 * b + 5}},                             // no hole anywhere
+            {{true, b - 1}},                                  // below a block
+        };
+        auto mem = make_mem_backend();
+        std::vector<Expected> files;
+        for (std::size_t i = 0; i < layouts.size(); ++i) {
+            const std::string name = fmt::format("/f{:02}", i);
+            files.push_back({name, bytes_of_stretches(layouts[i], static_cast<char>('a' + i))});
+            ASSERT_TRUE(write_file(*mem, name, files.back().bytes));
+            ASSERT_TRUE(write_file(*mem, name + "_pad", dense_bytes(777 + 131 * i, 'p')));
+        }
+        files.push_back({"/twin", files[0].bytes});
+        ASSERT_TRUE(write_file(*mem, "/twin", files.back().bytes));
+        for (Compression c : {Compression::none, Compression::zstd, Compression::lz4}) {
+            const std::string what = fmt::format("{}, {}-byte blocks", compression_name(c), b);
+            PackWriteOptions options;
+            options.compression = c;
+            options.block_size = b;
+            const fs::path path = dir.path / "layouts.pack";
+            ASSERT_TRUE(write_pack(*mem, path.string(), options)) << what;
+            ASSERT_NE(header_of(path).incompat_features & kIncompatHoles, 0u) << what;
+            auto pack = open_pack(path.string());
+            ASSERT_TRUE(pack) << what;
+            std::vector<uint64_t> want;
+            for (const Expected& f : files)
+                want.push_back(blocks_by_seeking(**pack, f.path, f.bytes.size(), b));
+            EXPECT_EQ(want[0], want.back()) << what << ": a twin has its content's blocks";
+            for (std::size_t i = 0; i <= 5; ++i)  // the layouts with a whole block of zeros
+                EXPECT_LT(want[i], (files[i].bytes.size() + 511) / 512) << what << ": " << i;
+            EXPECT_LE(want[3] * 512, 2 * b) << what << ": all zeros shares two blocks at most";
+            for (std::size_t i = 0; i < files.size(); ++i) {
+                const std::string& p = files[i].path;
+                for (int round = 0; round < 2; ++round) {
+                    auto st = (*pack)->stat(p);
+                    ASSERT_TRUE(st) << what << ": " << p;
+                    EXPECT_EQ(st->blocks, want[i]) << what << ": " << p << " round " << round;
+                }
+                auto entry = (*pack)->lookup(kRootNode, p.substr(1));
+                ASSERT_TRUE(entry) << what << ": " << p;
+                EXPECT_EQ(entry->stat.blocks, want[i]) << what << ": " << p;
+                auto f = (*pack)->open(p, O_RDONLY);
+                ASSERT_TRUE(f);
+                EXPECT_EQ((*f)->fstat()->blocks, want[i]) << what << ": " << p;
+            }
+            auto fresh = open_pack(path.string());  // nothing remembered, threads racing
+            ASSERT_TRUE(fresh);
+            std::atomic<int> wrong{0};
+            std::vector<std::thread> threads;
+            for (int t = 0; t < 4; ++t) {
+                threads.emplace_back([&, t] {
+                    for (int n = 0; n < 50; ++n) {
+                        const std::size_t i = (n + t) % files.size();
+                        auto st = (*fresh)->stat(files[i].path);
+                        if (!st || st->blocks != want[i]) wrong.fetch_add(1);
+                    }
+                });
+            }
+            for (std::thread& t : threads) t.join();
+            EXPECT_EQ(wrong.load(), 0) << what;
+        }
     }
 }
 

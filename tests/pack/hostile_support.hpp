@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "conformance/conformance_suite.hpp"
-#include "pack/codec.hpp"
-#include "pack/digest.hpp"
-#include "pack/format.hpp"
-#include "pack/reader.hpp"
+#include "pack/format/codec.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
+#include "pack/reader/reader.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"

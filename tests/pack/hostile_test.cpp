@@ -1115,7 +1115,7 @@ TEST_F(HostileRegression, CompressedStreamSizeThatWrapsTheBlockCountFailsCleanly
     // stream_size near 2^64: ceil(stream_size / block_size) computed in 64 bits wraps to 0, so
     // a blocks section of one offset looks consistent. Every read and verify must still fail
     // cleanly (no index past the blocks section). verify() crashed on it (block_state[index]
-    // on an empty vector in verify.cpp's load_block); validate_header now computes the count
+    // on an empty vector in the verifier's load_block); validate_header now computes the count
     // without overflow, so open fails, and load_block checks the index anyway.
     PackParts p = zstd;
     p.sec[idx(Section::blocks)].assign(8, '\0');

@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "support/files.hpp"
-#include "pack/format.hpp"
-#include "pack/reader.hpp"
+#include "pack/format/format.hpp"
+#include "pack/reader/reader.hpp"
 #include "packfs/forwarding.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
+#include "support/files.hpp"
 
 namespace packfs::pack {
 namespace {

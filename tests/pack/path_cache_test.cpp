@@ -1,4 +1,4 @@
-// The per-thread cache of path prefixes (src/pack/path_cache.hpp) must never change an answer:
+// The per-thread cache of path prefixes (src/pack/reader/path_cache.hpp) must never change an answer:
 // packs with the same paths and other contents, a pack closed and another opened in its place,
 // more directories than the cache holds, symlinked prefixes, and threads reading at once all
 // answer exactly what each pack's tree holds. (The conformance suite's read-only topics run

@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "conformance/conformance_suite.hpp"
-#include "support/files.hpp"
-#include "pack/digest.hpp"
-#include "pack/format.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
+#include "support/files.hpp"
 
 namespace packfs::pack {
 namespace {

@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "conformance/conformance_suite.hpp"
-#include "pack/format.hpp"
-#include "pack/reader.hpp"
+#include "pack/format/format.hpp"
+#include "pack/reader/reader.hpp"
+#include "pack/test_hooks.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/path.hpp"
@@ -243,10 +244,14 @@ uint32_t one_hash(std::string_view) {
 TEST(PackV2, ADirectoryWhoseNamesAllShareOneHashAnswersEveryLookup) {
     TempDir dir;
     auto tree = big_tree();
-    PackWriteOptions w = v2_options();
-    w.name_hash_for_tests = &one_hash;
-    auto pack = build_and_open(*tree, dir.path / "p.pack", w, {.name_hash_for_tests = &one_hash});
-    ASSERT_TRUE(pack);
+    const fs::path path = dir.path / "p.pack";
+    WriteHooks hooks;
+    hooks.name_hash = &one_hash;
+    auto stats = write_pack_with_hooks(*tree, path.string(), v2_options(), hooks);
+    ASSERT_TRUE(stats) << stats.error().message();
+    auto opened = open_pack_with_hooks(path.string(), {}, OpenHooks{.name_hash = &one_hash});
+    ASSERT_TRUE(opened) << opened.error().message();
+    std::shared_ptr<PackBackend> pack = *opened;
     expect_every_lookup_right(*pack);
     const VerifyReport report = pack->verify();
     EXPECT_TRUE(report.ok()) << report.problems.front().where << ": "

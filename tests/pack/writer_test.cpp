@@ -1,7 +1,7 @@
 // The pack writer, checked by decoding its output with format.hpp alone (not through the
 // reader): structure and checksums, reproducibility whatever the listing order, dedup that a
 // forced hash collision cannot fool, compression, and a failed build leaving nothing behind.
-#include "pack/writer.hpp"
+#include "pack/writer/writer.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,10 +19,11 @@
 #include <string>
 
 #include "conformance/conformance_suite.hpp"
-#include "pack/codec.hpp"
-#include "pack/digest.hpp"
-#include "pack/format.hpp"
-#include "pack/tree_source.hpp"
+#include "pack/format/codec.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
+#include "pack/test_hooks.hpp"
+#include "pack/writer/tree_source.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "support/files.hpp"
@@ -336,10 +337,10 @@ TEST(PackWriter, ForcedHashCollisionKeepsBothContents) {
     for (int i = 0; i < 20; ++i)
         ASSERT_TRUE(write_file(*mem, "/f" + std::to_string(i), conformance::pattern_bytes(5000, i % 10)));
     PackWriteOptions options;
-    options.dedup_hash_for_tests = [](std::span<const std::byte>) {
-        return std::array<uint64_t, 2>{42, 42};
-    };
-    ASSERT_TRUE(write_v1(*mem, (dir.path / "c.pack").string(), options));
+    options.format = 1;  // what the decoder below reads
+    WriteHooks hooks;
+    hooks.dedup_hash = [](std::span<const std::byte>) { return std::array<uint64_t, 2>{42, 42}; };
+    ASSERT_TRUE(write_pack_with_hooks(*mem, (dir.path / "c.pack").string(), options, hooks));
     Decoded d = decode(slurp(dir.path / "c.pack"));
     EXPECT_EQ(d.contents.size(), 10u);  // ten distinct patterns, each stored once
     for (int i = 0; i < 20; ++i)
@@ -453,9 +454,10 @@ TEST(PackWriter, HashingAheadPastItsBudgetKeepsOrderAndBytes) {
     for (unsigned jobs : {1u, 4u}) {
         PackWriteOptions options;
         options.jobs = jobs;
-        options.hold_budget_for_tests = 4 * kMiB;
+        WriteHooks hooks;
+        hooks.hold_budget = 4 * kMiB;
         const std::string path = (dir.path / fmt::format("j{}.pack", jobs)).string();
-        auto stats = write_pack(*mem, path, options);
+        auto stats = write_pack_with_hooks(*mem, path, options, hooks);
         ASSERT_TRUE(stats) << stats.error().message();
         uint64_t unique = 0;  // the twins are stored once
         for (int i = 0; i < kFiles; ++i) unique += i % 4 == 3 ? 0 : content_of(i).size();
@@ -488,15 +490,16 @@ TEST(PackWriter, WorkersWaitingForRoomTogetherNeverClaimAFileTwice) {
         PackWriteOptions options;
         options.jobs = jobs;
         options.compression = Compression::zstd;  // a slower writer: the workers wait for room
-        options.hold_budget_for_tests = 4 * kMiB;  // room for 4 of the 24 files at once
+        WriteHooks hooks;
+        hooks.hold_budget = 4 * kMiB;  // room for 4 of the 24 files at once
         // The hook runs once per file hashed: a file claimed twice is counted twice.
         std::atomic<int> hashed{0};
-        options.dedup_hash_for_tests = [&hashed](std::span<const std::byte> bytes) {
+        hooks.dedup_hash = [&hashed](std::span<const std::byte> bytes) {
             hashed.fetch_add(1, std::memory_order_relaxed);
             return xxh3_128(bytes);
         };
         const std::string path = (dir.path / fmt::format("j{}.pack", jobs)).string();
-        auto stats = write_pack(*mem, path, options);
+        auto stats = write_pack_with_hooks(*mem, path, options, hooks);
         ASSERT_TRUE(stats) << stats.error().message();
         auto pack = open_pack(path);
         ASSERT_TRUE(pack);

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <map>
 
-#include "pack/format.hpp"
-#include "pack/meta_frames.hpp"
+#include "pack/format/format.hpp"
+#include "pack/reader/meta_frames.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/remote.hpp"

@@ -1,0 +1,94 @@
+#include "pack/format/codec.hpp"
+
+#include <lz4.h>
+#include <lz4hc.h>
+#include <zstd.h>
+
+#include <climits>
+#include <memory>
+
+namespace packfs::pack {
+
+namespace {
+
+// One compression context per thread: creating a zstd context costs more than a small block.
+ZSTD_CCtx* thread_zstd_cctx() {
+    thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> ctx(ZSTD_createCCtx(),
+                                                                          &ZSTD_freeCCtx);
+    return ctx.get();
+}
+
+ZSTD_DCtx* thread_zstd_dctx() {
+    thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(ZSTD_createDCtx(),
+                                                                          &ZSTD_freeDCtx);
+    return ctx.get();
+}
+
+}  // namespace
+
+bool compress_block(Codec codec, int level, std::span<const std::byte> input,
+                    std::vector<std::byte>& out) {
+    switch (codec) {
+        case Codec::zstd: {
+            out.resize(ZSTD_compressBound(input.size()));
+            ZSTD_CCtx* ctx = thread_zstd_cctx();
+            if (!ctx) return false;
+            std::size_t n = ZSTD_compressCCtx(ctx, out.data(), out.size(), input.data(),
+                                              input.size(), level == 0 ? 3 : level);
+            if (ZSTD_isError(n) || n >= input.size()) return false;
+            out.resize(n);
+            return true;
+        }
+        case Codec::lz4: {
+            if (input.size() > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE)) return false;
+            int src_size = static_cast<int>(input.size());
+            out.resize(static_cast<std::size_t>(LZ4_compressBound(src_size)));
+            const char* src = reinterpret_cast<const char*>(input.data());
+            char* dst = reinterpret_cast<char*>(out.data());
+            int capacity = static_cast<int>(out.size());
+            // Level 0 or 1: the fast compressor; 2 and up: LZ4 HC at that level (lz4hc).
+            int n = level <= 1 ? LZ4_compress_default(src, dst, src_size, capacity)
+                               : LZ4_compress_HC(src, dst, src_size, capacity, level);
+            if (n <= 0 || static_cast<std::size_t>(n) >= input.size()) return false;
+            out.resize(static_cast<std::size_t>(n));
+            return true;
+        }
+        case Codec::none:
+            return false;
+    }
+    return false;
+}
+
+bool decompress_block(Codec codec, std::span<const std::byte> stored, std::span<std::byte> out) {
+    switch (codec) {
+        case Codec::zstd: {
+            ZSTD_DCtx* ctx = thread_zstd_dctx();
+            if (!ctx) return false;
+            std::size_t n =
+                ZSTD_decompressDCtx(ctx, out.data(), out.size(), stored.data(), stored.size());
+            return !ZSTD_isError(n) && n == out.size();
+        }
+        case Codec::lz4: {
+            if (stored.size() > INT_MAX || out.size() > INT_MAX) return false;
+            int n = LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data()),
+                                        reinterpret_cast<char*>(out.data()),
+                                        static_cast<int>(stored.size()),
+                                        static_cast<int>(out.size()));
+            return n >= 0 && static_cast<std::size_t>(n) == out.size();
+        }
+        case Codec::none:
+            return false;
+    }
+    return false;
+}
+
+const char* codec_name(Codec codec) noexcept {
+    switch (codec) {
+        case Codec::none: return "none";
+        case Codec::zstd: return "zstd";
+        case Codec::lz4: return "lz4";
+    }
+    return "unknown";
+}
+
+}  // namespace packfs::pack

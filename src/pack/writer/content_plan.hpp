@@ -1,0 +1,65 @@
+// The second step of a build: every regular file's content hashed by workers ahead of the
+// caller, exact duplicates found in inode order, and each distinct content laid out in the data
+// stream and handed to the writer as soon as it is decided: reading, hashing and writing
+// overlap, and a file up to 1 MiB is read once (its bytes held, within a 64 MiB budget).
+//
+// Dedup: XXH3-128 and the size pick candidates; a byte comparison of the two sources decides,
+// so a hash collision can only cost a comparison, never merge different contents.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/huge_pages.hpp"
+#include "pack/format/digest.hpp"
+#include "pack/test_hooks.hpp"
+#include "pack/writer/tree_scan.hpp"
+#include "pack/writer/tree_source.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs::pack {
+
+struct PlannedContent {
+    uint32_t source_ino = 0;  // the first inode holding it (read from that inode's path)
+    uint64_t size = 0;
+    uint64_t offset = 0;      // in the stream, or (inline) in the bytes section, set later
+    bool is_inline = false;
+    std::array<uint64_t, 2> dedup_hash{};
+    Sha256Digest sha256{};
+    std::string kept;  // its bytes: an inline content's (for the bytes section), or a
+                       // small one's kept for comparing later duplicates in memory
+    bool has_kept = false;
+};
+
+struct ContentPlan {
+    std::vector<PlannedContent, HugePageAllocator<PlannedContent>> contents;  // content i; inodes
+                                                                              // refer to i + 1
+    uint64_t file_bytes = 0;               // every regular inode once
+    uint64_t unique_bytes = 0;
+    uint64_t stream_size = 0;              // stream contents, alignment included
+};
+
+// Writes one new stream content (its offset set), in stream order: from `bytes` when the
+// hashing held them, else (nullptr) read again from the source.
+using ContentSink =
+    std::function<Result<void>(const PlannedContent& content, const std::string* bytes)>;
+
+// Hashes, dedups, lays out and writes (through `write`); sets ScannedInode::content.
+// `progress(done, total)` runs on the calling thread.
+Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
+                                  const PackWriteOptions& options, const WriteHooks& hooks,
+                                  unsigned jobs,
+                                  const std::function<void(uint64_t, uint64_t)>& progress,
+                                  const ContentSink& write);
+
+// Reads one content of `size` bytes from the source path in slices, giving each to `sink`
+// with whether it is a hole (zeros not read: asked of the source only when its allocated
+// blocks in `stat` fall short of the size, as cp does); fails when the file no longer has
+// `size` bytes.
+Result<void> read_content(TreeSource& source, SourceRef file, const Stat& stat, uint64_t size,
+                          const std::function<void(std::span<const std::byte>, bool hole)>& sink);
+
+}  // namespace packfs::pack

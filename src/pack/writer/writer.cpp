@@ -1,0 +1,223 @@
+// write_pack: scan the tree, hash and dedup the contents, stream them into the data region,
+// then write the metadata and finally the header, into a temporary file that is renamed into
+// place only when complete and durable.
+#include "pack/writer/writer.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "pack/format/digest.hpp"
+#include "pack/writer/content_plan.hpp"
+#include "pack/writer/metadata_writer.hpp"
+#include "pack/writer/output_file.hpp"
+#include "pack/writer/stream_writer.hpp"
+#include "pack/writer/tree_scan.hpp"
+#include "packfs/pack.hpp"
+
+namespace packfs {
+
+namespace {
+
+using namespace pack;
+
+constexpr uint32_t kMinBlock = 4096;
+constexpr uint32_t kMaxBlock = 16u << 20;
+constexpr uint32_t kMaxInline = 4096;
+
+Result<void> check_options(const PackWriteOptions& o) {
+    if (o.block_size < kMinBlock || o.block_size > kMaxBlock || (o.block_size & (o.block_size - 1)))
+        return fail(EINVAL, "build: block size must be a power of two from 4 KiB to 16 MiB");
+    if (o.inline_max > kMaxInline) return fail(EINVAL, "build: inline limit over 4096 bytes");
+    if (o.format < kOldestFormatVersion || o.format > kFormatVersion)
+        return fail(EINVAL, "build: pack format version must be 1 or 2");
+    if (o.layout == PackWriteOptions::Layout::walk && o.format < 2)
+        return fail(EINVAL, "build: the walk layout needs pack format 2");
+    if (o.clamp_time && (o.clamp_time->nsec < 0 || o.clamp_time->nsec >= 1'000'000'000))
+        return fail(EINVAL, "build: clamp time's nanoseconds outside 0 ..= 999,999,999");
+    return {};
+}
+
+Codec codec_of(Compression c) {
+    switch (c) {
+        case Compression::zstd: return Codec::zstd;
+        case Compression::lz4: return Codec::lz4;
+        case Compression::none: break;
+    }
+    return Codec::none;
+}
+
+void report(const PackWriteOptions& o, BuildProgress::Phase phase, uint64_t done, uint64_t total) {
+    if (o.progress) o.progress(BuildProgress{phase, done, total});
+}
+
+PackStats stats_of(const ScannedTree& tree, const ContentPlan& plan, const MetadataImage& meta,
+                   const StreamWriter& stream) {
+    PackStats s;
+    s.inodes = tree.inodes.size();
+    for (const ScannedInode& inode : tree.inodes) {
+        switch (inode.stat.type) {
+            case FileType::directory: ++s.directories; break;
+            case FileType::regular: ++s.regular_files; break;
+            case FileType::symlink: ++s.symlinks; break;
+            default: ++s.specials; break;
+        }
+    }
+    s.hard_links = tree.hard_links;
+    s.xattrs = tree.xattr_count;
+    s.excluded = tree.excluded;
+    s.file_bytes = plan.file_bytes;
+    s.unique_bytes = plan.unique_bytes;
+    s.inline_bytes = meta.inline_bytes;
+    s.stream_bytes = stream.stream_bytes();
+    s.data_bytes = stream.stored_bytes();
+    s.metadata_bytes = meta.header.file_size - meta.header.meta_offset;  // as stored
+    s.pack_bytes = meta.header.file_size;
+    s.digest = to_hex(meta.header.image_digest);
+    return s;
+}
+
+Result<PackStats> build(TreeSource& source, std::string_view out_path,
+                        const PackWriteOptions& options, const WriteHooks& hooks) {
+    if (auto r = check_options(options); !r) return std::unexpected(r.error());
+    unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
+    auto tree = scan_tree(source, options.exclude,
+                          [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
+    if (!tree) return std::unexpected(tree.error());
+    record_times(*tree, options.times, options.clamp_time);
+    std::optional<InodeNumbering> numbering;
+    if (options.keep_inode_numbers) {  // refused before any content is read
+        auto numbers = number_inodes(*tree);
+        if (!numbers) return std::unexpected(numbers.error());
+        numbering = std::move(*numbers);
+    }
+
+    auto t1 = Clock::now();
+    auto out = OutputFile::create(out_path);
+    if (!out) return std::unexpected(out.error());
+    if (auto r = out->append_zeros(kDataOffset); !r) return std::unexpected(r.error());
+    Codec codec = codec_of(options.compression);
+    // Version 2 stores blocks of zeros as holes (version 1 readers know no holes).
+    StreamWriter stream(*out, codec, options.level, options.block_size, jobs,
+                        /*holes=*/options.format >= 2,
+                        /*digests=*/options.format >= 2 && options.block_digests);
+    // Each new content as the plan decides it, in stream order.
+    auto write_content = [&](const PlannedContent& content,
+                             const std::string* held) -> Result<void> {
+        if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r) return r;
+        if (held) {
+            if (auto r = stream.put(std::as_bytes(std::span(*held))); !r) return r;
+        } else {
+            // Read again; the dedup hash is recomputed so a file changed since it was hashed
+            // is caught instead of stored under a stale SHA-256.
+            Xxh3_128 check;
+            Result<void> put;
+            const ScannedInode& inode = tree->inodes[content.source_ino - 1];
+            const std::string& path = inode.path;
+            auto r = read_content(source, {path, inode.handle}, inode.stat, content.size,
+                                  [&](std::span<const std::byte> s, bool hole) {
+                                      check.update(s);
+                                      if (put)
+                                          put = hole ? stream.put_zeros(s.size()) : stream.put(s);
+                                  });
+            if (!r) return r;
+            if (!put) return put;
+            if (!hooks.dedup_hash && check.finish() != content.dedup_hash)
+                return fail(EAGAIN, "build: file changed while it was read", path);
+        }
+        return {};
+    };
+    auto plan = plan_contents(
+        source, *tree, options, hooks, jobs,
+        [&](uint64_t done, uint64_t total) {
+            report(options, BuildProgress::Phase::hash, done, total);
+        },
+        write_content);
+    if (!plan) return std::unexpected(plan.error());
+
+    auto t2 = Clock::now();
+    auto blocks = stream.finish();
+    if (!blocks) return std::unexpected(blocks.error());
+
+    auto t3 = Clock::now();
+    StreamFacts facts{.codec = codec,
+                      .block_size = options.block_size,
+                      .inline_max = options.inline_max,
+                      .data_length = stream.stored_bytes(),
+                      .stream_size = stream.stream_bytes(),
+                      .block_offsets = std::move(*blocks),
+                      .holes = stream.wrote_holes(),
+                      .block_digests = stream.take_digests()};
+    const MetadataFormat format{.version = options.format,
+                                .all_times = options.times == PackTimes::all,
+                                .meta_digests = options.block_digests && options.metadata_digests,
+                                .name_hash_for_tests = hooks.name_hash};
+    auto meta = build_metadata(*tree, *plan, facts, format, numbering ? &*numbering : nullptr);
+    if (!meta) return std::unexpected(meta.error());
+    report(options, BuildProgress::Phase::finish, plan->stream_size, plan->stream_size);
+
+    uint64_t data_end = kDataOffset + facts.data_length;
+    if (auto r = out->append_zeros(meta->header.meta_offset - data_end); !r)
+        return std::unexpected(r.error());
+    if (compresses_metadata(options)) {
+        // The region as one frame per metadata block, compressed by the pool like the data.
+        StreamWriter frames(*out, codec, options.level, kMetaBlockSize, jobs);
+        if (auto r = frames.put(meta->region); !r) return std::unexpected(r.error());
+        auto offsets = frames.finish();
+        if (!offsets) return std::unexpected(offsets.error());
+        const std::vector<std::byte> index = frame_metadata(*meta, *offsets);
+        if (auto r = out->append_zeros(frame_index_offset(meta->header) - meta->header.meta_offset -
+                                       meta->header.meta_frames_length);
+            !r)
+            return std::unexpected(r.error());
+        if (auto r = out->append(index); !r) return std::unexpected(r.error());
+    } else if (auto r = out->append(meta->region); !r) {
+        return std::unexpected(r.error());
+    }
+    if (auto r = out->append(meta->sums); !r) return std::unexpected(r.error());
+    if (auto r = out->append(meta->meta_digests); !r) return std::unexpected(r.error());
+    if (auto r = out->write_at(std::as_bytes(std::span(&meta->header, 1)), 0); !r)
+        return std::unexpected(r.error());
+    if (auto r = out->commit(); !r) return std::unexpected(r.error());
+    PackStats stats = stats_of(*tree, *plan, *meta, stream);
+    auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    stats.scan_seconds = seconds(t1 - t0);
+    stats.hash_seconds = seconds(t2 - t1);
+    stats.data_seconds = seconds(t3 - t2);
+    stats.finish_seconds = seconds(Clock::now() - t3);
+    return stats;
+}
+
+}  // namespace
+
+Result<PackStats> pack::write_pack_from_source(TreeSource& source, std::string_view out_path,
+                                               const PackWriteOptions& options,
+                                               const WriteHooks& hooks) {
+    return build(source, out_path, options, hooks);
+}
+
+Result<PackStats> pack::write_pack_with_hooks(Backend& source, std::string_view out_path,
+                                              const PackWriteOptions& options,
+                                              const WriteHooks& hooks, std::string_view root) {
+    auto tree = make_backend_source(source, root);
+    if (!tree) return std::unexpected(tree.error());
+    return build(**tree, out_path, options, hooks);
+}
+
+Result<PackStats> write_pack(Backend& source, std::string_view out_path,
+                             const PackWriteOptions& options, std::string_view root) {
+    return pack::write_pack_with_hooks(source, out_path, options, pack::WriteHooks{}, root);
+}
+
+Result<PackStats> write_pack_from_host(std::string_view host_dir, std::string_view out_path,
+                                       const PackWriteOptions& options) {
+    auto tree = make_host_source(host_dir);
+    if (!tree) return std::unexpected(tree.error());
+    return build(**tree, out_path, options, pack::WriteHooks{});
+}
+
+}  // namespace packfs
