@@ -91,7 +91,7 @@ public:
         if (a == b) return true;
         if (a->path != b->path || a->parts.size() != b->parts.size()) return false;
         for (std::size_t i = 0; i < a->parts.size(); ++i) {
-            if (a->parts[i].mount != b->parts[i].mount || a->parts[i].node != b->parts[i].node)
+            if (a->parts[i].layer != b->parts[i].layer || a->parts[i].node != b->parts[i].node)
                 return false;
         }
         return true;
@@ -337,9 +337,9 @@ Result<std::shared_ptr<Backend>> VfsImpl::snapshot() {
     // its node numbers): each part on the member's snapshot. A node of a member no longer
     // mounted has no counterpart there.
     nodes_.copy_into(out->nodes_, [&](const Part& p) -> std::optional<Part> {
-        auto it = snapshots.find(p.mount);
+        auto it = snapshots.find(p.layer);
         if (it == snapshots.end()) return std::nullopt;
-        return Part{it->second, p.mount, false, p.node};
+        return Part{it->second, p.layer, false, p.node};
     });
     return out;
 }

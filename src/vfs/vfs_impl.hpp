@@ -1,6 +1,6 @@
 // The Vfs's implementation (see vfs.hpp for the semantics, mount_table.hpp for the table and
-// node_table.hpp for the nodes): the node calls walk Vfs nodes (vfs_nodes.cpp); the path calls
-// are walks of those node calls (vfs.cpp), as every backend's are.
+// core/union_nodes.hpp for the nodes): the node calls walk Vfs nodes (vfs_nodes.cpp); the path
+// calls are walks of those node calls (vfs.cpp), as every backend's are.
 #pragma once
 
 #include <xxhash.h>

@@ -4,7 +4,7 @@
 // ids and intern what they make, and the path calls' walk (vfs.cpp) calls the same functions on
 // descriptions it holds for the length of one call, so both answer alike.
 //
-// What a node id stands for is in node_table.hpp. The rules, each the path calls' own:
+// What a node id stands for is in core/union_nodes.hpp. The rules, each the path calls' own:
 // - lookup(dir, name) in a directory that can hold mount points first asks the current mount
 //   table whether dir/name is a mount point (then the node is the union mounted there); else
 //   the members' nodes of dir answer, the first that has the name deciding what it is, and a
@@ -20,7 +20,6 @@
 #include <fcntl.h>
 
 #include <optional>
-#include <unordered_set>
 
 #include "core/checks.hpp"
 
@@ -43,36 +42,10 @@ Crossing crossing(const Table& table, const NodeDesc& dir, std::string_view name
     return c;
 }
 
-// `name` looked up in the parts of a directory: the first part that has it decides what it is;
-// when that is a directory, the directories of that name in the parts below it merge with it
-// (a lower non-directory is passed over). Each part found carries one member reference. An
-// error of the first part that answers anything but ENOENT, before any part found the name, is
-// the lookup's (as the path calls' first member to answer decides).
-struct Found {
-    std::vector<Part> parts;
-    Stat stat;  // the top part's
-};
-
-Result<Found> find_in(const std::vector<Part>& parts, std::string_view name) {
-    Found f;
-    for (const Part& p : parts) {
-        auto hit = p.backend->lookup(p.node, name);
-        if (!hit) {
-            if (hit.error().code() == ENOENT || !f.parts.empty()) continue;
-            return std::unexpected(hit.error());
-        }
-        const bool is_dir = hit->stat.type == FileType::directory;
-        if (f.parts.empty()) {
-            f.stat = hit->stat;
-        } else if (!is_dir) {
-            p.backend->forget(hit->node, 1);
-            continue;
-        }
-        f.parts.push_back(Part{p.backend, p.mount, p.writable, hit->node});
-        if (!is_dir) break;  // a non-directory hides every lower entry of its name
-    }
-    return f;
-}
+// The Vfs's union rules (core/union_nodes.hpp): a lower member's non-directory under an upper
+// directory is passed over, and a lower member's error, once an upper one answered, too.
+constexpr unions::MergeRules kVfsRules{.non_directory_hides_below = false,
+                                       .lower_errors_fail = false};
 
 // The part of a directory that holds `name`: the first whose lookup answers anything but ENOENT
 // (it has the name, or fails on it and reports that itself when asked to change it).
@@ -106,10 +79,10 @@ const Part* first_writable_part(const std::vector<Part>& parts) {
     return nullptr;
 }
 
-// The part of a directory in mount `mount`, if it has one.
-const Part* part_in(const std::vector<Part>& parts, uint64_t mount) {
+// The part of a directory in the member `member` (a Member's id), if it has one.
+const Part* part_in(const std::vector<Part>& parts, uint64_t member) {
     for (const Part& p : parts) {
-        if (p.mount == mount) return &p;
+        if (p.layer == member) return &p;
     }
     return nullptr;
 }
@@ -117,7 +90,7 @@ const Part* part_in(const std::vector<Part>& parts, uint64_t mount) {
 // A new member node (one reference, just handed by `in`'s member) as the only part of a node.
 NodeDesc single(const Part& in, Node node) {
     NodeDesc d;
-    d.parts.push_back(Part{in.backend, in.mount, in.writable, node});
+    d.parts.push_back(Part{in.backend, in.layer, in.writable, node});
     return d;
 }
 
@@ -170,7 +143,7 @@ Result<VfsImpl::Made> VfsImpl::lookup_in(const Table& table, const NodeDesc& par
         out.stat = *st;
         return out;
     }
-    auto found = find_in(parent.parts, name);
+    auto found = unions::merge_lookup(parent.parts, name, kVfsRules);
     if (!found) return error_of(found);
     child.parts = std::move(found->parts);
     out.stat = found->stat;
@@ -206,23 +179,10 @@ Result<Stat> VfsImpl::getattr(Node node) {
 
 Result<std::vector<DirEntry>> VfsImpl::list_of(const Table& table, const NodeDesc& desc) const {
     std::vector<DirEntry> out;
-    if (desc.parts.size() == 1) {
-        auto listing = desc.top().backend->list(desc.top().node);
+    if (!desc.parts.empty()) {
+        auto listing = unions::merge_list(desc.parts, kVfsRules);
         if (!listing) return error_of(listing);
         out = std::move(*listing);
-    } else if (!desc.parts.empty()) {
-        // A merged directory: parts in order, the first entry of a name wins.
-        std::unordered_set<std::string> seen;
-        for (const Part& p : desc.parts) {
-            auto listing = p.backend->list(p.node);
-            if (!listing) {
-                if (&p == &desc.top()) return error_of(listing);
-                continue;  // a lower part that went away: the upper ones answer
-            }
-            for (DirEntry& e : *listing) {
-                if (seen.insert(e.name).second) out.push_back(std::move(e));
-            }
-        }
     }
     if (!desc.path.empty())
         add_mount_children(table, desc.path, mount_children(table, desc.path), out);
@@ -461,12 +421,12 @@ Result<VfsImpl::Made> VfsImpl::link_in(const Table& table, const NodeDesc& sourc
     }
     if (target.mounts_below) return fail(EBUSY, "link", name);
     const Part& from = source.top();
-    const Part* to = part_in(desc.parts, from.mount);
+    const Part* to = part_in(desc.parts, from.layer);
     if (!to) return fail(EXDEV, "link", name);
     if (desc.parts.size() > 1) {
         // The name may exist only in the member the source is in.
         Holding h = holder_of(desc.parts, name, false);
-        if (h.part && h.part->mount != from.mount) return fail(EXDEV, "link", name);
+        if (h.part && h.part->layer != from.layer) return fail(EXDEV, "link", name);
     }
     if (!from.writable) return fail(EROFS, "link", name);
     auto made = from.backend->link(from.node, to->node, name);
@@ -538,12 +498,12 @@ Result<VfsImpl::RenameParts> VfsImpl::rename_parts(const Table& table, const Nod
         if (!from) from = first_writable_part(src.parts);
         if (!from) from = &src.top();
     }
-    const Part* to = part_in(dst.parts, from->mount);
+    const Part* to = part_in(dst.parts, from->layer);
     if (!to) return fail(EXDEV, "rename", name);
     if (dst.parts.size() > 1) {
         // The target may exist only in the member the source is in.
         Holding h = holder_of(dst.parts, to_name, false);
-        if (h.part && h.part->mount != from->mount) return fail(EXDEV, "rename", to_name);
+        if (h.part && h.part->layer != from->layer) return fail(EXDEV, "rename", to_name);
     }
     if (!from->writable) return fail(EROFS, "rename", name);
     return RenameParts{from, to};
