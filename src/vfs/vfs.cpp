@@ -81,6 +81,79 @@ public:
         return walk::Step<NodeT>{keep(std::move(child->desc)), child->stat.type};
     }
     Result<std::string> readlink(NodeT n) { return vfs_.readlink_of(*n); }
+
+    // The walker's fast try (core/walker.hpp): the same lookups, answered only when the name
+    // simply exists (the try gives up on anything else and the walk above answers).
+    bool fast_lookup(NodeT dir, std::string_view name, walk::Step<NodeT>& out) {
+        auto found = lookup(dir, name);
+        if (!found || !*found) return false;
+        out = **found;
+        return true;
+    }
+    // Where the fast try of "/p/name" starts: the mount-prefix shortcut. When exactly one
+    // prefix M of `prefix` is a mount point (nothing mounted at "/" or anywhere else above),
+    // every directory above M is synthetic, so a walk from the root reaches M's union without
+    // meeting a member: it starts there, from the table, and walks only the rest of `prefix`
+    // (plain directories; anything else and the walk from the root answers).
+    bool cached_dir(std::string_view prefix, NodeT& out) {
+        const NodeDesc* at = nullptr;
+        std::size_t mount_length = 0;
+        {
+            Published<Table>::Reader table(vfs_.table());
+            if (!table->root->synthetic()) return false;
+            std::size_t end = prefix.size();
+            std::size_t components = 0;
+            for (std::size_t i = 1; i < prefix.size(); ++i) components += prefix[i] == '/';
+            if (components + 1 > table->deepest) {
+                // No mount is deeper than `deepest` components: start probing there.
+                end = 0;
+                for (std::size_t seen = 0; seen < table->deepest; ++seen)
+                    end = prefix.find('/', end + 1);
+                if (table->deepest == 0 || end == std::string_view::npos) return false;
+            }
+            const UnionPtr* mounted = nullptr;
+            for (;;) {
+                if (const UnionPtr* hit = table->mounts.find(prefix.substr(0, end))) {
+                    if (mounted) return false;  // a second mount above: members met on the way
+                    mounted = hit;
+                    mount_length = end;
+                }
+                end = prefix.rfind('/', end - 1);
+                if (end == 0 || end == std::string_view::npos) break;
+            }
+            if (!mounted) return false;
+            NodeDesc desc;
+            desc.path = std::string(prefix.substr(0, mount_length));
+            for (const Member& m : **mounted) desc.parts.push_back(m.root_part());
+            auto st = desc.top().backend->getattr(kRootNode);
+            if (!st || st->type != FileType::directory) return false;
+            at = keep(std::move(desc));
+        }
+        // The rest of the prefix, each component a plain name of a directory.
+        std::string_view rest = prefix.substr(mount_length);
+        while (!rest.empty()) {
+            rest.remove_prefix(1);  // the '/'
+            const std::size_t slash = rest.find('/');
+            const std::string_view name = rest.substr(0, slash);
+            rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash);
+            walk::Step<NodeT> step;
+            if (name.empty() || name.size() > kMaxNameLength || name == "." || name == ".." ||
+                name.find('\0') != std::string_view::npos || !fast_lookup(at, name, step)) {
+                release(at);
+                return false;
+            }
+            release(at);
+            if (step.type != FileType::directory) {
+                release(step.node);
+                return false;
+            }
+            at = step.node;
+        }
+        out = at;
+        return true;
+    }
+    void remember_dir(std::string_view, NodeT) {}
+
     // Each description but the root's was made by one lookup for one walk step, and is
     // released once: its member references go back.
     void release(NodeT n) noexcept {

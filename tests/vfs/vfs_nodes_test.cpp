@@ -657,6 +657,34 @@ TEST(VfsNodes, AWalkByNodeFollowsSymlinksAcrossMounts) {
     l.expect_all_given_back();
 }
 
+// A path call may start its walk at a mount point the table names (nothing mounted above it):
+// a link that climbs out of that mount with ".." still climbs into the directories above it,
+// and lands where the walk from the root lands.
+TEST(VfsNodes, AWalkStartedAtAMountPointClimbsOutOfIt) {
+    auto vfs = Vfs::create();
+    auto a = mem(), b = mem();
+    ASSERT_OK(write_file(*a, "/f", "a's f"));
+    ASSERT_OK(b->mkdir("/d"));
+    ASSERT_OK(b->symlink("../../a/f", "/d/up"));  // from /m/b/d: ../.. is /m
+    ASSERT_OK(b->symlink("/m/a/f", "/d/abs"));
+    ASSERT_OK(vfs->mount("/m/a", a));
+    ASSERT_OK(vfs->mount("/m/b", b));
+    for (const char* path : {"/m/b/d/up", "/m/b/d/abs"}) {
+        auto by_path = read_file(*vfs, path);
+        ASSERT_OK(by_path);
+        EXPECT_EQ(*by_path, "a's f") << path;
+        auto node = lookup_path(*vfs, path);
+        ASSERT_OK(node);
+        EXPECT_EQ(read_node(*vfs, node->node), "a's f") << path;
+        vfs->forget(node->node, 1);
+    }
+    auto link = vfs->lstat("/m/b/d/up");
+    ASSERT_OK(link);
+    EXPECT_EQ(link->type, FileType::symlink);
+    EXPECT_ERRNO(vfs->stat("/m/b/d/missing"), ENOENT);
+    EXPECT_ERRNO(vfs->stat("/m/b/d/up/x"), ENOTDIR);
+}
+
 // Where the path calls once had answers of their own (they dispatched by mount prefix to the
 // members' path calls), they now answer as the walk by node does: each case by path and by node.
 TEST(VfsNodes, PathAndNodeAnswerAlikeWhereTheyOnceDiffered) {
