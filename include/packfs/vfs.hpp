@@ -2,9 +2,9 @@
 // itself a Backend (so it can be tested with the conformance suite, benchmarked, snapshotted
 // and later served by FUSE).
 //
-// - Dispatch is longest-prefix match on path components: "/a/b/c" is served by the mount at
-//   "/a/b" rather than the one at "/a". It costs one table probe per component of the path,
-//   O(depth · log mounts), never a scan of the mounts.
+// - The deepest mount wins: "/a/b/c" is served by the mount at "/a/b" rather than the one at
+//   "/a". A walk probes the table once per component, O(depth · log mounts), never a scan of
+//   the mounts.
 // - Several backends mounted at one point form a union, searched in order: the first that
 //   has a path serves every read of it; listings merge the members without duplicates (the
 //   first member's entry wins). Creations go to the first writable member; a change to an
@@ -19,15 +19,16 @@
 // - snapshot() snapshots every member (O(1) each for mem) under the Vfs's change lock, so the
 //   snapshot is one consistent instant across mounts for every change made through the Vfs.
 //   The nodes held then are the snapshot's too, under the same ids.
-// - The node calls (lookup, forget, list, create, rename by node, ...) walk the same namespace:
-//   a lookup notices a mount point at dir/name in the current table, union directories merge,
-//   and a change by node goes to the member that holds it, with the same EROFS/EXDEV/EBUSY
-//   rules. A node keeps what it was when looked up: one of an unmounted member still answers
-//   (it holds the member) but is no longer reached by lookup. docs/VFS.md "Nodes".
-// - Limits of this version: by path, symlink targets are resolved inside the backend that
-//   holds the link (a link cannot point into another mount; a walk by node follows it from the
-//   Vfs's root); st_ino is the member backend's own inode number, so two mounts can report the
-//   same ino.
+// - The node calls (lookup, forget, list, create, rename by node, ...) are the Vfs: a lookup
+//   notices a mount point at dir/name in the current table, union directories merge, and a
+//   change by node goes to the member that holds it, with the EROFS/EXDEV/EBUSY rules above.
+//   The path calls are walks of the node calls (as every backend's), so in process and through
+//   FUSE the Vfs answers alike; symlink targets are resolved from the Vfs's root (a link can
+//   point into another mount). A node keeps what it was when looked up: one of an unmounted
+//   member still answers (it holds the member) but is no longer reached by lookup.
+//   docs/VFS.md "Nodes".
+// - Limits of this version: st_ino is the member backend's own inode number, so two mounts can
+//   report the same ino.
 #pragma once
 
 #include <memory>

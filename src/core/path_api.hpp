@@ -21,6 +21,9 @@
 //                  setxattr(node, name, value, mode), removexattr(node, name);
 //     Result<void> rename(dir, name, to_dir, to_name, flags);  (the checks below made first)
 //     bool has_entries(const NodeT& dir);
+//   and optionally, for a tree that refuses some renames by where they go rather than by what
+//   the names hold (the Vfs: across mounts, on a read-only mount), checked before the entries:
+//     Result<void> may_rename(dir, name, to_dir, to_name);
 #pragma once
 
 #include <fcntl.h>
@@ -224,6 +227,13 @@ public:
         ParentGuard dst_guard(wd, *dst);
         if (auto ok = require_dir(*src, "rename", from); !ok) return ok;
         if (auto ok = require_dir(*dst, "rename", to); !ok) return ok;
+        if constexpr (kChecksRenames) {
+            // A rename the tree refuses between these two places whatever the names hold (the
+            // Vfs: a mount point EBUSY, across mounts EXDEV, on a read-only mount EROFS) is
+            // refused first, as Linux judges the mounts before the entries.
+            auto ok = ops_.may_rename(src->dir().node, src->name(), dst->dir().node, dst->name());
+            if (!ok) return as_path_error(ok.error(), "rename", from);
+        }
 
         auto moved = find(src->dir().node, src->name(), "rename", from);
         if (!moved) return std::unexpected(moved.error());
@@ -295,6 +305,11 @@ public:
     }
 
 private:
+    static constexpr bool kChecksRenames =
+        requires(Ops & o, const N& n, std::string_view name) {
+            { o.may_rename(n, name, n, name) } -> std::same_as<Result<void>>;
+        };
+
     // One reference to a node, given back at the end of the scope.
     class Held {
     public:

@@ -1,59 +1,45 @@
 #include "overlay/stacked_backend.hpp"
 
-#include <deque>
-#include <map>
-#include <mutex>
-#include <unordered_set>
-
 #include "core/checks.hpp"
+#include "core/union_nodes.hpp"
 
 namespace packfs::overlay {
 namespace {
 
+using unions::DescPtr;
+using unions::NodeDesc;
+using unions::Part;
+
 constexpr uint64_t kStackedInoLimit = 1ull << 48;
 
-struct Part {
-    uint32_t layer;
-    Node node;
-    friend bool operator<(const Part& a, const Part& b) {
-        return a.layer != b.layer ? a.layer < b.layer : a.node.id < b.node.id;
-    }
-};
-using Parts = std::vector<Part>;  // top first; one part unless a merged directory
+// The stack's union rules (core/union_nodes.hpp), overlayfs's for lower layers: a lower
+// non-directory under an upper directory hides every layer below it, and any layer's error is
+// the call's.
+constexpr unions::MergeRules kStackRules{.non_directory_hides_below = true,
+                                         .lower_errors_fail = true};
 
 class StackedBackend final : public Backend {
 public:
-    explicit StackedBackend(std::vector<std::shared_ptr<Backend>> layers)
-        : layers_(std::move(layers)) {
-        Parts root;
-        for (uint32_t i = 0; i < layers_.size(); ++i) root.push_back({i, kRootNode});
-        intern(std::move(root), false);  // id 1
+    explicit StackedBackend(std::vector<std::shared_ptr<Backend>> layers) {
+        NodeDesc root;
+        for (uint32_t i = 0; i < layers.size(); ++i)
+            root.parts.push_back(Part{std::move(layers[i]), i, false, kRootNode});
+        root_ = std::make_shared<const NodeDesc>(std::move(root));
     }
 
     Result<Entry> lookup(Node dir, std::string_view name) override {
         if (auto ok = check_name(name, "lookup"); !ok) return std::unexpected(ok.error());
-        auto parts = parts_of(dir);
-        if (!parts) return std::unexpected(parts.error());
-        Parts found;
-        Stat top{};
-        for (const Part& part : *parts) {
-            auto hit = layers_[part.layer]->lookup(part.node, name);
-            if (!hit) {
-                if (hit.error().code() == ENOENT || hit.error().code() == ENOTDIR) continue;
-                return std::unexpected(hit.error());
-            }
-            const bool is_dir = hit->stat.type == FileType::directory;
-            if (!found.empty() && !is_dir) {  // a lower non-directory under a directory
-                layers_[part.layer]->forget(hit->node, 1);
-                break;
-            }
-            if (found.empty()) top = hit->stat;
-            found.push_back({part.layer, hit->node});
-            if (!is_dir) break;  // a non-directory hides everything below it
-        }
-        if (found.empty()) return fail(ENOENT, "lookup", name);
-        top.ino = intern(std::move(found), true);
-        return Entry{Node{top.ino}, top};
+        auto d = describe(dir);
+        if (!d) return std::unexpected(d.error());
+        auto found = unions::merge_lookup((*d)->parts, name, kStackRules);
+        if (!found) return std::unexpected(found.error());
+        if (found->parts.empty()) return fail(ENOENT, "lookup", name);
+        Stat st = found->stat;
+        NodeDesc child;
+        child.parts = std::move(found->parts);
+        // Its id is its inode number. Never forgotten: a node, once reached, stays held.
+        st.ino = nodes_.intern(std::move(child));
+        return Entry{Node{st.ino}, st};
     }
 
     Result<Entry> lookup_ino(uint64_t ino) override {
@@ -71,19 +57,16 @@ public:
     }
 
     Result<std::vector<DirEntry>> list(Node dir) override {
-        auto parts = parts_of(dir);
-        if (!parts) return std::unexpected(parts.error());
+        auto d = describe(dir);
+        if (!d) return std::unexpected(d.error());
+        auto names = unions::merge_list((*d)->parts, kStackRules);
+        if (!names) return std::unexpected(names.error());
         std::vector<DirEntry> out;
-        std::unordered_set<std::string> seen;
-        for (const Part& part : *parts) {
-            auto entries = layers_[part.layer]->list(part.node);
-            if (!entries) return std::unexpected(entries.error());
-            for (auto& e : *entries) {
-                if (!seen.insert(e.name).second) continue;
-                auto merged = lookup(dir, e.name);  // what the name is, all layers considered
-                if (!merged) return std::unexpected(merged.error());
-                out.push_back(DirEntry{std::move(e.name), merged->node.id, merged->stat.type});
-            }
+        out.reserve(names->size());
+        for (auto& e : *names) {
+            auto merged = lookup(dir, e.name);  // what the name is, all layers considered
+            if (!merged) return std::unexpected(merged.error());
+            out.push_back(DirEntry{std::move(e.name), merged->node.id, merged->stat.type});
         }
         return out;
     }
@@ -103,8 +86,8 @@ public:
     Result<StatFs> statfs(Node) override {
         StatFs sum;
         sum.blocks = sum.blocks_free = sum.files = sum.files_free = 0;
-        for (const auto& layer : layers_) {
-            auto fs = layer->statfs(kRootNode);
+        for (const Part& layer : root_->parts) {
+            auto fs = layer.backend->statfs(kRootNode);
             if (!fs) return std::unexpected(fs.error());
             sum.blocks += fs->blocks * fs->block_size / sum.block_size;
             sum.blocks_free += fs->blocks_free * fs->block_size / sum.block_size;
@@ -121,35 +104,22 @@ public:
     bool read_only() const noexcept override { return true; }
 
 private:
-    // The id of `parts` (new or known). `forget_repeat`: the parts' nodes were just handed by
-    // lookups; when they are known already, those references are given back.
-    uint64_t intern(Parts parts, bool forget_repeat) {
-        std::lock_guard lock(mutex_);
-        auto [it, fresh] = ids_.try_emplace(parts, nodes_.size() + 1);
-        if (fresh) {
-            nodes_.push_back(std::move(parts));
-        } else if (forget_repeat) {
-            for (const Part& p : parts) layers_[p.layer]->forget(p.node, 1);
-        }
-        return it->second;
-    }
-    Result<Parts> parts_of(Node node) const {
-        std::lock_guard lock(mutex_);
-        if (node.id < 1 || node.id > nodes_.size()) return fail(ESTALE, "lookup");
-        return nodes_[node.id - 1];
+    Result<DescPtr> describe(Node node) const {
+        if (node == kRootNode) return root_;
+        if (DescPtr d = nodes_.find(node.id)) return d;
+        return fail(ESTALE, "lookup");
     }
     template <class Body>
     auto on_top(Node node, Body&& body) -> decltype(body(std::declval<Backend&>(), Node{})) {
-        auto parts = parts_of(node);
-        if (!parts) return std::unexpected(parts.error());
-        const Part top = parts->front();
-        return body(*layers_[top.layer], top.node);
+        auto d = describe(node);
+        if (!d) return std::unexpected(d.error());
+        const Part& top = (*d)->top();
+        return body(*top.backend, top.node);
     }
 
-    std::vector<std::shared_ptr<Backend>> layers_;
-    mutable std::mutex mutex_;
-    std::deque<Parts> nodes_;
-    std::map<Parts, uint64_t> ids_;
+    DescPtr root_;  // id 1: every layer's root
+    // Every node reached but the root, id >= 2 in the order first reached; none is forgotten.
+    unions::NodeTable nodes_;
 };
 
 }  // namespace

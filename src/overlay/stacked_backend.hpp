@@ -5,10 +5,12 @@
 // not a directory (which, and everything below it, it hides). A non-directory hides every
 // lower layer's entry of that name.
 //
-// Nodes are interned: a directory's node is the list of (layer, node) it merges, a
-// non-directory's its one (layer, node). The node's id and inode number are the order in which
-// the stack first reached it (the root is 1), below 2^48, so hard links inside one layer stay
-// one inode, and numbers never collide across layers. Every layer node it met stays held.
+// The union is the one the Vfs's mount points use too (core/union_nodes.hpp), with overlayfs's
+// rules for lower layers. Nodes are interned there: a directory's node is the list of (layer,
+// node) it merges, a non-directory's its one (layer, node). The node's id and inode number are
+// the order in which the stack first reached it (the root is 1), below 2^48, so hard links
+// inside one layer stay one inode, and numbers never collide across layers. Every layer node it
+// met stays held.
 #pragma once
 
 #include <memory>

@@ -40,35 +40,6 @@ TablePtr seal(Table table) {
 }
 
 namespace {
-// The first `components` components of a normal path ("/" for none).
-std::string_view leading(std::string_view normal_path, std::size_t components) noexcept {
-    if (components == 0) return "/";
-    std::size_t end = 0;
-    for (std::size_t seen = 0; seen < components; ++seen) {
-        end = normal_path.find('/', end + 1);
-        if (end == std::string_view::npos) return normal_path;
-    }
-    return normal_path.substr(0, end);
-}
-}  // namespace
-
-Target dispatch(const Table& table, std::string_view normal_path, bool wants_dir) {
-    // No mount path is longer than `deepest` components: longer prefixes need no probe.
-    std::string_view prefix = leading(normal_path, table.deepest);
-    for (;;) {
-        if (const UnionPtr* members = table.mounts.find(prefix)) {
-            std::string_view inner = prefix == "/" ? normal_path : normal_path.substr(prefix.size());
-            if (inner.empty()) inner = "/";
-            Target t{members->get(), prefix, inner, {}};
-            if (wants_dir && inner != "/") t.inner_with_slash = std::string(inner) + '/';
-            return t;
-        }
-        if (prefix == "/") return Target{};
-        prefix = path_parent(prefix);
-    }
-}
-
-namespace {
 // Mount paths strictly below `dir` start with this.
 std::string child_prefix(std::string_view dir) {
     std::string p(dir);

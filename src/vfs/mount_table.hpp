@@ -1,4 +1,4 @@
-// The Vfs's mount table: one immutable version of it, and the lookups dispatch needs.
+// The Vfs's mount table: one immutable version of it, and the questions a lookup asks it.
 //
 // The table maps a normal mount path to the union mounted there (an immutable, ordered list
 // of members). It is a PersistentMap, so mount and unmount copy O(log m) nodes and publish a
@@ -11,11 +11,17 @@
 #include <vector>
 
 #include "core/persistent_map.hpp"
+#include "core/union_nodes.hpp"
 #include "packfs/backend.hpp"
 #include "packfs/vfs.hpp"
-#include "vfs/node_table.hpp"
 
 namespace packfs::vfs {
+
+// The Vfs's nodes are union nodes (core/union_nodes.hpp): a Part's layer is a Member's id.
+using unions::DescPtr;
+using unions::NodeDesc;
+using unions::NodeTable;
+using unions::Part;
 
 struct Member {
     std::shared_ptr<Backend> backend;
@@ -36,7 +42,8 @@ struct Table {
     // How many mount paths have each number of components (index 0: "/"), kept by put() and
     // remove() so a new version learns `deepest` without visiting every mount.
     std::vector<std::size_t> paths_at_depth;
-    // The most components any mount path has (0: only "/"): dispatch probes no longer prefix.
+    // The most components any mount path has (0: only "/" or nothing): no mount lies below a
+    // path this deep.
     std::size_t deepest = 0;
 
     // Mounts `members` at the normal path `path`, or replaces the union there: O(log mounts).
@@ -49,24 +56,6 @@ using TablePtr = std::shared_ptr<const Table>;
 // A finished version, ready to publish: its root node described (the members mounted at "/",
 // or a synthetic directory) and `deepest` set. O(depth): a mount is O(log mounts) in all.
 TablePtr seal(Table table);
-
-// Where a normal path goes: the union mounted at its longest mounted prefix, and the path
-// inside the members ("/" for the mount point itself).
-struct Target {
-    const Union* members = nullptr;  // null when no prefix of the path is mounted
-    std::string_view mount_path;
-    std::string_view inner_path;
-    std::string inner_with_slash;  // set when the caller's path ended in '/'
-    // The path to hand to the members: with the caller's trailing '/', which demands a
-    // directory, kept.
-    std::string_view inner() const noexcept {
-        return inner_with_slash.empty() ? inner_path : std::string_view(inner_with_slash);
-    }
-};
-
-// Longest-prefix match by components: one probe per component, O(depth · log mounts).
-// `wants_dir`: the caller wrote a trailing '/' (NormalPath::wants_dir()).
-Target dispatch(const Table& table, std::string_view normal_path, bool wants_dir = false);
 
 // Whether some mount lies strictly below the directory `normal_path` (so it exists as a
 // directory even where no backend has it).

@@ -1,14 +1,12 @@
 // The Vfs's implementation (see vfs.hpp for the semantics, mount_table.hpp for the table and
-// node_table.hpp for the nodes): the path calls dispatch through the mount table to each
-// member's own path calls (vfs.cpp); the node calls walk Vfs nodes (vfs_nodes.cpp).
+// core/union_nodes.hpp for the nodes): the node calls walk Vfs nodes (vfs_nodes.cpp); the path
+// calls are walks of those node calls (vfs.cpp), as every backend's are.
 #pragma once
 
 #include <xxhash.h>
 
 #include <mutex>
 #include <optional>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "core/gate.hpp"
 #include "core/published.hpp"
@@ -17,12 +15,6 @@
 #include "vfs/mount_table.hpp"
 
 namespace packfs::vfs {
-
-template <class T>
-Result<T> renamed(Result<T> r, std::string_view path) {
-    if (!r) return std::unexpected(r.error().with_path(path));
-    return r;
-}
 
 inline bool changes_file(int flags) {
     return (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
@@ -159,95 +151,35 @@ public:
         return out;
     }
 
-    // --- queries -----------------------------------------------------------------------
-    Result<Stat> stat(std::string_view path) override {
-        return query<Stat>(path, "stat", [](Backend& b, std::string_view p) { return b.stat(p); });
-    }
-    Result<Stat> lstat(std::string_view path) override {
-        return query<Stat>(path, "lstat", [](Backend& b, std::string_view p) { return b.lstat(p); });
-    }
-    Result<std::string> readlink(std::string_view path) override {
-        return query<std::string>(path, "readlink",
-                                  [](Backend& b, std::string_view p) { return b.readlink(p); });
-    }
-    Result<StatFs> statfs(std::string_view path) override {
-        return query<StatFs>(path, "statfs",
-                             [](Backend& b, std::string_view p) { return b.statfs(p); });
-    }
-    Result<std::string> getxattr(std::string_view path, std::string_view name) override {
-        return query<std::string>(path, "getxattr", [&](Backend& b, std::string_view p) {
-            return b.getxattr(p, name);
-        });
-    }
-    Result<std::vector<std::string>> listxattr(std::string_view path) override {
-        return query<std::vector<std::string>>(
-            path, "listxattr", [](Backend& b, std::string_view p) { return b.listxattr(p); });
-    }
-
+    // --- paths ------------------------------------------------------------------------
+    // Every path call is a walk of the node calls below (the Backend defaults, core/walker.hpp),
+    // as for every other backend, so a path and a walk by node (FUSE) answer alike. One shortcut
+    // (vfs.cpp, alone()): when the whole namespace is one writable member mounted at "/", its
+    // own path calls answer, which are a walk of its nodes from the same root.
+    Result<Stat> stat(std::string_view path) override;
+    Result<Stat> lstat(std::string_view path) override;
     Result<std::vector<DirEntry>> readdir(std::string_view path) override;
+    Result<std::string> readlink(std::string_view path) override;
+    Result<StatFs> statfs(std::string_view path) override;
     Result<FileHandle> open(std::string_view path, int flags, uint32_t mode) override;
-
-    // --- changes to existing entries -----------------------------------------------------
-    Result<void> truncate(std::string_view path, uint64_t size) override {
-        return change(path, "truncate", true,
-                      [&](Backend& b, std::string_view p) { return b.truncate(p, size); });
-    }
-    Result<void> rmdir(std::string_view path) override {
-        return change(path, "rmdir", false, [](Backend& b, std::string_view p) { return b.rmdir(p); });
-    }
-    Result<void> unlink(std::string_view path) override {
-        return change(path, "unlink", false,
-                      [](Backend& b, std::string_view p) { return b.unlink(p); });
-    }
-    Result<void> chmod(std::string_view path, uint32_t mode) override {
-        return change(path, "chmod", true,
-                      [&](Backend& b, std::string_view p) { return b.chmod(p, mode); });
-    }
-    Result<void> chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) override {
-        return change(path, "chown", follow == Follow::yes, [&](Backend& b, std::string_view p) {
-            return b.chown(p, uid, gid, follow);
-        });
-    }
-    Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
-                         Follow follow) override {
-        return change(path, "utimens", follow == Follow::yes, [&](Backend& b, std::string_view p) {
-            return b.utimens(p, atime, mtime, follow);
-        });
-    }
-    Result<void> setxattr(std::string_view path, std::string_view name, std::string_view value,
-                          XattrMode mode) override {
-        return change(path, "setxattr", false, [&](Backend& b, std::string_view p) {
-            return b.setxattr(p, name, value, mode);
-        });
-    }
-    Result<void> removexattr(std::string_view path, std::string_view name) override {
-        return change(path, "removexattr", false,
-                      [&](Backend& b, std::string_view p) { return b.removexattr(p, name); });
-    }
-
-    // --- creations ---------------------------------------------------------------------
-    Result<void> mkdir(std::string_view path, uint32_t mode) override {
-        return create(path, "mkdir", [&](Backend& b, std::string_view p) { return b.mkdir(p, mode); });
-    }
-    Result<void> symlink(std::string_view target, std::string_view link_path) override {
-        // The target is judged first, as symlink(2) does: a union where a read-only member
-        // holds the name would otherwise answer EEXIST for an empty target.
-        if (auto ok = check_symlink_target(target, link_path); !ok) return ok;
-        return create(link_path, "symlink",
-                      [&](Backend& b, std::string_view p) { return b.symlink(target, p); });
-    }
-    Result<void> mknod(std::string_view path, FileType type, uint32_t mode,
-                       uint64_t rdev) override {
-        // As mknod(2): the type is checked before the path is looked at.
-        if (type == FileType::directory || type == FileType::symlink)
-            return fail(EINVAL, "mknod", path);
-        return create(path, "mknod",
-                      [&](Backend& b, std::string_view p) { return b.mknod(p, type, mode, rdev); });
-    }
-
-    // --- two paths ---------------------------------------------------------------------
+    Result<void> truncate(std::string_view path, uint64_t size) override;
+    Result<void> mkdir(std::string_view path, uint32_t mode) override;
+    Result<void> rmdir(std::string_view path) override;
+    Result<void> unlink(std::string_view path) override;
     Result<void> rename(std::string_view from, std::string_view to, RenameFlags flags) override;
+    Result<void> symlink(std::string_view target, std::string_view link_path) override;
     Result<void> link(std::string_view existing, std::string_view new_path) override;
+    Result<void> mknod(std::string_view path, FileType type, uint32_t mode,
+                       uint64_t rdev) override;
+    Result<void> chmod(std::string_view path, uint32_t mode) override;
+    Result<void> chown(std::string_view path, uint32_t uid, uint32_t gid, Follow follow) override;
+    Result<void> utimens(std::string_view path, TimeUpdate atime, TimeUpdate mtime,
+                         Follow follow) override;
+    Result<std::string> getxattr(std::string_view path, std::string_view name) override;
+    Result<void> setxattr(std::string_view path, std::string_view name, std::string_view value,
+                          XattrMode mode) override;
+    Result<std::vector<std::string>> listxattr(std::string_view path) override;
+    Result<void> removexattr(std::string_view path, std::string_view name) override;
 
     Result<std::shared_ptr<Backend>> snapshot() override;
     bool read_only() const noexcept override { return frozen_; }
@@ -282,128 +214,87 @@ public:
                           XattrMode mode) override;
     Result<void> removexattr(Node node, std::string_view name) override;
 
+    // --- the node calls on descriptions (vfs_nodes.cpp) ----------------------------------
+    // Each node call is one of these on the description of its node(s), made under the change
+    // gate (for a change) and one version of the table; the path calls' walk (vfs.cpp) makes
+    // the same calls on descriptions it holds itself, so paths and nodes answer alike.
+    // A node made: its description (one member reference per part, to intern or give back),
+    // its attributes, and for create() the handle opened on it.
+    struct Made {
+        NodeDesc desc;
+        Stat stat;
+        FileHandle file;
+    };
+    Result<Made> lookup_in(const Table& table, const NodeDesc& dir, std::string_view name) const;
+    Result<Stat> getattr_of(const NodeDesc& desc) const;
+    Result<std::vector<DirEntry>> list_of(const Table& table, const NodeDesc& dir) const;
+    Result<std::string> readlink_of(const NodeDesc& desc) const;
+    Result<StatFs> statfs_of(const NodeDesc& desc) const;
+    Result<std::string> getxattr_of(const NodeDesc& desc, std::string_view name) const;
+    Result<std::vector<std::string>> listxattr_of(const NodeDesc& desc) const;
+    Result<FileHandle> open_of(const NodeDesc& desc, int flags);  // passes the gate itself
+    Result<Made> create_in(const Table& table, const NodeDesc& dir, std::string_view name,
+                           int flags, uint32_t mode, std::optional<Owner> owner);
+    Result<Made> mkdir_in(const Table& table, const NodeDesc& dir, std::string_view name,
+                          uint32_t mode, std::optional<Owner> owner);
+    Result<Made> mknod_in(const Table& table, const NodeDesc& dir, std::string_view name,
+                          FileType type, uint32_t mode, uint64_t rdev,
+                          std::optional<Owner> owner);
+    Result<Made> symlink_in(const Table& table, const NodeDesc& dir, std::string_view name,
+                            std::string_view target, std::optional<Owner> owner);
+    Result<Made> link_in(const Table& table, const NodeDesc& source, const NodeDesc& dir,
+                         std::string_view name);
+    Result<void> remove_in(const Table& table, const NodeDesc& dir, std::string_view name,
+                           bool is_dir);
+    Result<void> rename_in(const Table& table, const NodeDesc& src, std::string_view name,
+                           const NodeDesc& dst, std::string_view to_name, RenameFlags flags);
+    // The checks of a rename that do not depend on what the names hold (EBUSY for a mount
+    // point, EXDEV across mounts, EROFS on a read-only one), for the path calls' walk to make
+    // before it looks at the entries (core/path_api.hpp), as Linux judges the mounts first.
+    Result<void> may_rename_in(const Table& table, const NodeDesc& src, std::string_view name,
+                               const NodeDesc& dst, std::string_view to_name) const;
+    Result<Stat> setattr_of(const NodeDesc& desc, const SetAttr& change);
+    Result<void> setxattr_of(const NodeDesc& desc, std::string_view name, std::string_view value,
+                             XattrMode mode);
+    Result<void> removexattr_of(const NodeDesc& desc, std::string_view name);
+
+    // What the path calls' walk needs besides (vfs.cpp).
+    Published<Table>& table() noexcept { return table_; }
+    Gate& change_gate() noexcept { return *change_gate_; }
+
 private:
+    // Where a rename by node is made: the part holding the source, and the part of the target
+    // directory in the same mount (or why it cannot be made there).
+    struct RenameParts {
+        const Part* from;
+        const Part* to;
+    };
+    Result<RenameParts> rename_parts(const Table& table, const NodeDesc& src,
+                                     std::string_view name, const NodeDesc& dst,
+                                     std::string_view to_name) const;
     // What a node is: the root as the table describes it, any other from the node table;
     // ESTALE for an id not held.
     Result<DescPtr> describe(Node node, const Table& table, std::string_view op) const;
     Result<DescPtr> describe(Node node, std::string_view op) const;
-    // A new entry `name` made in one part of a directory (mkdir, mknod, symlink).
+    // `made` interned: its node id (one reference) and attributes.
+    Entry interned(Made made);
+    // A new entry `name` made in one part of a directory (mkdir, mknod, symlink): `make` gets
+    // the table and the directory's description.
     template <class Make>
     Result<Entry> make_node(Node dir, std::string_view name, std::string_view op, Make&& make);
+    template <class Make>
+    Result<Made> make_in(const Table& table, const NodeDesc& dir, std::string_view name,
+                         std::string_view op, Make&& make);
     Result<void> remove_node(Node dir, std::string_view name, bool is_dir);
     // The entries of `dir` that lead to mounts (`children`, from mount_children()), added to
     // the members' listing `out` as directories, over the members' entries of those names.
     void add_mount_children(const Table& table, std::string_view dir,
                             std::vector<std::string> children, std::vector<DirEntry>& out) const;
 
-    // The member that serves `inner`: the first whose stat (or lstat) answers anything but
-    // ENOENT. It holds the path, or its own lookup fails otherwise (ELOOP, ENOTDIR), and then
-    // the operation itself, made there, reports that failure in the member's own order.
-    // Null when every member answers ENOENT.
-    Result<const Member*> holder(const Union& members, std::string_view inner, bool follow) {
-        if (members.size() == 1) return &members.front();
-        for (const Member& m : members) {
-            auto st = follow ? m.backend->stat(inner) : m.backend->lstat(inner);
-            if (st || st.error().code() != ENOENT) return &m;
-        }
-        return nullptr;
-    }
-
-    // A read: the first member that has the path answers; a directory that exists only
-    // because of mounts below it answers as an empty, virtual directory.
-    template <class T, class Call>
-    Result<T> query(std::string_view path, std::string_view op, Call&& call) {
-        auto normal = NormalPath::make(path, op);
-        if (!normal) return std::unexpected(normal.error());
-        Published<Table>::Reader table(table_);
-        Target t = dispatch(*table, normal->view(), normal->wants_dir());
-        if (t.members) {
-            for (const Member& m : *t.members) {
-                Result<T> r = call(*m.backend, t.inner());
-                if (r || r.error().code() != ENOENT) return renamed(std::move(r), path);
-            }
-        }
-        if (normal->is_root() || has_mount_below(*table, normal->view())) {
-            if constexpr (std::is_same_v<T, Stat>) {
-                return virtual_dir_stat(normal->view(), created_);
-            } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-                return T{};
-            } else if constexpr (std::is_same_v<T, StatFs>) {
-                return StatFs{};
-            } else if (op == "readlink") {
-                return fail(EINVAL, op, path);
-            } else {
-                return fail(ENODATA, op, path);
-            }
-        }
-        return fail(ENOENT, op, path);
-    }
-
-    // A change to an existing entry: made in the member that holds it, EROFS if that member
-    // is read-only.
-    template <class Call>
-    Result<void> change(std::string_view path, std::string_view op, bool follow, Call&& call) {
-        auto normal = NormalPath::make(path, op);
-        if (!normal) return std::unexpected(normal.error());
-        Gate::Pass changes(*change_gate_);
-        Published<Table>::Reader table(table_);
-        Target t = dispatch(*table, normal->view(), normal->wants_dir());
-        if (!t.members) {
-            if (normal->is_root() || has_mount_below(*table, normal->view()))
-                return fail(EROFS, op, path);
-            return fail(ENOENT, op, path);
-        }
-        auto found = holder(*t.members, t.inner_path, follow);
-        if (!found) return std::unexpected(found.error().with_path(path));
-        const Member* m = *found;
-        if (!m) {
-            if (has_mount_below(*table, normal->view())) return fail(EROFS, op, path);
-            return fail(ENOENT, op, path);
-        }
-        if (!m->writable()) return fail(EROFS, op, path);
-        return renamed(call(*m->backend, t.inner()), path);
-    }
-
-    // A new entry: EEXIST if any member (or a mount) has the name, else made in the first
-    // writable member.
-    template <class Call>
-    Result<void> create(std::string_view path, std::string_view op, Call&& call) {
-        auto normal = NormalPath::make(path, op);
-        if (!normal) return std::unexpected(normal.error());
-        Gate::Pass changes(*change_gate_);
-        Published<Table>::Reader table(table_);
-        Target t = dispatch(*table, normal->view(), normal->wants_dir());
-        if (normal->view() == t.mount_path || normal->is_root() ||
-            has_mount_below(*table, normal->view()))
-            return fail(EEXIST, op, path);
-        if (!t.members) return fail(EROFS, op, path);
-        const Member* target = nullptr;
-        if (t.members->size() == 1) {
-            target = &t.members->front();
-        } else {
-            auto found = holder(*t.members, t.inner_path, false);
-            if (!found) return std::unexpected(found.error().with_path(path));
-            if (*found && !(*found)->writable()) {
-                // A read-only member serves the name: it exists there (EEXIST), or looking it
-                // up failed there, and a read-only member can make nothing (EROFS).
-                return fail((*found)->backend->lstat(t.inner_path) ? EEXIST : EROFS, op, path);
-            }
-            target = *found ? *found : first_writable(*t.members);
-        }
-        if (!target || !target->writable()) return fail(EROFS, op, path);
-        return renamed(call(*target->backend, t.inner()), path);
-    }
-
-    static const Member* first_writable(const Union& members) {
-        for (const Member& m : members) {
-            if (m.writable()) return &m;
-        }
-        return nullptr;
-    }
-
-    template <class Call>
-    Result<void> two_paths(std::string_view from, std::string_view to, std::string_view op,
-                           Call&& call);
+    // The path calls' shortcut: `call` made on the member that is the whole namespace (see
+    // vfs.cpp), or `walk` (the walk by node) when the table is anything else.
+    template <class Call, class Walk>
+    auto alone(bool changes, Call&& call, Walk&& walk) -> decltype(walk());
 
     Published<Table> table_;  // readers through a Published::Reader
     std::mutex mount_mutex_;  // serialises mount and unmount: the table's writer

@@ -1,9 +1,10 @@
 // The Vfs's node calls (docs/VFS.md "Nodes"): lookups that cross mount points, merged union
-// directories, and every mutation forwarded to the member that holds the node. The path calls
-// (vfs.cpp) do not go through here: they keep their longest-prefix dispatch to each member's own
-// path calls.
+// directories, and every mutation forwarded to the member that holds the node. Each is written
+// once, on a node's description (the *_of / *_in functions); the node calls describe their node
+// ids and intern what they make, and the path calls' walk (vfs.cpp) calls the same functions on
+// descriptions it holds for the length of one call, so both answer alike.
 //
-// What a node id stands for is in node_table.hpp. The rules, each the path calls' own:
+// What a node id stands for is in core/union_nodes.hpp. The rules, each the path calls' own:
 // - lookup(dir, name) in a directory that can hold mount points first asks the current mount
 //   table whether dir/name is a mount point (then the node is the union mounted there); else
 //   the members' nodes of dir answer, the first that has the name deciding what it is, and a
@@ -19,7 +20,6 @@
 #include <fcntl.h>
 
 #include <optional>
-#include <unordered_set>
 
 #include "core/checks.hpp"
 
@@ -42,36 +42,10 @@ Crossing crossing(const Table& table, const NodeDesc& dir, std::string_view name
     return c;
 }
 
-// `name` looked up in the parts of a directory: the first part that has it decides what it is;
-// when that is a directory, the directories of that name in the parts below it merge with it
-// (a lower non-directory is passed over). Each part found carries one member reference. An
-// error of the first part that answers anything but ENOENT, before any part found the name, is
-// the lookup's (as the path calls' first member to answer decides).
-struct Found {
-    std::vector<Part> parts;
-    Stat stat;  // the top part's
-};
-
-Result<Found> find_in(const std::vector<Part>& parts, std::string_view name) {
-    Found f;
-    for (const Part& p : parts) {
-        auto hit = p.backend->lookup(p.node, name);
-        if (!hit) {
-            if (hit.error().code() == ENOENT || !f.parts.empty()) continue;
-            return std::unexpected(hit.error());
-        }
-        const bool is_dir = hit->stat.type == FileType::directory;
-        if (f.parts.empty()) {
-            f.stat = hit->stat;
-        } else if (!is_dir) {
-            p.backend->forget(hit->node, 1);
-            continue;
-        }
-        f.parts.push_back(Part{p.backend, p.mount, p.writable, hit->node});
-        if (!is_dir) break;  // a non-directory hides every lower entry of its name
-    }
-    return f;
-}
+// The Vfs's union rules (core/union_nodes.hpp): a lower member's non-directory under an upper
+// directory is passed over, and a lower member's error, once an upper one answered, too.
+constexpr unions::MergeRules kVfsRules{.non_directory_hides_below = false,
+                                       .lower_errors_fail = false};
 
 // The part of a directory that holds `name`: the first whose lookup answers anything but ENOENT
 // (it has the name, or fails on it and reports that itself when asked to change it).
@@ -105,10 +79,10 @@ const Part* first_writable_part(const std::vector<Part>& parts) {
     return nullptr;
 }
 
-// The part of a directory in mount `mount`, if it has one.
-const Part* part_in(const std::vector<Part>& parts, uint64_t mount) {
+// The part of a directory in the member `member` (a Member's id), if it has one.
+const Part* part_in(const std::vector<Part>& parts, uint64_t member) {
     for (const Part& p : parts) {
-        if (p.mount == mount) return &p;
+        if (p.layer == member) return &p;
     }
     return nullptr;
 }
@@ -116,7 +90,7 @@ const Part* part_in(const std::vector<Part>& parts, uint64_t mount) {
 // A new member node (one reference, just handed by `in`'s member) as the only part of a node.
 NodeDesc single(const Part& in, Node node) {
     NodeDesc d;
-    d.parts.push_back(Part{in.backend, in.mount, in.writable, node});
+    d.parts.push_back(Part{in.backend, in.layer, in.writable, node});
     return d;
 }
 
@@ -149,111 +123,125 @@ void VfsImpl::forget(Node node, uint64_t count) noexcept {
     nodes_.forget(node.id, count);
 }
 
+Entry VfsImpl::interned(Made made) {
+    return Entry{Node{nodes_.intern(std::move(made.desc))}, made.stat};
+}
+
 // --- reads -----------------------------------------------------------------------------------
 
-Result<Entry> VfsImpl::lookup(Node dir, std::string_view name) {
-    if (auto ok = check_name(name, "lookup"); !ok) return error_of(ok);
-    Published<Table>::Reader table(table_);
-    auto d = describe(dir, *table, "lookup");
-    if (!d) return error_of(d);
-    const NodeDesc& parent = **d;
-    Crossing c = crossing(*table, parent, name);
-    NodeDesc child;
+Result<VfsImpl::Made> VfsImpl::lookup_in(const Table& table, const NodeDesc& parent,
+                                         std::string_view name) const {
+    Crossing c = crossing(table, parent, name);
+    Made out;
+    NodeDesc& child = out.desc;
     child.path = std::move(c.path);
     if (c.mounted) {
         // A mount point: the roots of the members mounted there, whatever parent holds there.
         for (const Member& m : **c.mounted) child.parts.push_back(m.root_part());
         auto st = child.top().backend->getattr(kRootNode);
         if (!st) return error_of(st);
-        return Entry{Node{nodes_.intern(std::move(child))}, *st};
+        out.stat = *st;
+        return out;
     }
-    auto found = find_in(parent.parts, name);
+    auto found = unions::merge_lookup(parent.parts, name, kVfsRules);
     if (!found) return error_of(found);
     child.parts = std::move(found->parts);
-    Stat st = found->stat;
+    out.stat = found->stat;
     if (child.parts.empty()) {
         if (!c.mounts_below) return fail(ENOENT, "lookup", name);
-        st = virtual_dir_stat(child.path, created_);  // only leads to mounts: synthetic
-    } else if (!c.mounts_below || st.type != FileType::directory) {
+        out.stat = virtual_dir_stat(child.path, created_);  // only leads to mounts: synthetic
+    } else if (!c.mounts_below || out.stat.type != FileType::directory) {
         child.path.clear();  // no mount can be met below it: a plain member node
     }
-    return Entry{Node{nodes_.intern(std::move(child))}, st};
+    return out;
+}
+
+Result<Entry> VfsImpl::lookup(Node dir, std::string_view name) {
+    if (auto ok = check_name(name, "lookup"); !ok) return error_of(ok);
+    Published<Table>::Reader table(table_);
+    auto d = describe(dir, *table, "lookup");
+    if (!d) return error_of(d);
+    auto child = lookup_in(*table, **d, name);
+    if (!child) return error_of(child);
+    return interned(std::move(*child));
+}
+
+Result<Stat> VfsImpl::getattr_of(const NodeDesc& desc) const {
+    if (desc.synthetic()) return virtual_dir_stat(desc.path, created_);
+    return desc.top().backend->getattr(desc.top().node);
 }
 
 Result<Stat> VfsImpl::getattr(Node node) {
     auto d = describe(node, "getattr");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic()) return virtual_dir_stat(desc.path, created_);
-    return desc.top().backend->getattr(desc.top().node);
+    return getattr_of(**d);
+}
+
+Result<std::vector<DirEntry>> VfsImpl::list_of(const Table& table, const NodeDesc& desc) const {
+    std::vector<DirEntry> out;
+    if (!desc.parts.empty()) {
+        auto listing = unions::merge_list(desc.parts, kVfsRules);
+        if (!listing) return error_of(listing);
+        out = std::move(*listing);
+    }
+    if (!desc.path.empty())
+        add_mount_children(table, desc.path, mount_children(table, desc.path), out);
+    return out;
 }
 
 Result<std::vector<DirEntry>> VfsImpl::list(Node dir) {
     Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, "readdir");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    std::vector<DirEntry> out;
-    if (desc.parts.size() == 1) {
-        auto listing = desc.top().backend->list(desc.top().node);
-        if (!listing) return error_of(listing);
-        out = std::move(*listing);
-    } else if (!desc.parts.empty()) {
-        // A merged directory: parts in order, the first entry of a name wins.
-        std::unordered_set<std::string> seen;
-        for (const Part& p : desc.parts) {
-            auto listing = p.backend->list(p.node);
-            if (!listing) {
-                if (&p == &desc.top()) return error_of(listing);
-                continue;  // a lower part that went away: the upper ones answer
-            }
-            for (DirEntry& e : *listing) {
-                if (seen.insert(e.name).second) out.push_back(std::move(e));
-            }
-        }
-    }
-    if (!desc.path.empty())
-        add_mount_children(*table, desc.path, mount_children(*table, desc.path), out);
-    return out;
+    return list_of(*table, **d);
+}
+
+Result<std::string> VfsImpl::readlink_of(const NodeDesc& desc) const {
+    if (desc.synthetic()) return fail(EINVAL, "readlink", desc.path);
+    return desc.top().backend->readlink(desc.top().node);
 }
 
 Result<std::string> VfsImpl::readlink(Node node) {
     auto d = describe(node, "readlink");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic()) return fail(EINVAL, "readlink", desc.path);
-    return desc.top().backend->readlink(desc.top().node);
+    return readlink_of(**d);
+}
+
+Result<StatFs> VfsImpl::statfs_of(const NodeDesc& desc) const {
+    if (desc.synthetic()) return StatFs{};
+    return desc.top().backend->statfs(desc.top().node);
 }
 
 Result<StatFs> VfsImpl::statfs(Node node) {
     auto d = describe(node, "statfs");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic()) return StatFs{};
-    return desc.top().backend->statfs(desc.top().node);
+    return statfs_of(**d);
+}
+
+Result<std::string> VfsImpl::getxattr_of(const NodeDesc& desc, std::string_view name) const {
+    if (desc.synthetic()) return fail(ENODATA, "getxattr", desc.path);
+    return desc.top().backend->getxattr(desc.top().node, name);
 }
 
 Result<std::string> VfsImpl::getxattr(Node node, std::string_view name) {
     auto d = describe(node, "getxattr");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic()) return fail(ENODATA, "getxattr", desc.path);
-    return desc.top().backend->getxattr(desc.top().node, name);
+    return getxattr_of(**d, name);
+}
+
+Result<std::vector<std::string>> VfsImpl::listxattr_of(const NodeDesc& desc) const {
+    if (desc.synthetic()) return std::vector<std::string>{};
+    return desc.top().backend->listxattr(desc.top().node);
 }
 
 Result<std::vector<std::string>> VfsImpl::listxattr(Node node) {
     auto d = describe(node, "listxattr");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic()) return std::vector<std::string>{};
-    return desc.top().backend->listxattr(desc.top().node);
+    return listxattr_of(**d);
 }
 
-Result<FileHandle> VfsImpl::open(Node node, int flags) {
+Result<FileHandle> VfsImpl::open_of(const NodeDesc& desc, int flags) {
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
-    auto d = describe(node, "open");
-    if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
     const bool writes = (flags & O_ACCMODE) != O_RDONLY;
     if (desc.synthetic()) {
         if (writes) return fail(EISDIR, "open", desc.path);
@@ -277,19 +265,20 @@ Result<FileHandle> VfsImpl::open(Node node, int flags) {
     return FileHandle(std::make_unique<LockedFile>(std::move(*file), change_gate_));
 }
 
+Result<FileHandle> VfsImpl::open(Node node, int flags) {
+    if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
+    auto d = describe(node, "open");
+    if (!d) return error_of(d);
+    return open_of(**d, flags);
+}
+
 // --- new entries -------------------------------------------------------------------------------
 
-Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint32_t mode,
-                                std::optional<Owner> owner) {
-    if (auto ok = check_name(name, "create"); !ok) return error_of(ok);
-    if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "create", name);
-    Gate::Pass changes(*change_gate_);
-    Published<Table>::Reader table(table_);
-    auto d = describe(dir, *table, "create");
-    if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
+Result<VfsImpl::Made> VfsImpl::create_in(const Table& table, const NodeDesc& desc,
+                                         std::string_view name, int flags, uint32_t mode,
+                                         std::optional<Owner> owner) {
     // A mount point, or a name leading to one, is a directory.
-    if (crossing(*table, desc, name).mounts_below)
+    if (crossing(table, desc, name).mounts_below)
         return fail((flags & O_EXCL) ? EEXIST : EISDIR, "create", name);
     if (desc.synthetic()) return fail(EROFS, "create", name);
     const bool writes = (flags & O_ACCMODE) != O_RDONLY;
@@ -310,8 +299,7 @@ Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint
             if (writes || (flags & O_TRUNC)) return fail(EROFS, "create", name);
             auto file = in.backend->open(h.entry->node, flags);
             if (!file) return error_of(file);
-            const uint64_t id = nodes_.intern(single(in, held.release()));
-            return Created{Entry{Node{id}, h.entry->stat}, std::move(*file)};
+            return Made{single(in, held.release()), h.entry->stat, std::move(*file)};
         }
         if (h.entry) h.part->backend->forget(h.entry->node, 1);
         // The part that has the name opens it (or reports why not); else the first writable
@@ -321,10 +309,40 @@ Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint
     if (!target) return fail(EROFS, "create", name);
     auto made = target->backend->create(target->node, name, flags, mode, owner);
     if (!made) return error_of(made);
-    const uint64_t id = nodes_.intern(single(*target, made->entry.node));
     FileHandle file = std::move(made->file);
     if (writes) file = std::make_unique<LockedFile>(std::move(file), change_gate_);
-    return Created{Entry{Node{id}, made->entry.stat}, std::move(file)};
+    return Made{single(*target, made->entry.node), made->entry.stat, std::move(file)};
+}
+
+Result<Created> VfsImpl::create(Node dir, std::string_view name, int flags, uint32_t mode,
+                                std::optional<Owner> owner) {
+    if (auto ok = check_name(name, "create"); !ok) return error_of(ok);
+    if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "create", name);
+    Gate::Pass changes(*change_gate_);
+    Published<Table>::Reader table(table_);
+    auto d = describe(dir, *table, "create");
+    if (!d) return error_of(d);
+    auto made = create_in(*table, **d, name, flags, mode, owner);
+    if (!made) return error_of(made);
+    FileHandle file = std::move(made->file);
+    return Created{interned(std::move(*made)), std::move(file)};
+}
+
+template <class Make>
+Result<VfsImpl::Made> VfsImpl::make_in(const Table& table, const NodeDesc& desc,
+                                       std::string_view name, std::string_view op, Make&& make) {
+    if (crossing(table, desc, name).mounts_below) return fail(EEXIST, op, name);
+    if (desc.synthetic()) return fail(EROFS, op, name);
+    const Part* target = &desc.top();
+    if (desc.parts.size() > 1) {
+        Holding h = holder_of(desc.parts, name, false);
+        if (h.part && !h.part->writable) return fail(h.error ? EROFS : EEXIST, op, name);
+        target = h.part ? h.part : first_writable_part(desc.parts);
+    }
+    if (!target || !target->writable) return fail(EROFS, op, name);
+    Result<Entry> made = make(*target);
+    if (!made) return error_of(made);
+    return Made{single(*target, made->node), made->stat, nullptr};
 }
 
 template <class Make>
@@ -335,25 +353,31 @@ Result<Entry> VfsImpl::make_node(Node dir, std::string_view name, std::string_vi
     Published<Table>::Reader table(table_);
     auto d = describe(dir, *table, op);
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (crossing(*table, desc, name).mounts_below) return fail(EEXIST, op, name);
-    if (desc.synthetic()) return fail(EROFS, op, name);
-    const Part* target = &desc.top();
-    if (desc.parts.size() > 1) {
-        Holding h = holder_of(desc.parts, name, false);
-        if (h.part && !h.part->writable) return fail(h.error ? EROFS : EEXIST, op, name);
-        target = h.part ? h.part : first_writable_part(desc.parts);
-    }
-    if (!target || !target->writable) return fail(EROFS, op, name);
-    Result<Entry> made = make(*target);
-    if (!made) return made;
-    return Entry{Node{nodes_.intern(single(*target, made->node))}, made->stat};
+    auto made = make(*table, **d);
+    if (!made) return error_of(made);
+    return interned(std::move(*made));
+}
+
+Result<VfsImpl::Made> VfsImpl::mkdir_in(const Table& table, const NodeDesc& dir,
+                                        std::string_view name, uint32_t mode,
+                                        std::optional<Owner> owner) {
+    return make_in(table, dir, name, "mkdir", [&](const Part& p) {
+        return p.backend->mkdir(p.node, name, mode, owner);
+    });
 }
 
 Result<Entry> VfsImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
                              std::optional<Owner> owner) {
-    return make_node(dir, name, "mkdir", [&](const Part& p) {
-        return p.backend->mkdir(p.node, name, mode, owner);
+    return make_node(dir, name, "mkdir", [&](const Table& table, const NodeDesc& d) {
+        return mkdir_in(table, d, name, mode, owner);
+    });
+}
+
+Result<VfsImpl::Made> VfsImpl::mknod_in(const Table& table, const NodeDesc& dir,
+                                        std::string_view name, FileType type, uint32_t mode,
+                                        uint64_t rdev, std::optional<Owner> owner) {
+    return make_in(table, dir, name, "mknod", [&](const Part& p) {
+        return p.backend->mknod(p.node, name, type, mode, rdev, owner);
     });
 }
 
@@ -362,8 +386,16 @@ Result<Entry> VfsImpl::mknod(Node dir, std::string_view name, FileType type, uin
     // As mknod(2): the type is judged before the name.
     if (type == FileType::directory || type == FileType::symlink)
         return fail(EINVAL, "mknod", name);
-    return make_node(dir, name, "mknod", [&](const Part& p) {
-        return p.backend->mknod(p.node, name, type, mode, rdev, owner);
+    return make_node(dir, name, "mknod", [&](const Table& table, const NodeDesc& d) {
+        return mknod_in(table, d, name, type, mode, rdev, owner);
+    });
+}
+
+Result<VfsImpl::Made> VfsImpl::symlink_in(const Table& table, const NodeDesc& dir,
+                                          std::string_view name, std::string_view target,
+                                          std::optional<Owner> owner) {
+    return make_in(table, dir, name, "symlink", [&](const Part& p) {
+        return p.backend->symlink(p.node, name, target, owner);
     });
 }
 
@@ -371,22 +403,14 @@ Result<Entry> VfsImpl::symlink(Node dir, std::string_view name, std::string_view
                                std::optional<Owner> owner) {
     // As symlink(2): the target is judged first.
     if (auto ok = check_symlink_target(target, name); !ok) return error_of(ok);
-    return make_node(dir, name, "symlink", [&](const Part& p) {
-        return p.backend->symlink(p.node, name, target, owner);
+    return make_node(dir, name, "symlink", [&](const Table& table, const NodeDesc& d) {
+        return symlink_in(table, d, name, target, owner);
     });
 }
 
-Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
-    if (auto ok = check_name(name, "link"); !ok) return error_of(ok);
-    Gate::Pass changes(*change_gate_);
-    Published<Table>::Reader table(table_);
-    auto n = describe(node, *table, "link");
-    if (!n) return error_of(n);
-    auto d = describe(dir, *table, "link");
-    if (!d) return error_of(d);
-    const NodeDesc& source = **n;
-    const NodeDesc& desc = **d;
-    const Crossing target = crossing(*table, desc, name);
+Result<VfsImpl::Made> VfsImpl::link_in(const Table& table, const NodeDesc& source,
+                                       const NodeDesc& desc, std::string_view name) {
+    const Crossing target = crossing(table, desc, name);
     if (source.synthetic() || !source.path.empty()) {
         // A directory the Vfs knows by path (the root, a mount point, one holding mounts),
         // reached here by a walk (a symlink to it): answered as a member asked to link a
@@ -397,30 +421,38 @@ Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
     }
     if (target.mounts_below) return fail(EBUSY, "link", name);
     const Part& from = source.top();
-    const Part* to = part_in(desc.parts, from.mount);
+    const Part* to = part_in(desc.parts, from.layer);
     if (!to) return fail(EXDEV, "link", name);
     if (desc.parts.size() > 1) {
         // The name may exist only in the member the source is in.
         Holding h = holder_of(desc.parts, name, false);
-        if (h.part && h.part->mount != from.mount) return fail(EXDEV, "link", name);
+        if (h.part && h.part->layer != from.layer) return fail(EXDEV, "link", name);
     }
     if (!from.writable) return fail(EROFS, "link", name);
     auto made = from.backend->link(from.node, to->node, name);
-    if (!made) return made;
-    return Entry{Node{nodes_.intern(single(from, made->node))}, made->stat};
+    if (!made) return error_of(made);
+    return Made{single(from, made->node), made->stat, nullptr};
+}
+
+Result<Entry> VfsImpl::link(Node node, Node dir, std::string_view name) {
+    if (auto ok = check_name(name, "link"); !ok) return error_of(ok);
+    Gate::Pass changes(*change_gate_);
+    Published<Table>::Reader table(table_);
+    auto n = describe(node, *table, "link");
+    if (!n) return error_of(n);
+    auto d = describe(dir, *table, "link");
+    if (!d) return error_of(d);
+    auto made = link_in(*table, **n, **d, name);
+    if (!made) return error_of(made);
+    return interned(std::move(*made));
 }
 
 // --- changes to existing entries ---------------------------------------------------------------
 
-Result<void> VfsImpl::remove_node(Node dir, std::string_view name, bool is_dir) {
+Result<void> VfsImpl::remove_in(const Table& table, const NodeDesc& desc, std::string_view name,
+                                bool is_dir) {
     const std::string_view op = is_dir ? "rmdir" : "unlink";
-    if (auto ok = check_name(name, op); !ok) return ok;
-    Gate::Pass changes(*change_gate_);
-    Published<Table>::Reader table(table_);
-    auto d = describe(dir, *table, op);
-    if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    Crossing c = crossing(*table, desc, name);
+    Crossing c = crossing(table, desc, name);
     if (c.mounted) {
         // A mount point: what its first member answers for its own root.
         if (!(*c.mounted)->front().writable()) return fail(EROFS, op, name);
@@ -433,12 +465,56 @@ Result<void> VfsImpl::remove_node(Node dir, std::string_view name, bool is_dir) 
     return is_dir ? h->backend->rmdir(h->node, name) : h->backend->unlink(h->node, name);
 }
 
+Result<void> VfsImpl::remove_node(Node dir, std::string_view name, bool is_dir) {
+    const std::string_view op = is_dir ? "rmdir" : "unlink";
+    if (auto ok = check_name(name, op); !ok) return ok;
+    Gate::Pass changes(*change_gate_);
+    Published<Table>::Reader table(table_);
+    auto d = describe(dir, *table, op);
+    if (!d) return error_of(d);
+    return remove_in(*table, **d, name, is_dir);
+}
+
 Result<void> VfsImpl::unlink(Node dir, std::string_view name) {
     return remove_node(dir, name, false);
 }
 
 Result<void> VfsImpl::rmdir(Node dir, std::string_view name) {
     return remove_node(dir, name, true);
+}
+
+Result<VfsImpl::RenameParts> VfsImpl::rename_parts(const Table& table, const NodeDesc& src,
+                                                   std::string_view name, const NodeDesc& dst,
+                                                   std::string_view to_name) const {
+    // A mount point, or a directory holding one, stays where it is.
+    if (crossing(table, src, name).mounts_below) return fail(EBUSY, "rename", name);
+    if (crossing(table, dst, to_name).mounts_below) return fail(EBUSY, "rename", to_name);
+    if (src.synthetic()) return fail(ENOENT, "rename", name);
+    const Part* from = &src.top();
+    if (src.parts.size() > 1) {
+        // The part that holds the source; with none, the first writable one answers (its own
+        // checks give ENOENT, or EROFS when none can change).
+        from = holder_of(src.parts, name, false).part;
+        if (!from) from = first_writable_part(src.parts);
+        if (!from) from = &src.top();
+    }
+    const Part* to = part_in(dst.parts, from->layer);
+    if (!to) return fail(EXDEV, "rename", name);
+    if (dst.parts.size() > 1) {
+        // The target may exist only in the member the source is in.
+        Holding h = holder_of(dst.parts, to_name, false);
+        if (h.part && h.part->layer != from->layer) return fail(EXDEV, "rename", to_name);
+    }
+    if (!from->writable) return fail(EROFS, "rename", name);
+    return RenameParts{from, to};
+}
+
+Result<void> VfsImpl::may_rename_in(const Table& table, const NodeDesc& src,
+                                    std::string_view name, const NodeDesc& dst,
+                                    std::string_view to_name) const {
+    auto parts = rename_parts(table, src, name, dst, to_name);
+    if (!parts) return error_of(parts);
+    return {};
 }
 
 Result<void> VfsImpl::rename(Node dir, std::string_view name, Node to_dir,
@@ -451,38 +527,27 @@ Result<void> VfsImpl::rename(Node dir, std::string_view name, Node to_dir,
     if (!s) return error_of(s);
     auto t = describe(to_dir, *table, "rename");
     if (!t) return error_of(t);
-    const NodeDesc& src = **s;
-    const NodeDesc& dst = **t;
-    // A mount point, or a directory holding one, stays where it is.
-    if (crossing(*table, src, name).mounts_below) return fail(EBUSY, "rename", name);
-    if (crossing(*table, dst, to_name).mounts_below) return fail(EBUSY, "rename", to_name);
-    if (src.synthetic()) return fail(ENOENT, "rename", name);
-    const Part* from = &src.top();
-    if (src.parts.size() > 1) {
-        // The part that holds the source; with none, the first writable one answers (its own
-        // checks give ENOENT, or EROFS when none can change).
-        from = holder_of(src.parts, name, false).part;
-        if (!from) from = first_writable_part(src.parts);
-        if (!from) from = &src.top();
-    }
-    const Part* to = part_in(dst.parts, from->mount);
-    if (!to) return fail(EXDEV, "rename", name);
-    if (dst.parts.size() > 1) {
-        // The target may exist only in the member the source is in.
-        Holding h = holder_of(dst.parts, to_name, false);
-        if (h.part && h.part->mount != from->mount) return fail(EXDEV, "rename", to_name);
-    }
-    if (!from->writable) return fail(EROFS, "rename", name);
-    return from->backend->rename(from->node, name, to->node, to_name, flags);
+    return rename_in(*table, **s, name, **t, to_name, flags);
+}
+
+Result<void> VfsImpl::rename_in(const Table& table, const NodeDesc& src, std::string_view name,
+                                const NodeDesc& dst, std::string_view to_name, RenameFlags flags) {
+    auto parts = rename_parts(table, src, name, dst, to_name);
+    if (!parts) return error_of(parts);
+    const Part& from = *parts->from;
+    return from.backend->rename(from.node, name, parts->to->node, to_name, flags);
+}
+
+Result<Stat> VfsImpl::setattr_of(const NodeDesc& desc, const SetAttr& change) {
+    if (desc.synthetic() || !desc.top().writable) return fail(EROFS, "setattr", desc.path);
+    return desc.top().backend->setattr(desc.top().node, change);
 }
 
 Result<Stat> VfsImpl::setattr(Node node, const SetAttr& change) {
     Gate::Pass changes(*change_gate_);
     auto d = describe(node, "setattr");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic() || !desc.top().writable) return fail(EROFS, "setattr", desc.path);
-    return desc.top().backend->setattr(desc.top().node, change);
+    return setattr_of(**d, change);
 }
 
 // Within one mounted backend: its own copy_range (which may share storage); across two, the
@@ -506,23 +571,30 @@ Result<uint64_t> VfsImpl::copy_range(Node from, uint64_t offset, Node to, uint64
     return Backend::copy_range(from, offset, to, to_offset, length);
 }
 
+Result<void> VfsImpl::setxattr_of(const NodeDesc& desc, std::string_view name,
+                                  std::string_view value, XattrMode mode) {
+    if (desc.synthetic() || !desc.top().writable) return fail(EROFS, "setxattr", desc.path);
+    return desc.top().backend->setxattr(desc.top().node, name, value, mode);
+}
+
 Result<void> VfsImpl::setxattr(Node node, std::string_view name, std::string_view value,
                                XattrMode mode) {
     Gate::Pass changes(*change_gate_);
     auto d = describe(node, "setxattr");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic() || !desc.top().writable) return fail(EROFS, "setxattr", desc.path);
-    return desc.top().backend->setxattr(desc.top().node, name, value, mode);
+    return setxattr_of(**d, name, value, mode);
+}
+
+Result<void> VfsImpl::removexattr_of(const NodeDesc& desc, std::string_view name) {
+    if (desc.synthetic() || !desc.top().writable) return fail(EROFS, "removexattr", desc.path);
+    return desc.top().backend->removexattr(desc.top().node, name);
 }
 
 Result<void> VfsImpl::removexattr(Node node, std::string_view name) {
     Gate::Pass changes(*change_gate_);
     auto d = describe(node, "removexattr");
     if (!d) return error_of(d);
-    const NodeDesc& desc = **d;
-    if (desc.synthetic() || !desc.top().writable) return fail(EROFS, "removexattr", desc.path);
-    return desc.top().backend->removexattr(desc.top().node, name);
+    return removexattr_of(**d, name);
 }
 
 }  // namespace packfs::vfs

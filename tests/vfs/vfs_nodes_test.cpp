@@ -625,8 +625,8 @@ TEST(VfsNodes, ANewMountIsSeenByTheNextLookup) {
     EXPECT_EQ(x->outstanding(), 0);
 }
 
-// By path a member resolves its own symlinks; a walk by node follows them from the Vfs's root,
-// so there a link can lead into another mount (docs/VFS.md "Nodes").
+// A walk by node follows symlinks from the Vfs's root, so a link can lead into another mount;
+// the path calls are that walk, and answer the same (docs/VFS.md "Symlinks").
 TEST(VfsNodes, AWalkByNodeFollowsSymlinksAcrossMounts) {
     Layout l = union_of_two();
     Vfs& vfs = *l.vfs;
@@ -640,14 +640,112 @@ TEST(VfsNodes, AWalkByNodeFollowsSymlinksAcrossMounts) {
     ASSERT_OK(upper);
     EXPECT_EQ(read_node(vfs, upper->node), "upper only\n");
     vfs.forget(upper->node, 1);
-    // The "/" member has no /u/d/m/deep-file (nor /u/up-only): by path, the link dangles.
-    EXPECT_ERRNO(vfs.stat("/to-deep"), ENOENT);
-    EXPECT_ERRNO(vfs.stat("/to-upper"), ENOENT);
+    // By path the same: the "/" member has no /u/d/m/deep-file, but the Vfs has.
+    auto deep_by_path = read_file(vfs, "/to-deep");
+    ASSERT_OK(deep_by_path);
+    EXPECT_EQ(*deep_by_path, "deep\n");
+    auto upper_by_path = read_file(vfs, "/to-upper");
+    ASSERT_OK(upper_by_path);
+    EXPECT_EQ(*upper_by_path, "upper only\n");
+    auto deep_stat = vfs.stat("/to-deep");
+    ASSERT_OK(deep_stat);
+    EXPECT_EQ(deep_stat->type, FileType::regular);
     auto link = lookup_path(vfs, "/to-deep", Follow::no);
     ASSERT_OK(link);
     EXPECT_EQ(link->stat.type, FileType::symlink);
     vfs.forget(link->node, 1);
     l.expect_all_given_back();
+}
+
+// A path call may start its walk at a mount point the table names (nothing mounted above it):
+// a link that climbs out of that mount with ".." still climbs into the directories above it,
+// and lands where the walk from the root lands.
+TEST(VfsNodes, AWalkStartedAtAMountPointClimbsOutOfIt) {
+    auto vfs = Vfs::create();
+    auto a = mem(), b = mem();
+    ASSERT_OK(write_file(*a, "/f", "a's f"));
+    ASSERT_OK(b->mkdir("/d"));
+    ASSERT_OK(b->symlink("../../a/f", "/d/up"));  // from /m/b/d: ../.. is /m
+    ASSERT_OK(b->symlink("/m/a/f", "/d/abs"));
+    ASSERT_OK(vfs->mount("/m/a", a));
+    ASSERT_OK(vfs->mount("/m/b", b));
+    for (const char* path : {"/m/b/d/up", "/m/b/d/abs"}) {
+        auto by_path = read_file(*vfs, path);
+        ASSERT_OK(by_path);
+        EXPECT_EQ(*by_path, "a's f") << path;
+        auto node = lookup_path(*vfs, path);
+        ASSERT_OK(node);
+        EXPECT_EQ(read_node(*vfs, node->node), "a's f") << path;
+        vfs->forget(node->node, 1);
+    }
+    auto link = vfs->lstat("/m/b/d/up");
+    ASSERT_OK(link);
+    EXPECT_EQ(link->type, FileType::symlink);
+    EXPECT_ERRNO(vfs->stat("/m/b/d/missing"), ENOENT);
+    EXPECT_ERRNO(vfs->stat("/m/b/d/up/x"), ENOTDIR);
+}
+
+// Where the path calls once had answers of their own (they dispatched by mount prefix to the
+// members' path calls), they now answer as the walk by node does: each case by path and by node.
+TEST(VfsNodes, PathAndNodeAnswerAlikeWhereTheyOnceDiffered) {
+    // A directory that only leads to a mount (/a/s, which a does not have) makes nothing, even
+    // where a member (a, at /a) covers its path: EROFS, not a's ENOENT.
+    {
+        auto vfs = Vfs::create();
+        auto a = mem();
+        ASSERT_OK(vfs->mount("/a", a));
+        ASSERT_OK(vfs->mount("/a/s/t", mem()));
+        EXPECT_ERRNO(vfs->mkdir("/a/s/x"), EROFS);
+        EXPECT_ERRNO(write_file(*vfs, "/a/s/f", "f"), EROFS);
+        auto s = lookup_path(*vfs, "/a/s");
+        ASSERT_OK(s);
+        EXPECT_ERRNO(vfs->mkdir(s->node, "x", 0755, std::nullopt), EROFS);
+        EXPECT_ERRNO(vfs->create(s->node, "f", O_WRONLY | O_CREAT, 0644, std::nullopt), EROFS);
+        vfs->forget(s->node, 1);
+    }
+    // A rename or link into a directory of the union that the source's member does not have:
+    // EXDEV (the upper has /up-only, only the lower has /low-dir), not the member's ENOENT.
+    {
+        Layout l = union_of_two();
+        Vfs& vfs = *l.vfs;
+        EXPECT_ERRNO(vfs.rename("/u/up-only", "/u/low-dir/moved"), EXDEV);
+        EXPECT_ERRNO(vfs.link("/u/up-only", "/u/low-dir/linked"), EXDEV);
+        auto u = lookup_path(vfs, "/u");
+        ASSERT_OK(u);
+        auto low_dir = lookup_path(vfs, "/u/low-dir");
+        ASSERT_OK(low_dir);
+        auto up_only = lookup_path(vfs, "/u/up-only");
+        ASSERT_OK(up_only);
+        EXPECT_ERRNO(vfs.rename(u->node, "up-only", low_dir->node, "moved", RenameFlags::none),
+                     EXDEV);
+        EXPECT_ERRNO(vfs.link(up_only->node, low_dir->node, "linked"), EXDEV);
+        for (Node n : {u->node, low_dir->node, up_only->node}) vfs.forget(n, 1);
+        EXPECT_OK(vfs.stat("/u/up-only"));
+        l.expect_all_given_back();
+    }
+    // O_CREAT on a name that exists in a read-only mount opens it for reading, by path as by node
+    // (create without O_EXCL opens what is there); a new name is EROFS.
+    {
+        Layout l = read_only_mounts();
+        Vfs& vfs = *l.vfs;
+        auto by_path = vfs.open("/ro/docs/readme.txt", O_RDONLY | O_CREAT, 0644);
+        ASSERT_OK(by_path);
+        auto content = conformance::read_all(**by_path);
+        ASSERT_OK(content);
+        EXPECT_EQ(*content, conformance::kReadme);
+        by_path->reset();
+        EXPECT_ERRNO(vfs.open("/ro/docs/new.txt", O_RDONLY | O_CREAT, 0644), EROFS);
+        EXPECT_ERRNO(vfs.open("/ro/docs/readme.txt", O_WRONLY | O_CREAT, 0644), EROFS);
+        auto docs = lookup_path(vfs, "/ro/docs");
+        ASSERT_OK(docs);
+        auto by_node = vfs.create(docs->node, "readme.txt", O_RDONLY, 0644, std::nullopt);
+        ASSERT_OK(by_node);
+        vfs.forget(by_node->entry.node, 1);
+        EXPECT_ERRNO(vfs.create(docs->node, "new.txt", O_RDONLY, 0644, std::nullopt), EROFS);
+        EXPECT_ERRNO(vfs.create(docs->node, "readme.txt", O_WRONLY, 0644, std::nullopt), EROFS);
+        vfs.forget(docs->node, 1);
+        l.expect_all_given_back();
+    }
 }
 
 // --- mutations ---------------------------------------------------------------------------------

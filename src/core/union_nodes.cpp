@@ -1,9 +1,54 @@
-#include "vfs/node_table.hpp"
+#include "core/union_nodes.hpp"
 
 #include <cstring>
 #include <mutex>
+#include <unordered_set>
 
-namespace packfs::vfs {
+namespace packfs::unions {
+
+Result<Merged> merge_lookup(const std::vector<Part>& dir, std::string_view name,
+                            const MergeRules& rules) {
+    Merged m;
+    for (const Part& p : dir) {
+        auto hit = p.backend->lookup(p.node, name);
+        if (!hit) {
+            if (hit.error().code() == ENOENT) continue;
+            if (!m.parts.empty() && !rules.lower_errors_fail) continue;
+            for (const Part& kept : m.parts) kept.backend->forget(kept.node, 1);
+            return std::unexpected(hit.error());
+        }
+        const bool is_dir = hit->stat.type == FileType::directory;
+        if (m.parts.empty()) {
+            m.stat = hit->stat;
+        } else if (!is_dir) {
+            // A lower non-directory under an upper directory.
+            p.backend->forget(hit->node, 1);
+            if (rules.non_directory_hides_below) break;
+            continue;
+        }
+        m.parts.push_back(Part{p.backend, p.layer, p.writable, hit->node});
+        if (!is_dir) break;  // a non-directory hides every lower entry of its name
+    }
+    return m;
+}
+
+Result<std::vector<DirEntry>> merge_list(const std::vector<Part>& dir, const MergeRules& rules) {
+    if (dir.size() == 1) return dir.front().backend->list(dir.front().node);
+    std::vector<DirEntry> out;
+    std::unordered_set<std::string> seen;
+    for (const Part& p : dir) {
+        auto listing = p.backend->list(p.node);
+        if (!listing) {
+            if (&p == &dir.front() || rules.lower_errors_fail)
+                return std::unexpected(listing.error());
+            continue;  // a lower part that went away: the upper ones answer
+        }
+        for (DirEntry& e : *listing) {
+            if (seen.insert(e.name).second) out.push_back(std::move(e));
+        }
+    }
+    return out;
+}
 
 NodeTable::NodeTable(Counter ids)
     : next_id_(ids ? std::move(ids) : std::make_shared<std::atomic<uint64_t>>(kRootNode.id + 1)) {}
@@ -15,14 +60,14 @@ NodeTable::~NodeTable() {
 }
 
 std::string NodeTable::key_of(const NodeDesc& desc) {
-    // The path (it has no NUL), then (mount, node) of each part in order.
+    // The path (it has no NUL), then (layer, node) of each part in order.
     std::string key;
     key.reserve(desc.path.size() + 1 + desc.parts.size() * 16);
     key += desc.path;
     key += '\0';
     for (const Part& p : desc.parts) {
         char bytes[16];
-        std::memcpy(bytes, &p.mount, 8);
+        std::memcpy(bytes, &p.layer, 8);
         std::memcpy(bytes + 8, &p.node.id, 8);
         key.append(bytes, sizeof bytes);
     }
@@ -44,7 +89,7 @@ uint64_t NodeTable::intern(NodeDesc desc) {
         id = it->second;
         ++by_id_.at(id).refs;
     }
-    // Known already: it holds its member references; these are extra.
+    // Known already: it holds its layer references; these are extra.
     release_parts(desc);
     return id;
 }
@@ -70,7 +115,7 @@ void NodeTable::forget(uint64_t id, uint64_t count) noexcept {
         by_key_.erase(it->second.key);
         by_id_.erase(it);
     }
-    // Outside the lock: a member's forget may take its own locks.
+    // Outside the lock: a layer's forget may take its own locks.
     release_parts(*gone);
 }
 
@@ -104,4 +149,4 @@ void NodeTable::release_parts(const NodeDesc& desc) noexcept {
     }
 }
 
-}  // namespace packfs::vfs
+}  // namespace packfs::unions
