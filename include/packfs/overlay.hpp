@@ -31,6 +31,10 @@ struct OverlayOptions {
     uint32_t gid = 0;
     // statfs capacity of the upper; 0 reports the host's physical memory.
     uint64_t capacity_bytes = 0;
+    // The number of the first inode the overlay makes (0: just above the lower's numbers). A
+    // volume passes the number its manifest records, so numbers are never reused across a
+    // reopen.
+    uint64_t first_ino = 0;
 };
 
 // A writable overlay over `lower` (read-only from then on: it must not change underneath),

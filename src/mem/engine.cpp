@@ -27,12 +27,9 @@ Stat stat_of(uint64_t ino, const CellState& s) noexcept {
     return st;
 }
 
-Engine::Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64_t next_ino)
-    : options_(options),
-      lower_(std::move(lower)),
-      lower_view_(lower_.get()),
-      table_(lower_ ? lower_view_.limit() : 64) {
-    next_ino_.store(std::max<uint64_t>({kRootIno + 1, next_ino, lower_ ? lower_view_.limit() : 0}),
+Engine::Engine(const MemOptions& options, std::shared_ptr<Lower> lower, uint64_t next_ino)
+    : options_(options), lower_(std::move(lower)), table_(lower_ ? lower_->limit() : 64) {
+    next_ino_.store(std::max<uint64_t>({kRootIno + 1, next_ino, lower_ ? lower_->limit() : 0}),
                     std::memory_order_relaxed);
     if (lower_) return;  // the root, like everything else, is the lower's until it changes
     Cell* root = new_cell(kRootIno);
@@ -218,7 +215,7 @@ void Engine::drop_snapshot(uint64_t gen) noexcept {
     for (Cell* cell : touched) {
         const CellState& s = cell->state;
         if (s.kind != CellKind::dead || s.prev || cell->held()) continue;
-        if (lower_ && cell->ino < lower_view_.limit()) continue;
+        if (lower_ && cell->ino < lower_->limit()) continue;
         auto& slot = table_.slot(cell->ino);
         if (slot.load(std::memory_order_relaxed) != cell) continue;
         slot.store(nullptr, std::memory_order_release);
@@ -245,10 +242,10 @@ Result<Cell*> Engine::hold(uint64_t ino) {
             // may be replaced by a fresh one.
             if (cell->read().kind != CellKind::stub) return fail(ESTALE, "open");
         }
-        if (!lower_ || ino >= lower_view_.limit()) return fail(ESTALE, "open");
-        auto node = lower_view_.node_of(ino);
+        if (!lower_ || ino >= lower_->limit()) return fail(ESTALE, "open");
+        auto node = lower_->node_of(ino);
         if (!node) return fail(ESTALE, "open");
-        auto st = lower_->getattr(Node{*node});
+        auto st = lower_->getattr(*node);
         if (!st) return std::unexpected(st.error());
         Cell* stub = new_stub_cell(ino);
         stub->holds.store(1, std::memory_order_relaxed);

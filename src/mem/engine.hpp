@@ -1,5 +1,6 @@
-// The mem engine (DESIGN §5, §6, §9): the tree of a mem backend, of an overlay (the same tree
-// over a read-only lower Backend) and of a volume's overlay. The Backend classes over it are in
+// The mem engine (DESIGN §5, §6, §9): the tree of a mem backend, and of an overlay (the same
+// tree over a lower: lower.hpp, the one interface through which the engine reaches it, which
+// src/overlay implements over a read-only Backend). The Backend classes over it are in
 // mem_backend.cpp; this is the state and every operation on it, by inode.
 //
 // STATE. An inode table (inode_table.hpp) of cells (cell.hpp): each cell is one inode with its
@@ -29,7 +30,7 @@
 // read from the lower chunk by chunk until written). A directory copied up keeps its lower node
 // and goes on showing its lower entries, hidden by whiteouts (trie entries with ino 0); one made
 // in the tree has none, so one re-made over a deleted lower directory is opaque. How the lower's
-// inode numbers become the overlay's is LowerView's (lower_view.hpp).
+// inode numbers become the overlay's is the Lower's (lower.hpp, implemented by src/overlay).
 #pragma once
 
 #include <atomic>
@@ -49,7 +50,7 @@
 #include "mem/cell.hpp"
 #include "mem/content.hpp"
 #include "mem/inode_table.hpp"
-#include "mem/lower_view.hpp"
+#include "mem/lower.hpp"
 #include "mem/trie.hpp"
 #include "packfs/backend.hpp"
 #include "packfs/mem.hpp"
@@ -71,7 +72,7 @@ struct Ref {
 // open it again. Owned by a handle (or by one call).
 class LowerFiles {
 public:
-    const Backing* get(Backend& lower, uint64_t node);
+    const Backing* get(Lower& lower, uint64_t node);
 
 private:
     class Adapter final : public Backing {
@@ -92,14 +93,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
 public:
     // A plain mem tree (`lower` null), or an overlay over `lower`. New inodes are numbered from
     // `next_ino` (0: from 2, or just above the lower's numbers).
-    Engine(const MemOptions& options, std::shared_ptr<Backend> lower, uint64_t next_ino);
+    Engine(const MemOptions& options, std::shared_ptr<Lower> lower, uint64_t next_ino);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
     const MemOptions& options() const noexcept { return options_; }
-    Backend* lower() const noexcept { return lower_.get(); }
-    const std::shared_ptr<Backend>& lower_ptr() const noexcept { return lower_; }
 
     // === reading: inside an rcu::ReadSection, at kLiveGen or a snapshot's generation ========
 
@@ -306,8 +305,7 @@ private:
     Result<void> add_lower_xattrs(CellState& s, uint64_t lower_node);
 
     const MemOptions options_;
-    const std::shared_ptr<Backend> lower_;
-    LowerView lower_view_;
+    const std::shared_ptr<Lower> lower_;
     InodeTable table_;
     // The root's cell once it has a live one (from the start, or its copy-up over a lower):
     // never removed after, so every live walk starts here without a table lookup.

@@ -13,9 +13,9 @@ namespace packfs::mem {
 
 // --- lower files ---------------------------------------------------------------------------
 
-const Backing* LowerFiles::get(Backend& lower, uint64_t node) {
+const Backing* LowerFiles::get(Lower& lower, uint64_t node) {
     if (open_ && node_ == node) return open_.get();
-    auto file = lower.open(Node{node}, O_RDONLY);
+    auto file = lower.open(node);
     if (!file) return nullptr;
     open_ = std::make_unique<Adapter>(std::move(*file));
     node_ = node;
@@ -85,12 +85,10 @@ Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
         lower_dir = d.lower;
     }
     if (!lower_dir || !lower_) return std::nullopt;
-    auto found = lower_->lookup(Node{lower_dir}, name);
-    if (!found) {
-        if (found.error().code() == ENOENT) return std::nullopt;
-        return std::unexpected(found.error());
-    }
-    const uint64_t ino = const_cast<LowerView&>(lower_view_).number(*found);
+    auto found = lower_->lookup(lower_dir, name);
+    if (!found) return std::unexpected(found.error());
+    if (!*found) return std::nullopt;
+    const uint64_t ino = (*found)->ino;
     if (Cell* cell = table_.find(ino)) {
         // The lower's inode, changed by the tree (copied up under another of its names), or
         // removed by it.
@@ -99,7 +97,7 @@ Result<std::optional<Ref>> Engine::child(const Ref& dir, std::string_view name,
             return Ref{ino, cell, cell->lower_node(), cs->type};
         }
     }
-    return Ref{ino, nullptr, found->node.id, found->stat.type};
+    return Ref{ino, nullptr, (*found)->node, (*found)->type};
 }
 
 Result<Ref> Engine::by_ino(uint64_t ino, uint64_t gen) const {
@@ -117,11 +115,11 @@ Result<Ref> Engine::by_ino(uint64_t ino, uint64_t gen) const {
             lower_type = raw.type;
         }
     }
-    if (!lower_ || ino >= lower_view_.limit()) return fail(ESTALE, "lookup");
+    if (!lower_ || ino >= lower_->limit()) return fail(ESTALE, "lookup");
     if (!lower_node) {
-        auto node = const_cast<LowerView&>(lower_view_).node_of(ino);
+        auto node = lower_->node_of(ino);
         if (!node) return std::unexpected(node.error());
-        auto st = lower_->getattr(Node{*node});
+        auto st = lower_->getattr(*node);
         if (!st) return std::unexpected(st.error());
         lower_node = *node;
         lower_type = st->type;
@@ -146,7 +144,7 @@ Result<Stat> Engine::stat(const Ref& node, uint64_t gen, bool& may_have_xattrs) 
         may_have_xattrs = s->xattrs != nullptr;
         return stat_of(node.ino, *s);
     }
-    auto st = lower_->getattr(Node{node.lower});
+    auto st = lower_->getattr(node.lower);
     if (!st) return std::unexpected(st.error());
     st->ino = node.ino;
     if (st->type == FileType::directory) st->size = 0;  // as the engine's own (stat_of)
@@ -160,7 +158,7 @@ Result<std::string> Engine::target(const Ref& link, uint64_t gen) const {
         if (s->type != FileType::symlink) return fail(EINVAL, "readlink");
         return static_cast<const Target*>(s->data)->text;
     }
-    return lower_->readlink(Node{link.lower});
+    return lower_->readlink(link.lower);
 }
 
 Result<std::string> Engine::getxattr(const Ref& node, std::string_view name, uint64_t gen) const {
@@ -171,7 +169,7 @@ Result<std::string> Engine::getxattr(const Ref& node, std::string_view name, uin
         if (!value) return fail(ENODATA, "getxattr");
         return *value;
     }
-    return lower_->getxattr(Node{node.lower}, name);
+    return lower_->getxattr(node.lower, name);
 }
 
 Result<std::vector<std::string>> Engine::listxattr(const Ref& node, uint64_t gen) const {
@@ -183,13 +181,13 @@ Result<std::vector<std::string>> Engine::listxattr(const Ref& node, uint64_t gen
             for (const auto& [k, v] : s->xattrs->items) names.push_back(k);
         return names;
     }
-    return lower_->listxattr(Node{node.lower});
+    return lower_->listxattr(node.lower);
 }
 
 // --- directories -------------------------------------------------------------------------------
 
 Result<std::vector<DirEntry>> Engine::list(const Ref& dir, uint64_t gen) const {
-    if (!dir.cell) return const_cast<LowerView&>(lower_view_).list(dir.lower);
+    if (!dir.cell) return lower_->list(dir.lower);
     auto s = visible(*dir.cell, gen);
     if (!s || s->kind != CellKind::live) return fail(ESTALE, "readdir");
     std::vector<DirEntry> out;
@@ -203,7 +201,7 @@ Result<std::vector<DirEntry>> Engine::list(const Ref& dir, uint64_t gen) const {
         return out;
     }
     // Merged: its own names (whiteouts hide the lower's), then the lower's it does not shadow.
-    auto lower = const_cast<LowerView&>(lower_view_).list(s->lower);
+    auto lower = lower_->list(s->lower);
     if (!lower) return std::unexpected(lower.error());
     if (!root) return lower;
     std::unordered_set<std::string_view> own;
@@ -248,7 +246,7 @@ Result<bool> Engine::has_entries(const Ref& dir, uint64_t gen) const {
         root = static_cast<const TrieNode*>(s->data);
     }
     if (!lower_dir || !lower_) return false;
-    auto lower = lower_->list(Node{lower_dir});
+    auto lower = lower_->names(lower_dir);
     if (!lower) return std::unexpected(lower.error());
     for (const DirEntry& e : *lower)
         if (!trie_find(root, name_hash(e.name), e.name)) return true;  // not whited out
@@ -314,7 +312,7 @@ Result<uint64_t> seek_in_state(const CellState& s, uint64_t offset, bool data) {
 Result<uint64_t> Engine::seek(const Ref& file, uint64_t offset, bool data, uint64_t gen) const {
     if (file.type == FileType::directory) return fail(EISDIR, "lseek");
     if (!file.cell) {  // wholly the lower's: its holes (a pack's hole blocks)
-        auto lower_file = lower_->open(Node{file.lower}, O_RDONLY);
+        auto lower_file = lower_->open(file.lower);
         if (!lower_file) return std::unexpected(lower_file.error());
         return (*lower_file)->seek_data(offset, data);
     }
@@ -354,7 +352,7 @@ StatFs Engine::statfs(uint64_t gen) const {
     uint64_t files = inodes_.load(std::memory_order_relaxed);
     if (lower_) {
         // The lower's bytes and inodes count as used: an overlay holds both layers.
-        if (auto lower = lower_->statfs(kRootNode)) {
+        if (auto lower = lower_->statfs()) {
             used += (lower->blocks - lower->blocks_free) * lower->block_size / fs.block_size;
             files += lower->files - lower->files_free;
         }

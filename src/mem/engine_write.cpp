@@ -31,12 +31,12 @@ const Backing* Engine::writer_backing(const CellState& s) {
 // --- inodes ------------------------------------------------------------------------------------
 
 Result<void> Engine::add_lower_xattrs(CellState& s, uint64_t lower_node) {
-    auto names = lower_->listxattr(Node{lower_node});
+    auto names = lower_->listxattr(lower_node);
     if (!names) return std::unexpected(names.error());
     if (names->empty()) return {};
     auto* set = new XattrSet;
     for (std::string& name : *names) {
-        auto value = lower_->getxattr(Node{lower_node}, name);
+        auto value = lower_->getxattr(lower_node, name);
         if (!value) {
             delete set;
             return std::unexpected(value.error());
@@ -56,7 +56,7 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
     if (existing && existing->state.kind == CellKind::live) return existing;
     // A lower inode: copied up into a cell of its number. Metadata, target and xattrs are
     // copied; the content stays in the lower until a chunk of it is written.
-    auto st = lower_->getattr(Node{node.lower});
+    auto st = lower_->getattr(node.lower);
     if (!st) return std::unexpected(st.error());
     CellState s;
     s.modified_gen = gen_;
@@ -77,7 +77,7 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
         case FileType::char_device:
         case FileType::block_device: s.aux = st->rdev; break;
         case FileType::symlink: {
-            auto target = lower_->readlink(Node{node.lower});
+            auto target = lower_->readlink(node.lower);
             if (!target) return std::unexpected(target.error());
             s.data = new Target(*target);
             break;
@@ -150,7 +150,7 @@ void Engine::free_inode(Cell* cell) {
     dead.prev = s.prev;
     dead.kind = CellKind::dead;
     dead.type = s.type;
-    if (!kept && !(lower_ && cell->ino < lower_view_.limit())) {
+    if (!kept && !(lower_ && cell->ino < lower_->limit())) {
         // No snapshot sees it and no lower knows its number: gone.
         table_.slot(cell->ino).store(nullptr, std::memory_order_release);
         retire_cell(cell);
@@ -167,7 +167,7 @@ Result<Engine::LinkDrop> Engine::prepare_drop(const Ref& node) {
         Cell* stub = table_.find(node.ino);
         bool last = node.is_dir();
         if (!last && !(stub && stub->held())) {
-            auto st = lower_->getattr(Node{node.lower});
+            auto st = lower_->getattr(node.lower);
             if (!st) return std::unexpected(st.error());
             last = st->nlink <= 1;
         }
@@ -237,13 +237,7 @@ void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileT
 Result<bool> Engine::lower_has_name(const Cell* dir, std::string_view name) {
     const uint64_t lower_dir = dir->state.lower;
     if (!lower_dir || !lower_) return false;
-    auto found = lower_->lookup(Node{lower_dir}, name);
-    if (found) {
-        lower_->forget(found->node, 1);
-        return true;
-    }
-    if (found.error().code() == ENOENT) return false;
-    return std::unexpected(found.error());
+    return lower_->has(lower_dir, name);
 }
 
 void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) {
@@ -647,7 +641,7 @@ Result<std::optional<uint64_t>> Engine::clone_range(Cell* from, uint64_t offset,
     const bool stub = source.kind == CellKind::stub;
     uint64_t size = source.size;
     if (stub) {
-        auto st = lower_->getattr(Node{source.lower});
+        auto st = lower_->getattr(source.lower);
         if (!st) return std::unexpected(st.error());
         size = st->size;
     }

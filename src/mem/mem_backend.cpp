@@ -452,7 +452,7 @@ Result<FileHandle> SnapshotOps::open(const Ref& node, int flags) const {
 
 class MemBackend final : public Backend {
 public:
-    MemBackend(const MemOptions& options, std::shared_ptr<Backend> lower, uint64_t next_ino)
+    MemBackend(const MemOptions& options, std::shared_ptr<Lower> lower, uint64_t next_ino)
         : engine_(std::make_shared<Engine>(options, std::move(lower), next_ino)) {}
 
 private:
@@ -849,7 +849,7 @@ private:
 
 }  // namespace
 
-std::shared_ptr<Backend> make_mem_backend_over(std::shared_ptr<Backend> lower,
+std::shared_ptr<Backend> make_mem_backend_over(std::shared_ptr<Lower> lower,
                                                const MemOptions& options, uint64_t next_ino) {
     return std::make_shared<MemBackend>(options, std::move(lower), next_ino);
 }

@@ -1,8 +1,9 @@
-// make_overlay (overlay.hpp): the mem engine over a lower Backend, reached through the lower's
-// nodes (src/mem/engine.hpp has the overlay's rules), or over several stacked.
+// make_overlay (overlay.hpp): the mem engine (src/mem/engine.hpp) over a lower Backend, which
+// it reaches only through a LowerView (lower_view.hpp), or over several stacked.
 #include "packfs/overlay.hpp"
 
 #include "mem/mem_backend.hpp"
+#include "overlay/lower_view.hpp"
 #include "overlay/stacked_backend.hpp"
 
 namespace packfs {
@@ -29,7 +30,8 @@ MemOptions mem_options_of(const OverlayOptions& options) {
 Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
                                               const OverlayOptions& options) {
     if (auto ok = check_lower(lower); !ok) return std::unexpected(ok.error());
-    return mem::make_mem_backend_over(std::move(lower), mem_options_of(options));
+    return mem::make_mem_backend_over(std::make_shared<overlay::LowerView>(std::move(lower)),
+                                      mem_options_of(options), options.first_ino);
 }
 
 Result<std::shared_ptr<Backend>> make_overlay(std::vector<std::shared_ptr<Backend>> lowers,
@@ -38,8 +40,9 @@ Result<std::shared_ptr<Backend>> make_overlay(std::vector<std::shared_ptr<Backen
     if (lowers.size() == 1) return make_overlay(std::move(lowers.front()), options);
     for (auto& lower : lowers)
         if (auto ok = check_lower(lower); !ok) return std::unexpected(ok.error());
-    return mem::make_mem_backend_over(overlay::make_stacked_backend(std::move(lowers)),
-                                      mem_options_of(options));
+    return mem::make_mem_backend_over(
+        std::make_shared<overlay::LowerView>(overlay::make_stacked_backend(std::move(lowers))),
+        mem_options_of(options), options.first_ino);
 }
 
 }  // namespace packfs

@@ -8,7 +8,6 @@
 #include <chrono>
 
 #include "core/io.hpp"
-#include "mem/mem_backend.hpp"
 #include "volume/volume_impl.hpp"
 
 namespace packfs::volume {
@@ -86,7 +85,9 @@ Result<CompactionStats> VolumeImpl::compact() {
     if (auto ok = io::step("compact.after_pack"); !ok) return std::unexpected(ok.error());
     auto fresh = open_volume_pack(pack_path);
     if (!fresh) return std::unexpected(fresh.error());
-    auto tree = mem::make_mem_backend_over(fresh->lower, {}, next_ino);
+    auto made = make_volume_tree(fresh->lower, next_ino);
+    if (!made) return std::unexpected(made.error());
+    std::shared_ptr<Backend> tree = std::move(*made);
 
     // 3. The new journal and the new tree: the records made since the instant of step 1,
     //    copied frame by frame and replayed. First what is there, without the lock.

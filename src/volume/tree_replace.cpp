@@ -1,7 +1,6 @@
 // Replacing the volume's tree (docs/VOLUME.md, "Replacing the tree"): node references and open
 // files moved to the new tree by inode number, unnamed objects left on the old one, and the tree
 // made again from the pack and the journal after a journal failure.
-#include "mem/mem_backend.hpp"
 #include "volume/volume_impl.hpp"
 
 namespace packfs::volume {
@@ -70,7 +69,9 @@ std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend
 }
 
 Result<std::shared_ptr<Backend>> VolumeImpl::rebuild_tree_locked() {
-    auto tree = mem::make_mem_backend_over(pack_.lower, {}, manifest_.next_ino);
+    auto made = make_volume_tree(pack_.lower, manifest_.next_ino);
+    if (!made) return std::unexpected(made.error());
+    std::shared_ptr<Backend> tree = std::move(*made);
     const std::string journal = join(dir_, manifest_.journal);
     std::vector<std::pair<std::vector<std::byte>, JournalRecordView>> kept;
     auto durable_end = writer_->retained([&](const JournalRecordView& view) -> Result<void> {

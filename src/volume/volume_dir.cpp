@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/io.hpp"
-#include "mem/mem_backend.hpp"
+#include "packfs/overlay.hpp"
 #include "packfs/mem.hpp"
 #include "volume/volume_impl.hpp"
 
@@ -63,6 +63,13 @@ Result<OpenedPack> open_volume_pack(const std::string& path) {
 }
 
 std::string join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
+
+Result<std::shared_ptr<Backend>> make_volume_tree(std::shared_ptr<Backend> lower,
+                                                  uint64_t first_ino) {
+    OverlayOptions options;
+    options.first_ino = first_ino;
+    return make_overlay(std::move(lower), options);
+}
 
 namespace {
 
@@ -174,7 +181,9 @@ Result<void> VolumeImpl::open() {
     auto pack = open_volume_pack(join(dir_, manifest_.pack));
     if (!pack) return std::unexpected(pack.error());
     pack_ = std::move(*pack);
-    auto tree = mem::make_mem_backend_over(pack_.lower, {}, manifest_.next_ino);
+    auto made = make_volume_tree(pack_.lower, manifest_.next_ino);
+    if (!made) return std::unexpected(made.error());
+    std::shared_ptr<Backend> tree = std::move(*made);
 
     const std::string journal = join(dir_, manifest_.journal);
     auto scan = replay_journal(journal, *tree);
@@ -256,7 +265,9 @@ Result<VolumeCheck> check_volume(const std::string& dir) {
     check.pack = (*pack)->verify();
     auto opened = open_volume_pack(join(dir, manifest->pack));
     if (!opened) return std::unexpected(opened.error());
-    auto scratch = mem::make_mem_backend_over(opened->lower, {}, manifest->next_ino);
+    auto made = make_volume_tree(opened->lower, manifest->next_ino);
+    if (!made) return std::unexpected(made.error());
+    std::shared_ptr<Backend> scratch = std::move(*made);
     // Every frame is scanned to the end; records are applied until one does not apply.
     auto scan = scan_journal(join(dir, manifest->journal), [&](const JournalRecordView& view) -> Result<void> {
         if (!check.replay_error.empty()) return {};

@@ -3,7 +3,7 @@
 // the path calls over them (volume_paths.cpp), open files (volume_file.cpp), replacing the tree
 // (tree_replace.cpp), compaction (compaction.cpp) and the commit interval (commit_timer.cpp).
 //
-// THE TREE. A mem tree (the overlay engine) over the current pack, holding every change the
+// THE TREE. An overlay (packfs/overlay.hpp, make_volume_tree) over the current pack, holding every change the
 // journal holds: it is a cache of pack + journal, and can always be made again from them. It
 // is replaced whole twice in a volume's life: by compaction (a tree over the new pack, with the
 // records made since the snapshot replayed into it) and after a journal failure (the pack and
@@ -60,6 +60,10 @@ struct OpenedPack {
 };
 
 Result<OpenedPack> open_volume_pack(const std::string& path);
+// The volume's tree: an overlay (packfs/overlay.hpp) over its pack, numbering new inodes from
+// `first_ino` (the manifest's).
+Result<std::shared_ptr<Backend>> make_volume_tree(std::shared_ptr<Backend> lower,
+                                                  uint64_t first_ino);
 std::string join(const std::string& dir, const std::string& name);
 
 // Replays every record of the journal at `path` into `tree`: those before offset `until`

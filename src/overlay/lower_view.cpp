@@ -1,11 +1,16 @@
-#include "mem/lower_view.hpp"
+#include "overlay/lower_view.hpp"
 
-#include "mem/cell.hpp"
+#include <fcntl.h>
 
-namespace packfs::mem {
+#include <algorithm>
 
-LowerView::LowerView(Backend* lower) : lower_(lower) {
-    if (!lower_) return;
+namespace packfs::overlay {
+
+namespace {
+constexpr uint64_t kRootIno = 1;
+}
+
+LowerView::LowerView(std::shared_ptr<Backend> lower) : lower_(std::move(lower)) {
     const auto numbering = lower_->inode_numbering();
     auto root = lower_->getattr(kRootNode);
     keeps_ = numbering.unique && root && root->ino == kRootIno;
@@ -23,6 +28,25 @@ uint64_t LowerView::number(const Entry& e) {
         lower_->forget(e.node, 1);  // already held once
     }
     return it->second;
+}
+
+Result<std::optional<mem::LowerEntry>> LowerView::lookup(uint64_t dir, std::string_view name) {
+    auto found = lower_->lookup(Node{dir}, name);
+    if (!found) {
+        if (found.error().code() == ENOENT) return std::nullopt;
+        return std::unexpected(found.error());
+    }
+    return mem::LowerEntry{number(*found), found->node.id, found->stat.type};
+}
+
+Result<bool> LowerView::has(uint64_t dir, std::string_view name) {
+    auto found = lower_->lookup(Node{dir}, name);
+    if (found) {
+        lower_->forget(found->node, 1);
+        return true;
+    }
+    if (found.error().code() == ENOENT) return false;
+    return std::unexpected(found.error());
 }
 
 Result<uint64_t> LowerView::node_of(uint64_t ino) {
@@ -49,4 +73,6 @@ Result<std::vector<DirEntry>> LowerView::list(uint64_t dir) {
     return entries;
 }
 
-}  // namespace packfs::mem
+Result<FileHandle> LowerView::open(uint64_t node) { return lower_->open(Node{node}, O_RDONLY); }
+
+}  // namespace packfs::overlay
