@@ -78,8 +78,8 @@ public:
     virtual uint64_t inode_count_hint() { return 0; }
 };
 
-// The tree under `root` of a Backend. A mem backend or snapshot is read straight from one
-// version of its tree (a consistent snapshot, no path lookups); any other through its API.
+// The tree under `root` of a Backend, read by node through its API (a mem backend gives one
+// consistent version when it is a snapshot).
 Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend, std::string_view root);
 
 // The tree under a host directory. Nothing below the root is followed through a symlink,
