@@ -42,12 +42,14 @@ TEST(Gate, AClosingWaitsForThePassInsideAndKeepsNewOnesOut) {
     EXPECT_TRUE(late_entered);  // and let in once reopened
 }
 
-TEST(Gate, PassesNestDeeperThanTheirSlots) {
+TEST(Gate, PassesNestDeeperThanTheirSlotsThenTheGateCloses) {
     Gate gate;
     std::vector<std::unique_ptr<Gate::Pass>> nested;
     for (int i = 0; i < 20; ++i) nested.push_back(std::make_unique<Gate::Pass>(gate));
     nested.clear();
-    Gate::Closed c(gate);  // nothing left inside: closes at once
+    // Nothing is left inside, so this closes at once. A pass the gate lost count of would hold
+    // it open: the test then hangs, and ctest's timeout fails it.
+    Gate::Closed c(gate);
 }
 
 // Changes inside the gate keep two counters equal only between changes; a closer must never

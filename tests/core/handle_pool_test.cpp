@@ -47,10 +47,25 @@ TEST(HandlePool, BlocksFreedOnAnotherThreadAreSafe) {
         made.push_back(new Pooled);
         made.back()->bytes[0] = static_cast<char>(i);
     }
+    int intact = 0;
     std::jthread other([&] {
-        for (Pooled* p : made) delete p;  // into the other thread's list, or the heap
+        for (int i = 0; i < 500; ++i) {
+            // What the making thread wrote is there, then the block goes into this thread's
+            // list, or the heap.
+            intact += made[i]->bytes[0] == static_cast<char>(i) ? 1 : 0;
+            delete made[i];
+        }
         for (int i = 0; i < 100; ++i) delete new Pooled;
     });
+    other.join();
+    EXPECT_EQ(intact, 500);
+    // The making thread can go on making and freeing after another thread freed its blocks.
+    for (int i = 0; i < 100; ++i) {
+        auto* p = new Pooled;
+        p->bytes[0] = 'x';
+        EXPECT_EQ(p->bytes[0], 'x');
+        delete p;
+    }
 }
 
 TEST(HandlePool, PackHandlesOpenedOnOneThreadAndClosedOnAnotherReadRight) {
