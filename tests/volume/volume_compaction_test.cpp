@@ -322,6 +322,24 @@ TEST_F(VolumeCompaction, InjectedErrorAtEveryCallFailsTheCompactionAndTheVolumeG
 
 // A writer thread goes on mutating during compactions: every op it saw acknowledged is there
 // after a reopen, and so the ops carried into each new journal were carried right.
+// A thread applying OpGen(seed)'s ops under "/w" to `v` until `stop`: the first failure is
+// told in `error`, and `acked` (when given) counts the ops that succeeded.
+std::thread start_writer(Backend& v, uint64_t seed, std::atomic<bool>& stop, std::string& error,
+                         std::atomic<uint64_t>* acked = nullptr) {
+    return std::thread([&v, seed, &stop, &error, acked] {
+        OpGen gen(seed, "/w");
+        while (!stop.load()) {
+            const Op op = gen.next();
+            if (auto ok = apply_op(v, op); !ok) {
+                error = fmt::format("op {} ({}): {}", gen.count(), describe(op),
+                                    ok.error().message());
+                return;
+            }
+            if (acked != nullptr) *acked = gen.count();
+        }
+    });
+}
+
 TEST_F(VolumeCompaction, WriterDuringCompactionsKeepsEveryAcknowledgedOp) {
     auto v = open_ok(base_);
     ASSERT_TRUE(v);
@@ -329,18 +347,7 @@ TEST_F(VolumeCompaction, WriterDuringCompactionsKeepsEveryAcknowledgedOp) {
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> acked{0};
     std::string writer_error;
-    std::thread writer([&] {
-        OpGen gen(4242, "/w");
-        while (!stop.load()) {
-            const Op op = gen.next();
-            if (auto ok = apply_op(*v, op); !ok) {
-                writer_error = fmt::format("op {} ({}): {}", gen.count(), describe(op),
-                                           ok.error().message());
-                return;
-            }
-            acked = gen.count();
-        }
-    });
+    std::thread writer = start_writer(*v, 4242, stop, writer_error, &acked);
     const int compactions = sanitizer_run() ? 3 : 8;
     uint64_t carried = 0;
     for (int i = 0; i < compactions; ++i) {
@@ -517,17 +524,7 @@ TEST_F(VolumeCompaction, HeldNodesAndOpenFilesStayValidAcrossCompactionsWhileAWr
 
     std::atomic<bool> stop{false};
     std::string writer_error;
-    std::thread writer([&] {
-        OpGen gen(9191, "/w");
-        while (!stop.load()) {
-            const Op op = gen.next();
-            if (auto ok = apply_op(*v, op); !ok) {
-                writer_error = fmt::format("op {} ({}): {}", gen.count(), describe(op),
-                                           ok.error().message());
-                return;
-            }
-        }
-    });
+    std::thread writer = start_writer(*v, 9191, stop, writer_error);
     const int compactions = sanitizer_run() ? 3 : 8;
     std::atomic<int> compacted{0};
     std::string compactor_error;
