@@ -37,9 +37,31 @@ struct OverlayOptions {
     uint64_t first_ino = 0;
 };
 
+// An overlay over one lower: a Backend, and the calls that move it onto another lower.
+class PACKFS_API Overlay : public Backend {
+public:
+    // A snapshot (Backend::snapshot) with the generation it was taken at, for rebase().
+    struct Frozen {
+        std::shared_ptr<Backend> tree;
+        uint64_t generation = 0;
+    };
+    virtual Result<Frozen> freeze() = 0;
+
+    // Moves the overlay onto `lower`, a tree that holds what the snapshot of `generation` held,
+    // with its inode numbers (write_pack of that snapshot with keep_inode_numbers: a volume's
+    // compaction). The overlay reads the same before, during and after: only where its bytes
+    // come from changes. What it changed up to the snapshot is handed to the new lower (its
+    // memory given back); what it changed since stays in the overlay. Open files, node
+    // references and older snapshots go on as they were (older snapshots keep reading the old
+    // lower, which goes with the last of them). The snapshot must have been released. EINVAL
+    // when either lower does not keep its own inode numbers (a host directory); EBUSY when old
+    // snapshots still read 63 older lowers.
+    virtual Result<void> rebase(std::shared_ptr<Backend> lower, uint64_t generation) = 0;
+};
+
 // A writable overlay over `lower` (read-only from then on: it must not change underneath),
 // reached through its node calls (any backend).
-PACKFS_API Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
+PACKFS_API Result<std::shared_ptr<Overlay>> make_overlay(std::shared_ptr<Backend> lower,
                                                          const OverlayOptions& options = {});
 
 // The same over several lowers stacked, the first on top (overlayfs's lowerdir=top:...:bottom):

@@ -85,7 +85,7 @@ struct Version;
 struct alignas(8) CellState {
     FileType type = FileType::regular;
     CellKind kind = CellKind::live;
-    uint16_t unused = 0;
+    uint16_t layer = 0;  // the lower `lower` is a node of (Engine's layers: a rebase adds one)
     uint32_t mode = 0;
     uint32_t uid = 0;
     uint32_t gid = 0;
@@ -113,6 +113,7 @@ struct DirFields {
     CellKind kind;
     const void* data;  // the entry trie
     uint64_t lower;
+    uint16_t layer;
 };
 
 // A kept state. Immutable but for `state.prev`, which the writer may relink (atomically) when
@@ -171,7 +172,7 @@ struct Cell {
             if (!seq.read_valid(s)) continue;
             CellState probe;
             std::memcpy(reinterpret_cast<char*>(&probe) + offsetof(CellState, type), &head, 8);
-            return DirFields{probe.kind, reinterpret_cast<const void*>(data), lower};
+            return DirFields{probe.kind, reinterpret_cast<const void*>(data), lower, probe.layer};
         }
     }
     // One field read alone (a single word: never torn).

@@ -28,10 +28,15 @@ Stat stat_of(uint64_t ino, const CellState& s) noexcept {
 }
 
 Engine::Engine(const MemOptions& options, std::shared_ptr<Lower> lower, uint64_t next_ino)
-    : options_(options), lower_(std::move(lower)), table_(lower_ ? lower_->limit() : 64) {
-    next_ino_.store(std::max<uint64_t>({kRootIno + 1, next_ino, lower_ ? lower_->limit() : 0}),
-                    std::memory_order_relaxed);
-    if (lower_) return;  // the root, like everything else, is the lower's until it changes
+    : options_(options), table_(lower ? lower->limit() : 64) {
+    const uint64_t limit = lower ? lower->limit() : 0;
+    next_ino_.store(std::max<uint64_t>({kRootIno + 1, next_ino, limit}), std::memory_order_relaxed);
+    if (lower) {
+        // The root, like everything else, is the lower's until it changes.
+        layers_->slot[0].store(new Layer{0, std::move(lower), limit}, std::memory_order_release);
+        layer_order_.push_back(0);
+        return;
+    }
     Cell* root = new_cell(kRootIno);
     CellState& s = root->state;
     s.modified_gen = 0;  // every snapshot sees the root
@@ -212,15 +217,71 @@ void Engine::drop_snapshot(uint64_t gen) noexcept {
     }
     // A dead inode no snapshot sees any more leaves the table (unless it stands for a lower
     // inode, whose number must not come back).
+    trim_layers();  // an old lower may have been read by this snapshot alone
     for (Cell* cell : touched) {
         const CellState& s = cell->state;
         if (s.kind != CellKind::dead || s.prev || cell->held()) continue;
-        if (lower_ && cell->ino < lower_->limit()) continue;
+        if (lower_number(cell->ino)) continue;
         auto& slot = table_.slot(cell->ino);
         if (slot.load(std::memory_order_relaxed) != cell) continue;
         slot.store(nullptr, std::memory_order_release);
         retire_cell(cell);
     }
+}
+
+// --- layers ------------------------------------------------------------------------------------
+
+uint16_t Engine::layer_at(uint64_t gen) const noexcept {
+    uint16_t i = top_index();
+    if (gen == kLiveGen) return i;
+    // Newest first: a snapshot is nearly always over the newest lower or the one before.
+    for (uint16_t step = 0; step < kLayers; ++step) {
+        const Layer* l = layers_->slot[i].load(std::memory_order_acquire);
+        if (!l) break;
+        if (l->first_gen <= gen) return i;
+        i = static_cast<uint16_t>((i + kLayers - 1) % kLayers);
+    }
+    return top_index();
+}
+
+void Engine::trim_layers() noexcept {
+    // A layer other than the newest is read only by snapshots taken over it (every live state
+    // was moved onto the newer one by the rebase that made it): those with a generation before
+    // the next layer's first.
+    while (layer_order_.size() > 1) {
+        const uint16_t oldest = layer_order_.front();
+        const uint64_t until = layer(layer_order_[1]).first_gen;
+        if (!snapshots_.empty() && snapshots_.begin()->first < until) return;
+        layer_order_.erase(layer_order_.begin());
+        trimmed_layers_.push_back(oldest);
+    }
+}
+
+void Engine::free_layers() {
+    std::vector<uint16_t> gone;
+    {
+        auto lock = this->lock();
+        gone.swap(trimmed_layers_);
+    }
+    if (gone.empty()) return;
+    // A reader that read a state of the old layer before the rebase moved it may still be in
+    // its read section; after this none is, and no state names the layer any more.
+    rcu::synchronize();
+    for (uint16_t i : gone) delete layers_->slot[i].exchange(nullptr, std::memory_order_acq_rel);
+}
+
+void Engine::repoint_stub(Cell* cell) {
+    CellState s = cell->state;
+    const uint16_t newest = top_index();
+    if (s.kind != CellKind::stub || s.layer == newest) return;
+    auto node = lower(newest).node_of(cell->ino);
+    if (node) {
+        s.lower = *node;
+        s.layer = newest;
+    } else {
+        s.kind = CellKind::dead;  // the new lower has no such inode: it was removed meanwhile
+    }
+    cell->write(s);
 }
 
 // --- holds -------------------------------------------------------------------------------------
@@ -242,20 +303,32 @@ Result<Cell*> Engine::hold(uint64_t ino) {
             // may be replaced by a fresh one.
             if (cell->read().kind != CellKind::stub) return fail(ESTALE, "open");
         }
-        if (!lower_ || ino >= lower_->limit()) return fail(ESTALE, "open");
-        auto node = lower_->node_of(ino);
+        if (!lower_number(ino)) return fail(ESTALE, "open");
+        const uint16_t layer_index = top_index();
+        Lower& lower = this->lower(layer_index);
+        auto node = lower.node_of(ino);
         if (!node) return fail(ESTALE, "open");
-        auto st = lower_->getattr(*node);
+        auto st = lower.getattr(*node);
         if (!st) return std::unexpected(st.error());
         Cell* stub = new_stub_cell(ino);
         stub->holds.store(1, std::memory_order_relaxed);
         stub->state.kind = CellKind::stub;
         stub->state.type = st->type;
         stub->state.lower = *node;
+        stub->state.layer = layer_index;
         void* expected = cell;
-        if (table_.slot(ino).compare_exchange_strong(expected, stub, std::memory_order_acq_rel))
-            return stub;  // (a dying stub it replaced is retired by its remover)
-        delete stub;      // another thread was first: look again
+        if (table_.slot(ino).compare_exchange_strong(expected, stub, std::memory_order_acq_rel)) {
+            // (A dying stub it replaced is retired by its remover.) A rebase that began after
+            // this read the layer may have passed the table before the stub was in it: then
+            // the stub is moved here, under the lock the rebase has given back by then (and
+            // before its old layer can go: that waits for this read section).
+            if (top_index() != layer_index) {
+                auto lock = this->lock();
+                repoint_stub(stub);
+            }
+            return stub;
+        }
+        delete stub;  // another thread was first: look again
     }
 }
 

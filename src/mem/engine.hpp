@@ -33,6 +33,7 @@
 // inode numbers become the overlay's is the Lower's (lower.hpp, implemented by src/overlay).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -65,14 +66,26 @@ struct Ref {
     Cell* cell = nullptr;  // null: the lower's inode, unchanged
     uint64_t lower = 0;    // its lower node (a lower inode, or what a cell was copied up from)
     FileType type = FileType::regular;
+    uint16_t layer = 0;    // the layer `lower` is a node of (Engine::Layer)
     bool is_dir() const noexcept { return type == FileType::directory; }
+};
+
+// A lower the engine reads through, from one generation on. An overlay starts with one; each
+// rebase (a volume's compaction: the tree written into a new pack) adds the next, and a layer
+// goes once no state and no snapshot reads it. Every lower node the engine keeps (a state's, a
+// Ref's) says which layer it is a node of, so a reader never asks one lower about another's
+// node, whenever a rebase happens.
+struct Layer {
+    uint64_t first_gen = 0;  // snapshots of this generation and newer read this lower
+    std::shared_ptr<Lower> lower;
+    uint64_t limit = 0;  // lower->limit()
 };
 
 // The lower Files a reader has open, so successive reads of one copied-up or lower file do not
 // open it again. Owned by a handle (or by one call).
 class LowerFiles {
 public:
-    const Backing* get(Lower& lower, uint64_t node);
+    const Backing* get(const Layer& layer, uint64_t node);
 
 private:
     class Adapter final : public Backing {
@@ -86,6 +99,7 @@ private:
         FileHandle file_;
     };
     uint64_t node_ = 0;
+    uint64_t layer_gen_ = 0;  // the layer's first_gen: unique for the engine's life
     std::unique_ptr<Adapter> open_;
 };
 
@@ -123,6 +137,9 @@ public:
         if (!cell || cell->kind() != CellKind::live) return std::nullopt;
         return Ref{e->ino, cell, cell->lower_node(), e->type};
     }
+    // A live node found as a cell that a rebase has since handed back to the lower (its cell
+    // a stub now): the lower's node, which reads the same. nullopt for anything else.
+    std::optional<Ref> as_lower(const Ref& node, uint64_t gen) const noexcept;
     // The node with number `ino`: ESTALE when there is none at `gen`.
     Result<Ref> by_ino(uint64_t ino, uint64_t gen) const;
     Result<Stat> stat(const Ref& node, uint64_t gen) const;
@@ -230,6 +247,37 @@ public:
 
     uint64_t next_ino() const noexcept { return next_ino_.load(std::memory_order_relaxed); }
 
+    // === layers =============================================================================
+
+    // The newest layer (null: a plain mem tree), its index, and the layer a reader at `gen`
+    // reads (a snapshot older than a rebase reads the lower it was taken over).
+    const Layer* top() const noexcept {
+        return layers_->slot[top_.load(std::memory_order_acquire)].load(std::memory_order_acquire);
+    }
+    uint16_t top_index() const noexcept { return top_.load(std::memory_order_acquire); }
+    uint16_t layer_at(uint64_t gen) const noexcept;
+    const Layer& layer(uint16_t index) const noexcept {
+        return *layers_->slot[index].load(std::memory_order_acquire);
+    }
+    Lower& lower(uint16_t index) const noexcept { return *layer(index).lower; }
+    // Whether `ino` may be a lower inode's number (below the newest lower's limit).
+    bool lower_number(uint64_t ino) const noexcept {
+        const Layer* t = top();
+        return t && ino < t->limit;
+    }
+
+    // Moves the engine onto `next`, a lower that holds the tree as the snapshot of generation
+    // `since` saw it, with its inode numbers (a volume's compaction wrote that snapshot into a
+    // pack): what the tree changed up to `since` is handed back to the lower, and only what it
+    // changed after stays in cells. Nothing a reader, an open file or a node reference holds is
+    // replaced: cells stay where they are. Older snapshots go on reading the lower they were
+    // taken over. Takes the writer lock. EBUSY when old snapshots keep too many lowers.
+    Result<void> rebase(std::shared_ptr<Lower> next, uint64_t since);
+    // Frees the lowers no state and no snapshot reads any more (after a rebase, or once the
+    // last snapshot over an old lower was dropped): waits for a grace period, so never inside a
+    // read section nor under the lock. Their pack files close here.
+    void free_layers();
+
     // === versions ===========================================================================
 
     // A snapshot: the generation it reads at, kept until released (both under the lock).
@@ -304,8 +352,35 @@ private:
     const Backing* writer_backing(const CellState& s);
     Result<void> add_lower_xattrs(CellState& s, uint64_t lower_node);
 
+    // The rebase's steps (engine_rebase.cpp), under the lock.
+    struct RebaseScan;
+    // A cell that stays, moved onto the new layer; false when it had to stay on the old one.
+    bool rebase_cell(Cell* cell, const RebaseScan& scan);
+    // A directory that stays, merged with the new lower's: its own entries the new lower has
+    // alike go, and each name the new lower has that it did not show gets a whiteout.
+    bool rebase_dir(Cell* cell, const RebaseScan& scan);
+    // A file's bytes still read from its lower, copied into its own content (s: its next state).
+    Result<void> materialize(CellState& s);
+    // A cell the new lower holds as it is, handed back to the lower (node: its node there).
+    void hand_back(Cell* cell, uint64_t node);
+    // A stub made from a layer a rebase has since replaced, moved onto the newest (the lock).
+    void repoint_stub(Cell* cell);
+    // Layers no state and no snapshot reads any more, set aside for free_layers (the lock).
+    void trim_layers() noexcept;
+
     const MemOptions options_;
-    const std::shared_ptr<Lower> lower_;
+    // The layers by index (a ring: a rebase takes the next slot).
+    static constexpr uint16_t kLayers = 64;
+    struct LayerSlots {
+        std::array<std::atomic<const Layer*>, kLayers> slot{};
+        ~LayerSlots() {
+            for (auto& s : slot) delete s.load(std::memory_order_relaxed);
+        }
+    };
+    const std::shared_ptr<LayerSlots> layers_ = std::make_shared<LayerSlots>();
+    std::atomic<uint16_t> top_{0};
+    std::vector<uint16_t> layer_order_;     // the writer's: live layers, oldest first
+    std::vector<uint16_t> trimmed_layers_;  // the writer's: for free_layers
     InodeTable table_;
     // The root's cell once it has a live one (from the start, or its copy-up over a lower):
     // never removed after, so every live walk starts here without a table lookup.

@@ -24,19 +24,20 @@ Result<void> check_fits(uint64_t offset, std::size_t length, std::string_view op
 }  // namespace
 
 const Backing* Engine::writer_backing(const CellState& s) {
-    if (s.type != FileType::regular || s.aux == 0 || !s.lower || !lower_) return nullptr;
-    return writer_files_.get(*lower_, s.lower);
+    if (s.type != FileType::regular || s.aux == 0 || !s.lower || !top()) return nullptr;
+    return writer_files_.get(layer(s.layer), s.lower);
 }
 
 // --- inodes ------------------------------------------------------------------------------------
 
 Result<void> Engine::add_lower_xattrs(CellState& s, uint64_t lower_node) {
-    auto names = lower_->listxattr(lower_node);
+    Lower& lower = this->lower(s.layer);
+    auto names = lower.listxattr(lower_node);
     if (!names) return std::unexpected(names.error());
     if (names->empty()) return {};
     auto* set = new XattrSet;
     for (std::string& name : *names) {
-        auto value = lower_->getxattr(lower_node, name);
+        auto value = lower.getxattr(lower_node, name);
         if (!value) {
             delete set;
             return std::unexpected(value.error());
@@ -48,18 +49,26 @@ Result<void> Engine::add_lower_xattrs(CellState& s, uint64_t lower_node) {
     return {};
 }
 
-Result<Cell*> Engine::own_cell(const Ref& node) {
-    if (node.cell) return node.cell;
+Result<Cell*> Engine::own_cell(const Ref& given) {
+    if (given.cell && given.cell->state.kind == CellKind::live) return given.cell;
     // A Ref taken before an earlier call of the same operation copied the inode up (a rename
     // within one lower directory: its source and destination are two Refs of one inode).
-    Cell* existing = table_.find(node.ino);
+    Cell* existing = table_.find(given.ino);
     if (existing && existing->state.kind == CellKind::live) return existing;
+    // A stub's own lower node, made newest by a rebase since the Ref was taken.
+    Ref node = given;
+    if (existing && existing->state.kind == CellKind::stub) {
+        node.lower = existing->state.lower;
+        node.layer = existing->state.layer;
+    }
     // A lower inode: copied up into a cell of its number. Metadata, target and xattrs are
     // copied; the content stays in the lower until a chunk of it is written.
-    auto st = lower_->getattr(node.lower);
+    Lower& lower = this->lower(node.layer);
+    auto st = lower.getattr(node.lower);
     if (!st) return std::unexpected(st.error());
     CellState s;
     s.modified_gen = gen_;
+    s.layer = node.layer;
     s.kind = CellKind::live;
     s.type = st->type;
     s.mode = st->mode;
@@ -77,7 +86,7 @@ Result<Cell*> Engine::own_cell(const Ref& node) {
         case FileType::char_device:
         case FileType::block_device: s.aux = st->rdev; break;
         case FileType::symlink: {
-            auto target = lower_->readlink(node.lower);
+            auto target = lower.readlink(node.lower);
             if (!target) return std::unexpected(target.error());
             s.data = new Target(*target);
             break;
@@ -150,7 +159,7 @@ void Engine::free_inode(Cell* cell) {
     dead.prev = s.prev;
     dead.kind = CellKind::dead;
     dead.type = s.type;
-    if (!kept && !(lower_ && cell->ino < lower_->limit())) {
+    if (!kept && !lower_number(cell->ino)) {
         // No snapshot sees it and no lower knows its number: gone.
         table_.slot(cell->ino).store(nullptr, std::memory_order_release);
         retire_cell(cell);
@@ -167,7 +176,7 @@ Result<Engine::LinkDrop> Engine::prepare_drop(const Ref& node) {
         Cell* stub = table_.find(node.ino);
         bool last = node.is_dir();
         if (!last && !(stub && stub->held())) {
-            auto st = lower_->getattr(node.lower);
+            auto st = lower(node.layer).getattr(node.lower);
             if (!st) return std::unexpected(st.error());
             last = st->nlink <= 1;
         }
@@ -236,8 +245,8 @@ void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileT
 
 Result<bool> Engine::lower_has_name(const Cell* dir, std::string_view name) {
     const uint64_t lower_dir = dir->state.lower;
-    if (!lower_dir || !lower_) return false;
-    return lower_->has(lower_dir, name);
+    if (!lower_dir || !top()) return false;
+    return lower(dir->state.layer).has(lower_dir, name);
 }
 
 void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) {
@@ -641,7 +650,7 @@ Result<std::optional<uint64_t>> Engine::clone_range(Cell* from, uint64_t offset,
     const bool stub = source.kind == CellKind::stub;
     uint64_t size = source.size;
     if (stub) {
-        auto st = lower_->getattr(source.lower);
+        auto st = lower(source.layer).getattr(source.lower);
         if (!st) return std::unexpected(st.error());
         size = st->size;
     }
@@ -668,6 +677,7 @@ Result<std::optional<uint64_t>> Engine::clone_range(Cell* from, uint64_t offset,
         s.size = size;
         s.aux = stub ? size : source.aux;
         s.lower = s.aux > 0 ? source.lower : 0;
+        s.layer = source.layer;
         bytes_used_.fetch_add(s.allocated - before, std::memory_order_relaxed);  // (mod 2^64)
         s.mtime = s.ctime = op_now();
         commit(to, s);

@@ -73,8 +73,8 @@ private:
     Result<Ref> current() const {
         const CellState s = cell_->read();
         switch (s.kind) {
-            case CellKind::live: return Ref{cell_->ino, cell_, s.lower, s.type};
-            case CellKind::stub: return Ref{cell_->ino, nullptr, s.lower, s.type};
+            case CellKind::live: return Ref{cell_->ino, cell_, s.lower, s.type, s.layer};
+            case CellKind::stub: return Ref{cell_->ino, nullptr, s.lower, s.type, s.layer};
             case CellKind::dead: break;
         }
         return fail(ESTALE, "read");
@@ -92,8 +92,11 @@ public:
     SnapshotHold(std::shared_ptr<Engine> engine, Engine::SnapshotInfo info)
         : engine_(std::move(engine)), info_(info) {}
     ~SnapshotHold() {
-        auto lock = engine_->lock();
-        engine_->drop_snapshot(info_.gen);
+        {
+            auto lock = engine_->lock();
+            engine_->drop_snapshot(info_.gen);
+        }
+        engine_->free_layers();  // the lower only this snapshot still read, if any
     }
     Engine& engine() const noexcept { return *engine_; }
     const Engine::SnapshotInfo& info() const noexcept { return info_; }
@@ -450,10 +453,12 @@ Result<FileHandle> SnapshotOps::open(const Ref& node, int flags) const {
     return std::make_unique<SnapshotFile>(snapshot.hold(), node);
 }
 
-class MemBackend final : public Backend {
+class MemBackend final : public Overlay {
 public:
-    MemBackend(const MemOptions& options, std::shared_ptr<Lower> lower, uint64_t next_ino)
-        : engine_(std::make_shared<Engine>(options, std::move(lower), next_ino)) {}
+    MemBackend(const MemOptions& options, std::shared_ptr<Lower> lower, uint64_t next_ino,
+               LowerMaker rebase_onto)
+        : engine_(std::make_shared<Engine>(options, std::move(lower), next_ino)),
+          rebase_onto_(std::move(rebase_onto)) {}
 
 private:
     // A node reference for the caller (a hold on the inode), with its attributes.
@@ -832,26 +837,44 @@ public:
     }
 
     Result<std::shared_ptr<Backend>> snapshot() override {
+        auto frozen = freeze();
+        if (!frozen) return std::unexpected(frozen.error());
+        return std::move(frozen->tree);
+    }
+    bool read_only() const noexcept override { return false; }
+
+    // --- the overlay's own ---
+    Result<Frozen> freeze() override {
         Engine::SnapshotInfo info;
         {
             auto lock = engine_->lock();
             info = engine_->take_snapshot();
         }
-        return std::shared_ptr<Backend>(std::make_shared<SnapshotBackend>(engine_, info));
+        return Frozen{std::make_shared<SnapshotBackend>(engine_, info), info.gen};
     }
-    bool read_only() const noexcept override { return false; }
+    Result<void> rebase(std::shared_ptr<Backend> lower, uint64_t generation) override {
+        if (!rebase_onto_) return fail(EINVAL, "rebase (the overlay's lower does not keep its inode numbers)");
+        auto next = rebase_onto_(std::move(lower));
+        if (!next) return std::unexpected(next.error());
+        auto done = engine_->rebase(std::move(*next), generation);
+        engine_->free_layers();
+        return done;
+    }
 
     const std::shared_ptr<Engine>& engine() const noexcept { return engine_; }
 
 private:
     std::shared_ptr<Engine> engine_;
+    const LowerMaker rebase_onto_;
 };
 
 }  // namespace
 
-std::shared_ptr<Backend> make_mem_backend_over(std::shared_ptr<Lower> lower,
-                                               const MemOptions& options, uint64_t next_ino) {
-    return std::make_shared<MemBackend>(options, std::move(lower), next_ino);
+std::shared_ptr<Overlay> make_mem_backend_over(std::shared_ptr<Lower> lower,
+                                               const MemOptions& options, uint64_t next_ino,
+                                               LowerMaker rebase_onto) {
+    return std::make_shared<MemBackend>(options, std::move(lower), next_ino,
+                                        std::move(rebase_onto));
 }
 
 }  // namespace packfs::mem
@@ -859,7 +882,7 @@ std::shared_ptr<Backend> make_mem_backend_over(std::shared_ptr<Lower> lower,
 namespace packfs {
 
 std::shared_ptr<Backend> make_mem_backend(const MemOptions& options) {
-    return std::make_shared<mem::MemBackend>(options, nullptr, 0);
+    return std::make_shared<mem::MemBackend>(options, nullptr, 0, mem::LowerMaker{});
 }
 
 }  // namespace packfs

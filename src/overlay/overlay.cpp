@@ -27,11 +27,23 @@ MemOptions mem_options_of(const OverlayOptions& options) {
 
 }  // namespace
 
-Result<std::shared_ptr<Backend>> make_overlay(std::shared_ptr<Backend> lower,
+Result<std::shared_ptr<Overlay>> make_overlay(std::shared_ptr<Backend> lower,
                                               const OverlayOptions& options) {
     if (auto ok = check_lower(lower); !ok) return std::unexpected(ok.error());
-    return mem::make_mem_backend_over(std::make_shared<overlay::LowerView>(std::move(lower)),
-                                      mem_options_of(options), options.first_ino);
+    auto view = std::make_shared<overlay::LowerView>(std::move(lower));
+    // A rebase keeps every inode number: both lowers must number as the overlay does.
+    mem::LowerMaker rebase_onto;
+    if (view->keeps_numbers()) {
+        rebase_onto = [](std::shared_ptr<Backend> next) -> Result<std::shared_ptr<mem::Lower>> {
+            if (auto ok = check_lower(next); !ok) return std::unexpected(ok.error());
+            auto next_view = std::make_shared<overlay::LowerView>(std::move(next));
+            if (!next_view->keeps_numbers())
+                return fail(EINVAL, "rebase (the new lower does not keep its inode numbers)");
+            return next_view;
+        };
+    }
+    return mem::make_mem_backend_over(std::move(view), mem_options_of(options), options.first_ino,
+                                      std::move(rebase_onto));
 }
 
 Result<std::shared_ptr<Backend>> make_overlay(std::vector<std::shared_ptr<Backend>> lowers,

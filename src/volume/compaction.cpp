@@ -1,6 +1,7 @@
 // Compaction (DESIGN §10, volume_impl.hpp): the tree at one instant written into a fresh pack
-// while readers and writers go on, then a new tree over that pack with the records made since
-// that instant, a new journal generation holding only those records, and the manifest switched.
+// while readers and writers go on, then a new journal generation holding only the records made
+// since that instant, the tree moved onto the new pack (Overlay::rebase: what it changed up to
+// the instant is handed to the pack, what it changed since stays), and the manifest switched.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,17 +14,16 @@
 namespace packfs::volume {
 namespace {
 
-// Copies the frames of the journal at `path` with seq > `after` into `to` and replays each into
-// `tree`, reading from `resume` (moved past every frame read). `last` is the last seq copied.
+// Copies the frames of the journal at `path` with seq > `after` into `to`, reading from
+// `resume` (moved past every frame read). `last` is the last seq copied.
 Result<void> carry_records(const std::string& path, uint64_t after, JournalWriter& to,
-                           Backend& tree, uint64_t& last, std::optional<JournalPosition>& resume) {
+                           uint64_t& last, std::optional<JournalPosition>& resume) {
     auto scan = scan_journal(
         path,
         [&](const JournalRecordView& view) -> Result<void> {
             resume = JournalPosition{view.offset + journal_frame_size(view.payload.size()),
                                      view.seq + 1};
             if (view.seq <= after) return {};
-            if (auto ok = replay_record(tree, view); !ok) return ok;
             auto copied = to.append(view.type, view.payload);
             if (!copied) return std::unexpected(copied.error());
             last = view.seq;
@@ -44,14 +44,15 @@ Result<CompactionStats> VolumeImpl::compact() {
 
     // 1. For an instant, under the lock: the tree to write, and where the journal stands.
     std::shared_ptr<Backend> snap;
-    uint64_t snapshot_seq = 0, generation = 0, recoveries = 0;
+    uint64_t snapshot_seq = 0, generation = 0, recoveries = 0, instant = 0;
     std::shared_ptr<JournalWriter> old_writer;
     {
         auto lock = lock_for_compaction();
         if (broken_) return fail(EIO, "compact", dir_);
-        auto s = tree_owner_->snapshot();
+        auto s = tree_owner_->freeze();
         if (!s) return std::unexpected(s.error());
-        snap = std::move(*s);
+        snap = std::move(s->tree);
+        instant = s->generation;
         snapshot_seq = writer_->last_seq();
         generation = manifest_.generation + 1;
         old_writer = writer_;
@@ -81,16 +82,13 @@ Result<CompactionStats> VolumeImpl::compact() {
     auto written = write_pack(*snap, pack_path, pack_options);
     if (!written) return std::unexpected(written.error());
     stats.pack = *written;
-    snap.reset();
+    snap.reset();  // (the rebase needs it gone: what only it saw is the pack's now)
     if (auto ok = io::step("compact.after_pack"); !ok) return std::unexpected(ok.error());
     auto fresh = open_volume_pack(pack_path);
     if (!fresh) return std::unexpected(fresh.error());
-    auto made = make_volume_tree(fresh->lower, next_ino);
-    if (!made) return std::unexpected(made.error());
-    std::shared_ptr<Backend> tree = std::move(*made);
 
-    // 3. The new journal and the new tree: the records made since the instant of step 1,
-    //    copied frame by frame and replayed. First what is there, without the lock.
+    // 3. The new journal: the records made since the instant of step 1, copied frame by frame
+    //    (the tree has them already). First what is there, without the lock.
     Manifest next = manifest_;
     next.generation = generation;
     next.pack = pack_name;
@@ -110,24 +108,29 @@ Result<CompactionStats> VolumeImpl::compact() {
     for (int pass = 0; pass < 4; ++pass) {  // copying is far faster than writers add
         if (auto ok = old_writer->sync(); !ok) return std::unexpected(ok.error());
         const uint64_t before_pass = copied;
-        if (auto ok = carry_records(old_journal, copied, *writer, *tree, copied, resume); !ok)
+        if (auto ok = carry_records(old_journal, copied, *writer, copied, resume); !ok)
             return std::unexpected(ok.error());
         if (copied - before_pass < 256) break;
     }
     if (auto ok = io::step("compact.caught_up"); !ok) return std::unexpected(ok.error());
 
-    // 4. The switch, with writers held: the last records, the manifest, the new tree.
+    // 4. The switch, with writers held: the last records, the tree onto the new pack, the
+    //    manifest. (Before the manifest: a rebase that fails has changed nothing; one that
+    //    worked reads as the old pack did, so a manifest that then fails leaves a volume that
+    //    reads the same, its tree over a pack file the cleanup unlinks and it keeps open.)
     const auto pause_start = std::chrono::steady_clock::now();
     auto lock = lock_for_compaction();
     if (writer_ != old_writer || broken_) return fail(EIO, "compact", dir_);
     if (auto ok = writer_->sync(); !ok) return std::unexpected(ok.error());
     if (recoveries_ != recoveries)  // records it copied may have been discarded since
         return fail(EAGAIN, "compact (the journal failed meanwhile; try again)", dir_);
-    if (auto ok = carry_records(old_journal, copied, *writer, *tree, copied, resume); !ok)
+    if (auto ok = carry_records(old_journal, copied, *writer, copied, resume); !ok)
         return std::unexpected(ok.error());
     if (copied != writer_->last_seq()) return fail(EIO, "compact (journal copy incomplete)", dir_);
     if (auto ok = writer->sync(); !ok) return std::unexpected(ok.error());
     if (auto ok = io::step("compact.journal_written"); !ok) return std::unexpected(ok.error());
+    if (auto ok = tree_owner_->rebase(fresh->lower, instant); !ok)
+        return std::unexpected(ok.error());
     next.last_compaction = utc_now_iso8601();
     next.last_compaction_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -144,9 +147,7 @@ Result<CompactionStats> VolumeImpl::compact() {
         return std::unexpected(switched.error());
     }
     cleanup.armed = false;
-    // Open files and node references move to the new tree by inode number.
-    std::shared_ptr<Backend> old_tree = replace_tree_locked(std::move(tree));
-    pack_.lease->retire = true;  // unlinked when its last reader goes
+    pack_.lease->retire = true;  // unlinked when its last reader goes (an old snapshot, say)
     pack_ = std::move(*fresh);
     const std::string retired_journal = old_journal;
     writer_ = writer;
@@ -157,7 +158,6 @@ Result<CompactionStats> VolumeImpl::compact() {
     journal_records_ = stats.records_carried;
     journal_bytes_ = writer_->file_bytes();
     lock.unlock();
-    release_tree(std::move(old_tree));
     (void)io::unlink(retired_journal, "journal");
     (void)io::fsync_dir(dir_, "volume directory");
     const auto t1 = std::chrono::steady_clock::now();

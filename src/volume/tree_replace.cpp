@@ -40,7 +40,7 @@ void VolumeImpl::release_tree(std::shared_ptr<Backend> old) noexcept {
     old.reset();
 }
 
-std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend> next) {
+std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Overlay> next) {
     std::unique_lock nodes(nodes_mu_);
     std::lock_guard maps(held_mu_);
     const std::shared_ptr<Backend> old = tree_owner_;
@@ -68,10 +68,10 @@ std::shared_ptr<Backend> VolumeImpl::replace_tree_locked(std::shared_ptr<Backend
     return old;
 }
 
-Result<std::shared_ptr<Backend>> VolumeImpl::rebuild_tree_locked() {
+Result<std::shared_ptr<Overlay>> VolumeImpl::rebuild_tree_locked() {
     auto made = make_volume_tree(pack_.lower, manifest_.next_ino);
     if (!made) return std::unexpected(made.error());
-    std::shared_ptr<Backend> tree = std::move(*made);
+    std::shared_ptr<Overlay> tree = std::move(*made);
     const std::string journal = join(dir_, manifest_.journal);
     std::vector<std::pair<std::vector<std::byte>, JournalRecordView>> kept;
     auto durable_end = writer_->retained([&](const JournalRecordView& view) -> Result<void> {

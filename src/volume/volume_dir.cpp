@@ -64,7 +64,7 @@ Result<OpenedPack> open_volume_pack(const std::string& path) {
 
 std::string join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
-Result<std::shared_ptr<Backend>> make_volume_tree(std::shared_ptr<Backend> lower,
+Result<std::shared_ptr<Overlay>> make_volume_tree(std::shared_ptr<Backend> lower,
                                                   uint64_t first_ino) {
     OverlayOptions options;
     options.first_ino = first_ino;
@@ -183,7 +183,7 @@ Result<void> VolumeImpl::open() {
     pack_ = std::move(*pack);
     auto made = make_volume_tree(pack_.lower, manifest_.next_ino);
     if (!made) return std::unexpected(made.error());
-    std::shared_ptr<Backend> tree = std::move(*made);
+    std::shared_ptr<Overlay> tree = std::move(*made);
 
     const std::string journal = join(dir_, manifest_.journal);
     auto scan = replay_journal(journal, *tree);

@@ -34,6 +34,7 @@
 
 #include "core/fd.hpp"
 #include "core/rcu.hpp"
+#include "packfs/overlay.hpp"
 #include "packfs/volume.hpp"
 #include "volume/journal_reader.hpp"
 #include "volume/journal_writer.hpp"
@@ -62,7 +63,7 @@ struct OpenedPack {
 Result<OpenedPack> open_volume_pack(const std::string& path);
 // The volume's tree: an overlay (packfs/overlay.hpp) over its pack, numbering new inodes from
 // `first_ino` (the manifest's).
-Result<std::shared_ptr<Backend>> make_volume_tree(std::shared_ptr<Backend> lower,
+Result<std::shared_ptr<Overlay>> make_volume_tree(std::shared_ptr<Backend> lower,
                                                   uint64_t first_ino);
 std::string join(const std::string& dir, const std::string& name);
 
@@ -176,13 +177,13 @@ private:
     Backend& tree_now() const noexcept { return *tree_.load(std::memory_order_acquire); }
     // Puts `next` in place of the tree (under mu_), moving node references to it; returns the
     // old one, which readers inside a read section may still be using (see release_tree).
-    std::shared_ptr<Backend> replace_tree_locked(std::shared_ptr<Backend> next);
+    std::shared_ptr<Backend> replace_tree_locked(std::shared_ptr<Overlay> next);
     // Drops a replaced tree once no reader can be using it (not under mu_): its pack goes with
     // its last user.
     static void release_tree(std::shared_ptr<Backend> old) noexcept;
     // A new tree over the current pack with the journal as the writer keeps it replayed: what
     // the volume holds after a journal failure (under mu_).
-    Result<std::shared_ptr<Backend>> rebuild_tree_locked();
+    Result<std::shared_ptr<Overlay>> rebuild_tree_locked();
     // After the journal refused or discarded records: the tree made again from what it kept,
     // and the writer resumed. On failure the volume refuses mutations until reopened.
     void recover_locked();
@@ -244,7 +245,7 @@ private:
     RecoveryReport recovery_;
 
     std::atomic<Backend*> tree_{nullptr};  // RCU-published; owned by tree_owner_
-    std::shared_ptr<Backend> tree_owner_;  // changed under mu_ and nodes_mu_ (either suffices to read)
+    std::shared_ptr<Overlay> tree_owner_;  // changed under mu_ and nodes_mu_ (either suffices to read)
     rcu::Reclaimer old_trees_;             // under mu_: trees replaced after a journal failure
 
     mutable std::mutex mu_;  // mutations, the writer pointer, the manifest, the tree

@@ -1,0 +1,269 @@
+// Rebase (Engine::rebase, engine.hpp): the engine moved onto a new lower that holds the tree as
+// one of its snapshots saw it (a volume's compaction wrote that snapshot into a pack, keeping
+// its inode numbers). Nothing is replaced: every cell stays where it is, so open files, node
+// references and readers in a read section go on as they were. Under the writer lock, in one
+// pass over the inode table:
+//
+// - A cell the snapshot saw as it is now (unchanged since), which nothing holds and no snapshot
+//   sees, is handed back: the new lower holds the same, so it becomes a stub of the new lower's
+//   node (a reader that found it as a cell reads the lower from then on: Engine::as_lower) and
+//   is freed at once when nothing holds it. Its content and entries go: this is where a
+//   compaction gives the tree's memory back. A cell named by an entry of a directory that
+//   stays, where the new lower does not have that entry alike, stays too (an entry's cell must
+//   stay at its address).
+// - A directory that stays is merged with the new lower's: its own entries the new lower has
+//   alike go (the lower answers for them), and each name the new lower has that the directory
+//   did not show gets a whiteout (a name made before the snapshot and removed after left none:
+//   the old lower never had it). One made here (opaque until now) merges the same way.
+// - A file that stays keeps reading the bytes it has not written from its own inode in the new
+//   lower: a chunk it still reads from below was read from below at the snapshot too. A file
+//   whose bytes below are another inode's (a clone of a lower file) or that has no name in the
+//   new lower (unlinked, still open) has those bytes copied in.
+// - A stub moves to the new lower's node; a stub made meanwhile by a reader that read the old
+//   layer moves itself (Engine::hold). A tombstone of a number the new lower lacks goes.
+//
+// Snapshots older than the rebase keep reading the old lower (Engine::layer_at); it goes with
+// the last of them (trim_layers, free_layers). A cell the pass could not move (the new lower
+// failed to answer) stays on the old layer, reading what it read, and keeps that layer for the
+// engine's life.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "mem/engine.hpp"
+
+namespace packfs::mem {
+
+// What the new lower holds of a directory that stays: its node there and its entries by name.
+struct DirPlan {
+    std::optional<uint64_t> fresh;
+    std::unordered_map<std::string, uint64_t> entries;
+};
+
+struct Engine::RebaseScan {
+    uint64_t since = 0;
+    uint16_t from = 0, to = 0;
+    Lower* old_lower = nullptr;
+    Lower* new_lower = nullptr;
+    std::unordered_map<const Cell*, DirPlan> dirs;  // the directories that stay
+};
+
+Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
+    if (!next) return fail(EINVAL, "rebase");
+    auto lock = this->lock();
+    if (!top()) return fail(EINVAL, "rebase (a mem tree has no lower)");
+    RebaseScan scan;
+    scan.since = since;
+    scan.from = top_index();
+    scan.to = static_cast<uint16_t>((scan.from + 1) % kLayers);
+    if (layers_->slot[scan.to].load(std::memory_order_acquire))
+        return fail(EBUSY, "rebase (old snapshots still read too many lowers)");
+    scan.old_lower = &lower(scan.from);
+    scan.new_lower = next.get();
+    // States made from here on are the new lower's; readers that start now read it for every
+    // inode without a cell (unchanged since the old lower: the new one holds the same).
+    ++gen_;
+    layers_->slot[scan.to].store(new Layer{gen_, std::move(next), scan.new_lower->limit()},
+                                 std::memory_order_release);
+    layer_order_.push_back(scan.to);
+    top_.store(scan.to, std::memory_order_release);
+
+    // The cells that can be handed back: unchanged since the snapshot, unheld, seen by no
+    // snapshot (no version kept, none newer than the state), not the root, named, and in the
+    // new lower; and not named by an entry of a directory that stays, unless the new lower
+    // has that entry too (such an entry goes: the lower answers for it).
+    std::vector<Cell*> cells;
+    table_.each([&](Cell* c) { cells.push_back(c); });
+    std::vector<std::pair<Cell*, uint64_t>> candidates;
+    std::unordered_set<uint64_t> named;
+    auto plan_dir = [&](Cell* dir) {
+        DirPlan& plan = scan.dirs[dir];
+        if (auto fresh = scan.new_lower->node_of(dir->ino)) {
+            if (auto listed = scan.new_lower->list(*fresh)) {
+                plan.fresh = *fresh;
+                for (DirEntry& e : *listed) plan.entries.emplace(std::move(e.name), e.ino);
+            }
+        }
+        trie_each(static_cast<const TrieNode*>(dir->state.data), [&](const EntryRec& e) {
+            auto in_lower = plan.entries.find(std::string(e.name()));
+            if (e.ino && (in_lower == plan.entries.end() || in_lower->second != e.ino))
+                named.insert(e.ino);
+            return true;
+        });
+    };
+    for (Cell* cell : cells) {
+        const CellState& s = cell->state;
+        if (s.kind != CellKind::live) continue;
+        const bool may_go = s.modified_gen <= since && s.modified_gen > last_snapshot_ &&
+                            !s.prev && !cell->held() && cell->ino != kRootIno && s.nlink > 0;
+        if (may_go) {
+            if (auto node = scan.new_lower->node_of(cell->ino)) {
+                candidates.emplace_back(cell, *node);
+                continue;
+            }
+        }
+        if (s.type == FileType::directory) plan_dir(cell);
+    }
+    // A candidate such an entry names stays, and its own entries then count: to a fixed point.
+    for (bool changed = true; changed;) {
+        changed = false;
+        std::erase_if(candidates, [&](const std::pair<Cell*, uint64_t>& c) {
+            if (!named.contains(c.first->ino)) return false;
+            if (c.first->state.type == FileType::directory) plan_dir(c.first);
+            changed = true;
+            return true;
+        });
+    }
+    std::unordered_set<const Cell*> going;
+    for (const auto& [cell, node] : candidates) going.insert(cell);
+
+    bool pinned = false;  // a cell stayed on the old layer
+    for (Cell* cell : cells)
+        if (!going.contains(cell) && !rebase_cell(cell, scan)) pinned = true;
+    for (const auto& [cell, node] : candidates) hand_back(cell, node);
+    if (pinned) {
+        // The old layer stays for good: a cell still reads it.
+        layer_order_.erase(std::find(layer_order_.begin(), layer_order_.end(), scan.from));
+    }
+    trim_layers();
+    return {};
+}
+
+bool Engine::rebase_cell(Cell* cell, const RebaseScan& scan) {
+    const CellState& now = cell->state;
+    if (now.kind == CellKind::stub) {
+        repoint_stub(cell);
+        return true;
+    }
+    if (now.kind == CellKind::dead) {
+        // A tombstone hides a lower inode's number; one the new lower lacks hides nothing.
+        if (now.prev || cell->held() || scan.new_lower->node_of(cell->ino)) return true;
+        void* expected = cell;
+        table_.slot(cell->ino).compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+        retire_cell(cell);
+        return true;
+    }
+    if (now.type == FileType::directory) return rebase_dir(cell, scan);
+    if (!now.lower || now.layer != scan.from) return true;  // made here: reads no lower
+    auto fresh = scan.new_lower->node_of(cell->ino);
+    bool copy_in = false;
+    if (now.type == FileType::regular && now.aux > 0) {
+        // Its own inode's bytes read the same from the new lower; another's (a clone's
+        // source) may not, and an inode the new lower lacks (unlinked) has none there.
+        auto self = fresh ? scan.old_lower->node_of(cell->ino) : Result<uint64_t>(0);
+        copy_in = !fresh || !self || *self != now.lower;
+    }
+    CellState s = begin_edit(cell);
+    if (copy_in) {
+        if (auto ok = materialize(s); !ok) {
+            commit(cell, s);  // still on the old layer: what it copied reads the same
+            return false;
+        }
+        s.aux = 0;
+        s.lower = 0;
+    } else {
+        s.lower = fresh ? *fresh : 0;  // (a symlink's or device's copy-up origin only)
+    }
+    s.layer = scan.to;
+    commit(cell, s);
+    return true;
+}
+
+bool Engine::rebase_dir(Cell* cell, const RebaseScan& scan) {
+    const CellState& now = cell->state;
+    auto plan = scan.dirs.find(cell);
+    if (plan == scan.dirs.end() || !plan->second.fresh) {
+        // Removed while held (or the new lower could not list it): its own entries are all it
+        // shows. One that merged the old lower's stays on it.
+        if (!now.lower || now.layer != scan.from) return true;
+        if (scan.new_lower->node_of(cell->ino)) return false;
+        CellState s = begin_edit(cell);
+        s.lower = 0;
+        s.layer = scan.to;
+        commit(cell, s);
+        return true;
+    }
+    const DirPlan& p = plan->second;
+    // The names it showed from the old lower (none for a directory made here: opaque).
+    std::unordered_set<std::string> had;
+    if (now.lower) {
+        auto before = lower(now.layer).names(now.lower);
+        if (!before) return now.layer != scan.from;
+        for (DirEntry& e : *before) had.insert(std::move(e.name));
+    }
+    std::vector<std::string> hide, drop;  // whiteouts to add, own entries to erase
+    const auto* trie = static_cast<const TrieNode*>(now.data);
+    for (const auto& [name, ino] : p.entries) {
+        if (trie_find(trie, name_hash(name), name)) continue;
+        if (!had.contains(name)) hide.push_back(name);  // made before, removed after
+    }
+    trie_each(trie, [&](const EntryRec& e) {
+        auto in_lower = p.entries.find(std::string(e.name()));
+        const bool lower_has = in_lower != p.entries.end();
+        // The same entry in the new lower, or a whiteout of a name it does not have.
+        if ((e.ino && lower_has && in_lower->second == e.ino) || (!e.ino && !lower_has))
+            drop.emplace_back(e.name());
+        return true;
+    });
+    CellState s = begin_edit(cell);
+    auto* root = static_cast<TrieNode*>(s.data);
+    TrieWriter w(root, reclaimer_, *arena_);
+    for (const std::string& name : drop) {
+        const EntryRec* e = trie_find(root, name_hash(name), name);
+        if (e && e->ino) --s.entries;
+        w.erase(name, name_hash(name));
+    }
+    for (const std::string& name : hide) w.put(name, name_hash(name), 0, FileType::regular);
+    s.data = root;
+    s.lower = *p.fresh;
+    s.layer = scan.to;
+    commit(cell, s);
+    return true;
+}
+
+Result<void> Engine::materialize(CellState& s) {
+    const Backing* backing = writer_backing(s);
+    if (!backing) return fail(EIO, "rebase (a file's lower bytes)");
+    const uint64_t before = s.allocated;
+    ContentWriter writer(s, reclaimer_, *arena_, backing);
+    std::vector<std::byte> buffer(kChunkSize);
+    Result<void> out;
+    for (uint64_t at = 0; at < s.aux; at += kChunkSize) {
+        if (Content(s.data).chunk(at / kChunkSize)) continue;  // written here: its own
+        const std::span<std::byte> chunk(buffer.data(), std::min<uint64_t>(kChunkSize, s.aux - at));
+        auto got = backing->read(at, chunk);
+        if (!got) {
+            out = std::unexpected(got.error());
+            break;
+        }
+        std::fill(chunk.begin() + static_cast<std::ptrdiff_t>(*got), chunk.end(), std::byte{0});
+        if (out = writer.write(at, chunk); !out) break;
+    }
+    bytes_used_.fetch_add(s.allocated - before, std::memory_order_relaxed);  // (mod 2^64)
+    return out;
+}
+
+void Engine::hand_back(Cell* cell, uint64_t node) {
+    const CellState s = cell->state;
+    CellState stub;
+    stub.kind = CellKind::stub;
+    stub.type = s.type;
+    stub.lower = node;
+    stub.layer = top_index();
+    stub.modified_gen = gen_;
+    bytes_used_.fetch_sub(s.allocated, std::memory_order_relaxed);
+    inodes_.fetch_sub(1, std::memory_order_relaxed);
+    // Readers that found the cell read the lower from now on (Engine::as_lower); what the
+    // state pointed to goes after the grace period.
+    cell->write(stub);
+    release_state(s);
+    if (!cell->try_kill()) return;  // held meanwhile: a stub, until its last release
+    void* expected = cell;
+    table_.slot(cell->ino).compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+    retire_cell(cell);  // (a reader that put a fresh stub in its place keeps that one)
+}
+
+}  // namespace packfs::mem

@@ -1,0 +1,329 @@
+// Overlay::rebase (packfs/overlay.hpp, src/mem/engine_rebase.cpp): the overlay moved onto a pack
+// of one of its snapshots reads exactly as before, whatever it changed before and after the
+// snapshot (names made before and removed after, copy-ups written after, clones of lower
+// files, unlinked open files, older snapshots), gives its memory back, and keeps working
+// while readers run through the rebase.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <thread>
+
+#include "mem/engine.hpp"
+#include "overlay/lower_view.hpp"
+#include "overlay/overlay_test_util.hpp"
+#include "packfs/dir.hpp"
+#include "packfs/overlay.hpp"
+#include "support/files.hpp"
+#include "volume/volume_test_util.hpp"
+
+namespace packfs {
+namespace {
+
+using overlay_test::pack_of;
+using volume_test::capture;
+using volume_test::diff;
+
+std::string pattern(std::size_t size, char seed) {
+    std::string s(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) s[i] = static_cast<char>(seed + (i * 7 + i / 251) % 61);
+    return s;
+}
+
+// The lower every case starts from: a directory of files, a file of several chunks, a symlink.
+std::shared_ptr<PackBackend> first_lower() {
+    return pack_of([](Backend& fs) {
+        return fs.mkdir("/d", 0755) && write_file(fs, "/d/a", "lower a") &&
+               write_file(fs, "/d/b", "lower b") && write_file(fs, "/big", pattern(200'000, 'A')) &&
+               fs.symlink("d/a", "/link") && fs.mkdir("/d/sub", 0700) &&
+               write_file(fs, "/d/sub/x", "lower x");
+    });
+}
+
+// A pack of `tree` that keeps its inode numbers, as a volume's compaction writes one.
+class Packs {
+public:
+    std::shared_ptr<PackBackend> write(Backend& tree) {
+        PackWriteOptions options;
+        options.keep_inode_numbers = true;
+        options.times = PackTimes::all;
+        const std::string path = (dir_.path / fmt::format("pack.{}", ++count_)).string();
+        auto written = write_pack(tree, path, options);
+        EXPECT_TRUE(written.has_value()) << (written ? "" : written.error().message());
+        auto pack = open_pack(path);
+        EXPECT_TRUE(pack.has_value());
+        return pack ? *pack : nullptr;
+    }
+
+private:
+    test_support::TempDir dir_;
+    int count_ = 0;
+};
+
+// Freezes the overlay, writes the snapshot into a pack, runs `after` (changes after the
+// snapshot's instant) and rebases onto the pack; returns whether the rebase worked.
+bool compact(Overlay& overlay, Packs& packs, const std::function<void()>& after = [] {}) {
+    auto frozen = overlay.freeze();
+    if (!frozen) return false;
+    auto pack = packs.write(*frozen->tree);
+    frozen->tree.reset();  // released, as rebase asks
+    after();
+    auto done = overlay.rebase(pack, frozen->generation);
+    EXPECT_TRUE(done.has_value()) << (done ? "" : done.error().message());
+    return done.has_value();
+}
+
+std::shared_ptr<Overlay> overlay_over(std::shared_ptr<Backend> lower) {
+    auto made = make_overlay(std::move(lower));
+    EXPECT_TRUE(made.has_value());
+    return made ? *made : nullptr;
+}
+
+TEST(OverlayRebase, ReadsTheSameWhateverChangedBeforeAndAfterTheSnapshot) {
+    auto overlay = overlay_over(first_lower());
+    Packs packs;
+    // Before the instant: new names, a copy-up by metadata, a removal of a lower name.
+    ASSERT_TRUE(write_file(*overlay, "/d/new", "made before"));
+    ASSERT_TRUE(write_file(*overlay, "/d/gone-after", "made before, removed after"));
+    ASSERT_TRUE(overlay->chmod("/big", 0600));
+    ASSERT_TRUE(overlay->unlink("/d/b"));
+    ASSERT_TRUE(overlay->mkdir("/made", 0755));
+    ASSERT_TRUE(write_file(*overlay, "/made/f", "in a made directory"));
+    ASSERT_TRUE(compact(*overlay, packs, [&] {
+        // After it: a name the old lower never had removed (it left no whiteout there), a
+        // chunk written into a copy-up that still reads the lower for the rest, a lower name
+        // re-made, a rename across directories.
+        ASSERT_TRUE(overlay->unlink("/d/gone-after"));
+        auto file = overlay->open("/big", O_WRONLY, 0);
+        ASSERT_TRUE(file.has_value());
+        ASSERT_TRUE((*file)->pwrite(std::as_bytes(std::span("#", 1)), 70'000).has_value());
+        ASSERT_TRUE(write_file(*overlay, "/d/b", "re-made after"));
+        ASSERT_TRUE(overlay->rename("/d/sub/x", "/made/x", RenameFlags::none));
+    }));
+    std::string big = pattern(200'000, 'A');
+    big[70'000] = '#';
+    EXPECT_EQ(*read_file(*overlay, "/big"), big);
+    EXPECT_EQ(overlay->stat("/d/gone-after").error().code(), ENOENT);
+    EXPECT_EQ(*read_file(*overlay, "/d/new"), "made before");
+    EXPECT_EQ(*read_file(*overlay, "/d/b"), "re-made after");
+    EXPECT_EQ(*read_file(*overlay, "/made/x"), "lower x");
+    EXPECT_EQ(overlay->stat("/d/sub/x").error().code(), ENOENT);
+    EXPECT_EQ(overlay->stat("/big")->mode & 07777, 0600u);
+
+    // The same changes on a plain mem tree: the rebased overlay reads as it does, and goes on
+    // doing so through more changes and rebases.
+    auto reference = make_mem_backend();
+    auto now = capture(*overlay);
+    ASSERT_TRUE(now.has_value());
+    ASSERT_TRUE(volume_test::materialize(*reference, "/", *now));
+    for (int round = 0; round < 3; ++round) {
+        const std::string name = fmt::format("/d/round{}", round);
+        for (Backend* fs : {static_cast<Backend*>(overlay.get()), reference.get()}) {
+            ASSERT_TRUE(write_file(*fs, name, pattern(70'000 + round, 'a')));
+            ASSERT_TRUE(fs->unlink(round == 0 ? "/d/a" : fmt::format("/d/round{}", round - 1)));
+        }
+        ASSERT_TRUE(compact(*overlay, packs, [&] {
+            for (Backend* fs : {static_cast<Backend*>(overlay.get()), reference.get()})
+                ASSERT_TRUE(fs->mkdir(fmt::format("/after{}", round), 0750));
+        }));
+        EXPECT_EQ(diff(*capture(*reference), *capture(*overlay)), "") << "round " << round;
+    }
+}
+
+// A file made by cloning a lower file reads that file's bytes, not its own inode's: when the
+// source changes after the snapshot, or the clone was made after it (the pack holds an empty
+// file of its number), the rebase copies the clone's bytes in.
+TEST(OverlayRebase, ACloneOfALowerFileKeepsItsBytesWhenTheSourceChangesAfter) {
+    auto overlay = overlay_over(first_lower());
+    Packs packs;
+    ASSERT_TRUE(write_file(*overlay, "/copy", ""));
+    ASSERT_TRUE(write_file(*overlay, "/copy-after", ""));
+    auto from = overlay->lookup(kRootNode, "big");
+    auto to = overlay->lookup(kRootNode, "copy");
+    auto to_after = overlay->lookup(kRootNode, "copy-after");
+    ASSERT_TRUE(from && to && to_after);
+    ASSERT_EQ(*overlay->copy_range(from->node, 0, to->node, 0, 200'000), 200'000u);
+    ASSERT_TRUE(compact(*overlay, packs, [&] {
+        ASSERT_EQ(*overlay->copy_range(from->node, 0, to_after->node, 0, 200'000), 200'000u);
+        ASSERT_TRUE(write_file(*overlay, "/big", "replaced after"));
+        auto file = overlay->open("/copy", O_WRONLY | O_APPEND, 0);
+        ASSERT_TRUE(file.has_value());
+        ASSERT_TRUE((*file)->pwrite(std::as_bytes(std::span("+", 1)), 0).has_value());
+    }));
+    EXPECT_EQ(*read_file(*overlay, "/copy"), pattern(200'000, 'A') + "+");
+    EXPECT_EQ(*read_file(*overlay, "/copy-after"), pattern(200'000, 'A'));
+    EXPECT_EQ(*read_file(*overlay, "/big"), "replaced after");
+    overlay->forget(from->node, 1);
+    overlay->forget(to->node, 1);
+    overlay->forget(to_after->node, 1);
+}
+
+// A file unlinked while open is in no pack: its handle reads and writes on through rebases,
+// including the bytes it still read from the first lower.
+TEST(OverlayRebase, AnUnlinkedOpenFileReadsAndWritesOnThroughRebases) {
+    auto overlay = overlay_over(first_lower());
+    Packs packs;
+    auto file = overlay->open("/big", O_RDWR, 0);
+    ASSERT_TRUE(file.has_value());
+    ASSERT_TRUE((*file)->pwrite(std::as_bytes(std::span("!", 1)), 5).has_value());
+    ASSERT_TRUE(overlay->unlink("/big"));
+    ASSERT_TRUE(compact(*overlay, packs));
+    ASSERT_TRUE(compact(*overlay, packs));
+    ASSERT_TRUE((*file)->pwrite(std::as_bytes(std::span("?", 1)), 199'999).has_value());
+    std::string want = pattern(200'000, 'A');
+    want[5] = '!';
+    want[199'999] = '?';
+    std::string got(want.size(), '\0');
+    auto n = (*file)->pread(std::as_writable_bytes(std::span(got)), 0);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(*n, want.size());
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(overlay->stat("/big").error().code(), ENOENT);
+}
+
+// A snapshot taken before a rebase reads what it saw, from the lower it was taken over.
+TEST(OverlayRebase, AnOlderSnapshotReadsTheOldLower) {
+    auto overlay = overlay_over(first_lower());
+    Packs packs;
+    auto old = overlay->snapshot();
+    ASSERT_TRUE(old.has_value());
+    const auto seen = capture(**old);
+    ASSERT_TRUE(seen.has_value());
+    ASSERT_TRUE(write_file(*overlay, "/d/later", "after the old snapshot"));
+    ASSERT_TRUE(overlay->unlink("/d/a"));
+    ASSERT_TRUE(compact(*overlay, packs));
+    ASSERT_TRUE(compact(*overlay, packs));
+    EXPECT_EQ(diff(*seen, *capture(**old)), "");
+    EXPECT_EQ(overlay->stat("/d/a").error().code(), ENOENT);
+    EXPECT_EQ(*read_file(*overlay, "/d/later"), "after the old snapshot");
+    old->reset();
+    EXPECT_EQ(*read_file(*overlay, "/d/later"), "after the old snapshot");
+}
+
+// Only an overlay over a lower that keeps its inode numbers can be rebased, and only onto one.
+TEST(OverlayRebase, LowersThatDoNotKeepTheirNumbersAreRefused) {
+    test_support::TempDir host;
+    auto dir = open_dir_backend(host.path.string());
+    ASSERT_TRUE(dir.has_value());
+    auto over_dir = overlay_over(*dir);
+    auto frozen = over_dir->freeze();
+    ASSERT_TRUE(frozen.has_value());
+    EXPECT_EQ(over_dir->rebase(first_lower(), frozen->generation).error().code(), EINVAL);
+
+    auto overlay = overlay_over(first_lower());
+    frozen = overlay->freeze();
+    ASSERT_TRUE(frozen.has_value());
+    EXPECT_EQ(overlay->rebase(*dir, frozen->generation).error().code(), EINVAL);
+}
+
+// What the overlay changed up to the snapshot leaves its memory: the cells of unchanged files
+// go, their content with them, and what they read comes from the new lower.
+TEST(OverlayRebase, WhatThePackHoldsLeavesTheOverlaysMemory) {
+    auto first = first_lower();
+    auto engine = std::make_shared<mem::Engine>(MemOptions{},
+                                                std::make_shared<overlay::LowerView>(first), 0);
+    auto ino_of = [&](std::string_view name) {
+        rcu::ReadSection section;
+        auto root = engine->root(mem::kLiveGen);
+        auto found = engine->child(root, name, mem::kLiveGen);
+        return found && *found ? (*found)->ino : 0;
+    };
+    std::vector<uint64_t> made;
+    {
+        auto lock = engine->lock();
+        rcu::ReadSection section;
+        const mem::Ref root = engine->root(mem::kLiveGen);
+        for (int i = 0; i < 16; ++i) {
+            auto file = engine->make(root, fmt::format("f{}", i), FileType::regular, 0644, 0, {},
+                                     std::nullopt);
+            ASSERT_TRUE(file.has_value());
+            const std::string bytes = pattern(256 * 1024, static_cast<char>('a' + i));
+            ASSERT_TRUE(engine->write(file->cell, std::as_bytes(std::span(bytes)), 0, false));
+            made.push_back(file->ino);
+        }
+    }
+    uint64_t used_before = 0, gen = 0;
+    {
+        auto lock = engine->lock();
+        const auto info = engine->take_snapshot();
+        used_before = info.bytes_used;
+        gen = info.gen;
+    }
+    EXPECT_GE(used_before, 16u * 256 * 1024);
+    // The snapshot as a pack, the way the overlay's own freeze() hands it out.
+    auto overlay = overlay_over(first);  // (only for its pack writer: a tree of the same files)
+    for (int i = 0; i < 16; ++i)
+        ASSERT_TRUE(write_file(*overlay, fmt::format("/f{}", i),
+                               pattern(256 * 1024, static_cast<char>('a' + i))));
+    Packs packs;
+    auto frozen = overlay->freeze();
+    ASSERT_TRUE(frozen.has_value());
+    auto pack = packs.write(*frozen->tree);
+    frozen->tree.reset();
+    {
+        auto lock = engine->lock();
+        engine->drop_snapshot(gen);
+    }
+    ASSERT_EQ(ino_of("f3"), made[3]);  // (both trees numbered their files alike)
+    ASSERT_TRUE(engine->rebase(std::make_shared<overlay::LowerView>(pack), gen));
+    engine->free_layers();
+    uint64_t used_after = 0;
+    {
+        auto lock = engine->lock();
+        const auto info = engine->take_snapshot();
+        used_after = info.bytes_used;
+        engine->drop_snapshot(info.gen);
+    }
+    EXPECT_LT(used_after, used_before / 100) << "the files' content stayed in memory";
+    for (uint64_t ino : made) EXPECT_EQ(engine->find_cell(ino), nullptr) << "ino " << ino;
+    rcu::ReadSection section;
+    auto ref = engine->by_ino(made[5], mem::kLiveGen);
+    ASSERT_TRUE(ref.has_value());
+    std::string got(256 * 1024, '\0');
+    mem::LowerFiles files;
+    auto n = engine->read(*ref, std::as_writable_bytes(std::span(got)), 0, mem::kLiveGen, files);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(got, pattern(256 * 1024, 'f'));
+}
+
+// Readers by path and through open files never see an error or other bytes while the overlay
+// is rebased under them again and again.
+TEST(OverlayRebase, ReadersRunThroughRebases) {
+    auto overlay = overlay_over(first_lower());
+    Packs packs;
+    for (int i = 0; i < 8; ++i)
+        ASSERT_TRUE(write_file(*overlay, fmt::format("/d/r{}", i), pattern(5000 + i, 'k')));
+    auto held = overlay->open("/d/r0", O_RDONLY, 0);
+    ASSERT_TRUE(held.has_value());
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> reads{0}, wrong{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 2; ++t) {
+        readers.emplace_back([&, t] {
+            for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+                const int k = static_cast<int>((i + t) % 8);
+                auto data = read_file(*overlay, fmt::format("/d/r{}", k));
+                if (!data || *data != pattern(5000 + k, 'k')) wrong.fetch_add(1);
+                std::string buf(5000, '\0');
+                auto n = (*held)->pread(std::as_writable_bytes(std::span(buf)), 0);
+                if (!n || buf != pattern(5000, 'k')) wrong.fetch_add(1);
+                auto entries = overlay->readdir("/d");
+                if (!entries || entries->size() != 11) wrong.fetch_add(1);
+                reads.fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    }
+    for (int round = 0; round < 6; ++round) {
+        ASSERT_TRUE(compact(*overlay, packs, [&] {
+            ASSERT_TRUE(overlay->chmod(fmt::format("/d/r{}", round % 8), 0600 + round % 2));
+        }));
+    }
+    stop = true;
+    for (auto& r : readers) r.join();
+    EXPECT_GT(reads.load(), 0u);
+    EXPECT_EQ(wrong.load(), 0u);
+}
+
+}  // namespace
+}  // namespace packfs
