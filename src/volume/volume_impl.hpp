@@ -4,14 +4,14 @@
 // (tree_replace.cpp), compaction (compaction.cpp) and the commit interval (commit_timer.cpp).
 //
 // THE TREE. An overlay (packfs/overlay.hpp, make_volume_tree) over the current pack, holding every change the
-// journal holds: it is a cache of pack + journal, and can always be made again from them. It
-// is replaced whole twice in a volume's life: by compaction (a tree over the new pack, with the
-// records made since the snapshot replayed into it) and after a journal failure (the pack and
-// what the journal kept, replayed: "a mutation that fails changes nothing"). Readers find it
-// through an RCU-published pointer (no lock, no count); open files and node references move to
-// the new tree by inode number, which never changes (DESIGN §10: packs written by compaction
-// keep the volume's numbers). An object with no name left (unlinked while open or held) is not
-// in any journal: it stays in the tree it lived in, which lives on for it.
+// journal holds: it is a cache of pack + journal, and can always be made again from them. A
+// compaction moves it onto the new pack (Overlay::rebase): nothing is replaced. Only after a
+// journal failure is it replaced whole, by one made from the pack and what the journal kept
+// ("a mutation that fails changes nothing"). Readers find it through an RCU-published pointer
+// (no lock, no count); then open files and node references move to the new tree by inode
+// number, which never changes (DESIGN §10: packs written by compaction keep the volume's
+// numbers). An object with no name left (unlinked while open or held) is not in any journal:
+// it stays in the tree it lived in, which lives on for it.
 //
 // MUTATIONS. A mutation holds `mu_`, stamps the time, makes its node call on the tree, frames
 // its record (by node: records.hpp) into the journal writer, and releases `mu_`; so records are
