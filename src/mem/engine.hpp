@@ -16,7 +16,7 @@
 //   inode's cell is complete and in the table before an entry names it; an entry is removed
 //   before its inode is freed; a cell's state changes in one seqlocked write.
 // - A path walk (the generic walker, core/walker.hpp) makes several lookups; a directory rename
-//   between them could make it combine two trees. Renames of directories bump `rename_seq_`,
+//   between them could make it combine two trees. Renames of directories (and rebases) bump `rename_seq_`,
 //   and a walk that saw it move starts again (Linux's rename_lock).
 // - snapshot() (under the writer lock) records the current generation and starts the next:
 //   O(1). What changes after it keeps the state it replaced for the snapshot (cell.hpp). A
@@ -169,8 +169,15 @@ public:
     // The state a cell shows at `gen` (nullopt: none; it is then the lower's, or nothing).
     static std::optional<CellState> visible(const Cell& cell, uint64_t gen) noexcept;
 
-    // Directory renames since the engine began (odd while one is under way).
+    // Directory renames and rebases since the engine began (odd while one is under way). A
+    // walk that saw it move starts again: a rebase hands cells back to the new lower, and a
+    // walk that went on in the old lower past them would read what they had changed.
     uint32_t rename_seq() const noexcept { return rename_seq_.load(std::memory_order_acquire); }
+    // Waits (outside any read section) until a rebase under way has ended; a rename's odd
+    // count is only spun on.
+    void wait_out_rebase() {
+        if (rebasing_.load(std::memory_order_acquire)) auto held = lock();
+    }
 
     // === holds (any thread, outside a read section for release) =============================
 
@@ -359,6 +366,9 @@ private:
     // A directory that stays, merged with the new lower's: its own entries the new lower has
     // alike go, and each name the new lower has that it did not show gets a whiteout.
     bool rebase_dir(Cell* cell, const RebaseScan& scan);
+    // Whiteouts put over `names` (in place), or those entries erased (on a copy of the trie),
+    // in a directory's next state.
+    void edit_entries(CellState& dir, std::span<const std::string> names, bool whiteouts);
     // A file's bytes still read from its lower, copied into its own content (s: its next state).
     Result<void> materialize(CellState& s);
     // A cell the new lower holds as it is, handed back to the lower (node: its node there).
@@ -398,6 +408,7 @@ private:
     std::atomic<uint64_t> bytes_used_{0};  // the writer's, read by statfs
     std::atomic<uint64_t> inodes_{0};      // the tree's own live inodes (likewise)
     std::atomic<uint32_t> rename_seq_{0};
+    std::atomic<bool> rebasing_{false};
     // Live snapshots by generation, each with the versions only it (and older ones) still need.
     struct Kept {
         uint32_t count = 0;  // snapshots of this generation

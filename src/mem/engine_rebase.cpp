@@ -66,6 +66,9 @@ Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
     // States made from here on are the new lower's; readers that start now read it for every
     // inode without a cell (unchanged since the old lower: the new one holds the same).
     ++gen_;
+    // Walks that straddle the pass start again (Engine::rename_seq).
+    rebasing_.store(true, std::memory_order_release);
+    rename_seq_.fetch_add(1, std::memory_order_acq_rel);
     layers_->slot[scan.to].store(new Layer{gen_, std::move(next), scan.new_lower->limit()},
                                  std::memory_order_release);
     layer_order_.push_back(scan.to);
@@ -129,6 +132,8 @@ Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
         layer_order_.erase(std::find(layer_order_.begin(), layer_order_.end(), scan.from));
     }
     trim_layers();
+    rename_seq_.fetch_add(1, std::memory_order_release);
+    rebasing_.store(false, std::memory_order_release);
     return {};
 }
 
@@ -208,20 +213,39 @@ bool Engine::rebase_dir(Cell* cell, const RebaseScan& scan) {
             drop.emplace_back(e.name());
         return true;
     });
+    // In two commits, each a state a reader may see the directory in: whiteouts of names the
+    // old lower does not have (in place: they hide nothing yet), then the new lower with the
+    // entries it has alike gone (on a copy of the trie: a reader that read the old state goes
+    // on with the old lower and the old entries).
     CellState s = begin_edit(cell);
-    auto* root = static_cast<TrieNode*>(s.data);
-    TrieWriter w(root, reclaimer_, *arena_);
-    for (const std::string& name : drop) {
-        const EntryRec* e = trie_find(root, name_hash(name), name);
-        if (e && e->ino) --s.entries;
-        w.erase(name, name_hash(name));
-    }
-    for (const std::string& name : hide) w.put(name, name_hash(name), 0, FileType::regular);
-    s.data = root;
+    edit_entries(s, hide, true);
+    commit(cell, s);
+    s = begin_edit(cell);
+    edit_entries(s, drop, false);
     s.lower = *p.fresh;
     s.layer = scan.to;
     commit(cell, s);
     return true;
+}
+
+void Engine::edit_entries(CellState& dir, std::span<const std::string> names, bool whiteouts) {
+    if (names.empty()) return;
+    auto* root = static_cast<TrieNode*>(dir.data);
+    TrieNode* const before = root;
+    if (!whiteouts) trie_retain(before);  // shared: the writer copies what it changes
+    TrieWriter w(root, reclaimer_, *arena_);
+    for (const std::string& name : names) {
+        const uint64_t hash = name_hash(name);
+        if (whiteouts) {
+            w.put(name, hash, 0, FileType::regular);
+            continue;
+        }
+        const EntryRec* e = trie_find(root, hash, name);
+        if (e && e->ino) --dir.entries;
+        w.erase(name, hash);
+    }
+    dir.data = root;
+    if (!whiteouts) trie_release(before, reclaimer_);  // retired once no reader has it
 }
 
 Result<void> Engine::materialize(CellState& s) {

@@ -511,12 +511,16 @@ private:
         return body(*r);
     }
 
-    // A path read in one RCU read section; again when a directory rename raced with the walk.
+    // A path read in one RCU read section; again when a directory rename or a rebase raced with
+    // the walk.
     template <class Body>
     auto reading(Body&& body) {
         for (;;) {
             const uint32_t seq = engine_->rename_seq();
-            if (seq & 1) continue;
+            if (seq & 1) {
+                engine_->wait_out_rebase();  // (a rename is short: spin)
+                continue;
+            }
             auto result = [&] {
                 rcu::ReadSection section;
                 LiveReadOps o{{*engine_, kLiveGen}, engine_};

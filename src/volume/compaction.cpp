@@ -34,7 +34,51 @@ Result<void> carry_records(const std::string& path, uint64_t after, JournalWrite
     return {};
 }
 
+// Step 3's passes without the lock: the old journal's records after `copied` into `writer`,
+// following it as writers add (copying is far faster than writers add: at most four passes,
+// fewer once a pass copies fewer than 256 records).
+Result<void> catch_up(const std::string& old_journal, JournalWriter& old_writer,
+                      JournalWriter& writer, uint64_t& copied,
+                      std::optional<JournalPosition>& resume) {
+    for (int pass = 0; pass < 4; ++pass) {
+        if (auto ok = old_writer.sync(); !ok) return std::unexpected(ok.error());
+        const uint64_t before_pass = copied;
+        if (auto ok = carry_records(old_journal, copied, writer, copied, resume); !ok) return ok;
+        if (copied - before_pass < 256) break;
+    }
+    return io::step("compact.caught_up");
+}
+
+// Nothing of a failed compaction may stay behind.
+struct Cleanup {
+    std::string pack, journal;
+    bool armed = true;
+    ~Cleanup() {
+        if (!armed) return;
+        (void)io::unlink(pack, "pack");
+        (void)io::unlink(journal, "journal");
+    }
+};
+
 }  // namespace
+
+Result<void> VolumeImpl::write_manifest_locked(const Manifest& next, bool& keep_files) {
+    auto switched = write_manifest(dir_, next);
+    if (switched) {
+        keep_files = true;
+        return {};
+    }
+    // Before the rename the old manifest stands; after it, the new one may or may not be
+    // durable: only the old files can serve both cases, so nothing may change any more.
+    struct stat st {};
+    const bool renamed =
+        ::stat(join(dir_, std::string(kManifestName) + ".tmp").c_str(), &st) != 0;
+    if (renamed) {
+        keep_files = true;
+        broken_ = true;
+    }
+    return switched;
+}
 
 Result<CompactionStats> VolumeImpl::compact() {
     if (options_.read_only) return fail(EROFS, "compact", dir_);
@@ -62,16 +106,7 @@ Result<CompactionStats> VolumeImpl::compact() {
     const std::string pack_name = pack_file_name(generation);
     const std::string journal_name = journal_file_name(generation);
     const std::string pack_path = join(dir_, pack_name), journal_path = join(dir_, journal_name);
-    // Nothing of a failed compaction may stay behind.
-    struct Cleanup {
-        std::string pack, journal;
-        bool armed = true;
-        ~Cleanup() {
-            if (!armed) return;
-            (void)io::unlink(pack, "pack");
-            (void)io::unlink(journal, "journal");
-        }
-    } cleanup{pack_path, journal_path};
+    Cleanup cleanup{pack_path, journal_path};
 
     // 2. The pack, while readers and writers go on (the snapshot is frozen).
     if (auto ok = io::step("compact.before_pack"); !ok) return std::unexpected(ok.error());
@@ -105,14 +140,8 @@ Result<CompactionStats> VolumeImpl::compact() {
     uint64_t copied = snapshot_seq;
     const std::string old_journal = join(dir_, manifest_.journal);
     std::optional<JournalPosition> resume;
-    for (int pass = 0; pass < 4; ++pass) {  // copying is far faster than writers add
-        if (auto ok = old_writer->sync(); !ok) return std::unexpected(ok.error());
-        const uint64_t before_pass = copied;
-        if (auto ok = carry_records(old_journal, copied, *writer, copied, resume); !ok)
-            return std::unexpected(ok.error());
-        if (copied - before_pass < 256) break;
-    }
-    if (auto ok = io::step("compact.caught_up"); !ok) return std::unexpected(ok.error());
+    if (auto ok = catch_up(old_journal, *old_writer, *writer, copied, resume); !ok)
+        return std::unexpected(ok.error());
 
     // 4. The switch, with writers held: the last records, the tree onto the new pack, the
     //    manifest. (Before the manifest: a rebase that fails has changed nothing; one that
@@ -134,19 +163,10 @@ Result<CompactionStats> VolumeImpl::compact() {
     next.last_compaction = utc_now_iso8601();
     next.last_compaction_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    auto switched = write_manifest(dir_, next);
-    if (!switched) {
-        // Before the rename the old manifest stands; after it, the new one may or may not be
-        // durable: only the old files can serve both cases, so nothing may change any more.
-        struct stat st {};
-        const bool renamed = ::stat(join(dir_, std::string(kManifestName) + ".tmp").c_str(), &st) != 0;
-        if (renamed) {
-            cleanup.armed = false;
-            broken_ = true;
-        }
-        return std::unexpected(switched.error());
-    }
-    cleanup.armed = false;
+    bool keep_files = false;
+    auto switched = write_manifest_locked(next, keep_files);
+    cleanup.armed = !keep_files;
+    if (!switched) return std::unexpected(switched.error());
     pack_.lease->retire = true;  // unlinked when its last reader goes (an old snapshot, say)
     pack_ = std::move(*fresh);
     const std::string retired_journal = old_journal;

@@ -128,59 +128,7 @@ Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op,
     return result;
 }
 
-// --- node references ------------------------------------------------------------------------------
-
-void VolumeImpl::count_hold(uint64_t ino) {
-    std::lock_guard lock(held_mu_);
-    ++held_[ino];
-}
-
-Result<Entry> VolumeImpl::lookup(Node dir, std::string_view name) {
-    std::shared_lock no_replacement(nodes_mu_);
-    Result<Entry> e = [&] {
-        {
-            std::lock_guard lock(held_mu_);
-            if (auto it = orphans_.find(dir.id); it != orphans_.end()) {
-                auto tree = it->second;
-                return tree->lookup(dir, name);
-            }
-        }
-        rcu::ReadSection section;
-        return tree_now().lookup(dir, name);
-    }();
-    if (e) count_hold(e->node.id);
-    return e;
-}
-
-Result<Entry> VolumeImpl::lookup_ino(uint64_t ino) {
-    std::shared_lock no_replacement(nodes_mu_);
-    auto e = tree_for_locked(Node{ino})->lookup_ino(ino);
-    if (e) count_hold(e->node.id);
-    return e;
-}
-
-void VolumeImpl::forget(Node node, uint64_t count) noexcept {
-    if (!node || node == kRootNode) return;
-    std::shared_lock no_replacement(nodes_mu_);
-    std::shared_ptr<Backend> tree;
-    {
-        std::lock_guard lock(held_mu_);
-        auto it = held_.find(node.id);
-        if (it == held_.end()) return;
-        count = std::min(count, it->second);
-        it->second -= count;
-        auto orphan = orphans_.find(node.id);
-        tree = orphan != orphans_.end() ? orphan->second : tree_owner_;
-        if (it->second == 0) {
-            held_.erase(it);
-            if (orphan != orphans_.end()) {
-                orphans_.erase(orphan);
-                has_orphans_.store(!orphans_.empty(), std::memory_order_release);
-            }
-        }
-    }
-    tree->forget(node, count);
-}
+// --- entries ------------------------------------------------------------------------------------
 
 template <class Op, class Fill>
 Result<Entry> VolumeImpl::make_entry(RecordType type, std::string_view name, Op&& op,
@@ -596,38 +544,6 @@ Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
         });
     if (!done) return std::unexpected(done.error());
     return {};
-}
-
-// --- the volume's own ------------------------------------------------------------------------------
-
-Result<void> VolumeImpl::sync() {
-    std::shared_ptr<JournalWriter> writer;
-    {
-        std::lock_guard lock(mu_);
-        writer = writer_;
-    }
-    if (!writer) return {};
-    return writer->sync();
-}
-
-VolumeStatus VolumeImpl::status() const {
-    std::lock_guard lock(mu_);
-    VolumeStatus s;
-    s.path = dir_;
-    s.generation = manifest_.generation;
-    s.durability = durability_;
-    s.pack_bytes = pack_.bytes;
-    struct stat st {};
-    if (::stat(join(dir_, manifest_.journal).c_str(), &st) == 0) s.journal_bytes = uint64_t(st.st_size);
-    s.journal_bytes = std::max(s.journal_bytes, journal_bytes_);
-    s.journal_records = journal_records_;
-    s.next_ino = tree_owner_->inode_numbering().limit;
-    s.pack_digest = pack_.digest;
-    s.created = manifest_.created;
-    s.last_compaction = manifest_.last_compaction;
-    s.last_compaction_seconds = manifest_.last_compaction_seconds;
-    s.recovery = recovery_;
-    return s;
 }
 
 }  // namespace packfs::volume

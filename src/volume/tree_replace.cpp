@@ -1,6 +1,7 @@
-// Replacing the volume's tree (docs/VOLUME.md, "Replacing the tree"): node references and open
-// files moved to the new tree by inode number, unnamed objects left on the old one, and the tree
-// made again from the pack and the journal after a journal failure.
+// Node references, counted so that they move, and replacing the volume's tree after a journal
+// failure (docs/VOLUME.md, "Replacing the tree"): node references and open files moved to the
+// new tree by inode number, unnamed objects left on the old one, the tree made again from the
+// pack and the journal.
 #include "volume/volume_impl.hpp"
 
 namespace packfs::volume {
@@ -99,6 +100,60 @@ void VolumeImpl::recover_locked() {
     old_trees_.flush();
     ++recoveries_;
     if (auto ok = writer_->resume(); !ok) broken_ = true;
+}
+
+// --- node references ------------------------------------------------------------------------------
+
+void VolumeImpl::count_hold(uint64_t ino) {
+    std::lock_guard lock(held_mu_);
+    ++held_[ino];
+}
+
+Result<Entry> VolumeImpl::lookup(Node dir, std::string_view name) {
+    std::shared_lock no_replacement(nodes_mu_);
+    Result<Entry> e = [&] {
+        {
+            std::lock_guard lock(held_mu_);
+            if (auto it = orphans_.find(dir.id); it != orphans_.end()) {
+                auto tree = it->second;
+                return tree->lookup(dir, name);
+            }
+        }
+        rcu::ReadSection section;
+        return tree_now().lookup(dir, name);
+    }();
+    if (e) count_hold(e->node.id);
+    return e;
+}
+
+Result<Entry> VolumeImpl::lookup_ino(uint64_t ino) {
+    std::shared_lock no_replacement(nodes_mu_);
+    auto e = tree_for_locked(Node{ino})->lookup_ino(ino);
+    if (e) count_hold(e->node.id);
+    return e;
+}
+
+void VolumeImpl::forget(Node node, uint64_t count) noexcept {
+    if (!node || node == kRootNode) return;
+    std::shared_lock no_replacement(nodes_mu_);
+    std::shared_ptr<Backend> tree;
+    {
+        std::lock_guard lock(held_mu_);
+        auto it = held_.find(node.id);
+        if (it == held_.end()) return;
+        count = std::min(count, it->second);
+        it->second -= count;
+        auto orphan = orphans_.find(node.id);
+        tree = orphan != orphans_.end() ? orphan->second : tree_owner_;
+        if (it->second == 0) {
+            held_.erase(it);
+            if (orphan != orphans_.end()) {
+                orphans_.erase(orphan);
+                has_orphans_.store(!orphans_.empty(), std::memory_order_release);
+            }
+        }
+    }
+    tree->forget(node, count);
 }
 
 }  // namespace packfs::volume

@@ -206,6 +206,38 @@ Result<void> VolumeImpl::open() {
     return {};
 }
 
+// --- the volume's own ------------------------------------------------------------------------------
+
+Result<void> VolumeImpl::sync() {
+    std::shared_ptr<JournalWriter> writer;
+    {
+        std::lock_guard lock(mu_);
+        writer = writer_;
+    }
+    if (!writer) return {};
+    return writer->sync();
+}
+
+VolumeStatus VolumeImpl::status() const {
+    std::lock_guard lock(mu_);
+    VolumeStatus s;
+    s.path = dir_;
+    s.generation = manifest_.generation;
+    s.durability = durability_;
+    s.pack_bytes = pack_.bytes;
+    struct stat st {};
+    if (::stat(join(dir_, manifest_.journal).c_str(), &st) == 0) s.journal_bytes = uint64_t(st.st_size);
+    s.journal_bytes = std::max(s.journal_bytes, journal_bytes_);
+    s.journal_records = journal_records_;
+    s.next_ino = tree_owner_->inode_numbering().limit;
+    s.pack_digest = pack_.digest;
+    s.created = manifest_.created;
+    s.last_compaction = manifest_.last_compaction;
+    s.last_compaction_seconds = manifest_.last_compaction_seconds;
+    s.recovery = recovery_;
+    return s;
+}
+
 }  // namespace volume
 
 Result<void> Volume::create(const std::string& dir, const VolumeInit& init) {

@@ -218,6 +218,10 @@ private:
     std::shared_ptr<Backend> unnamed_tree(Node node) const;
 
     // Compaction's steps (compaction.cpp).
+    // Step 4's switch: the manifest replaced. `keep_files` is set when the new pack and
+    // journal must stay: it worked, or it failed where the rename may have happened (then the
+    // volume refuses mutations until reopened).
+    Result<void> write_manifest_locked(const Manifest& next, bool& keep_files);
     void start_auto_compaction();
     // The journal size auto-compaction starts at (VolumeOptions; 0: never), and whether the
     // journal passed it; under mu_.

@@ -288,15 +288,22 @@ TEST(OverlayRebase, WhatThePackHoldsLeavesTheOverlaysMemory) {
 }
 
 // Readers by path and through open files never see an error or other bytes while the overlay
-// is rebased under them again and again.
+// is rebased under them again and again; a name whose file in the old lower became a directory
+// before the snapshot reads as that directory all through each rebase (its own entry, like the
+// new lower's, must not go before the directory reads the new lower).
 TEST(OverlayRebase, ReadersRunThroughRebases) {
     auto overlay = overlay_over(first_lower());
     Packs packs;
     for (int i = 0; i < 8; ++i)
         ASSERT_TRUE(write_file(*overlay, fmt::format("/d/r{}", i), pattern(5000 + i, 'k')));
+    constexpr int kRounds = 6, kTurns = 32;  // names turned into directories a round
+    for (int i = 0; i < kRounds * kTurns; ++i)
+        ASSERT_TRUE(write_file(*overlay, fmt::format("/d/t{}", i), "f"));
+    ASSERT_TRUE(compact(*overlay, packs));  // the t files are the lower's
     auto held = overlay->open("/d/r0", O_RDONLY, 0);
     ASSERT_TRUE(held.has_value());
     std::atomic<bool> stop{false};
+    std::atomic<int> turned{0};  // /d/t<i> below this are directories
     std::atomic<uint64_t> reads{0}, wrong{0};
     std::vector<std::thread> readers;
     for (int t = 0; t < 2; ++t) {
@@ -308,13 +315,29 @@ TEST(OverlayRebase, ReadersRunThroughRebases) {
                 std::string buf(5000, '\0');
                 auto n = (*held)->pread(std::as_writable_bytes(std::span(buf)), 0);
                 if (!n || buf != pattern(5000, 'k')) wrong.fetch_add(1);
-                auto entries = overlay->readdir("/d");
-                if (!entries || entries->size() != 11) wrong.fetch_add(1);
+                auto entries = overlay->readdir("/d");  // (a t name is briefly absent)
+                const auto listed = [&](const std::string& name) {
+                    return std::any_of(entries->begin(), entries->end(),
+                                       [&](const DirEntry& e) { return e.name == name; });
+                };
+                if (!entries || entries->size() < 8 + 3 + kRounds * kTurns - 1 ||
+                    !listed(fmt::format("r{}", k)) || !listed("sub"))
+                    wrong.fetch_add(1);
+                for (int j = 0, n_dirs = turned.load(); j < n_dirs; ++j) {
+                    auto st = overlay->lstat(fmt::format("/d/t{}", j));
+                    if (!st || st->type != FileType::directory) wrong.fetch_add(1);
+                }
                 reads.fetch_add(1, std::memory_order_relaxed);
             }
         });
     }
-    for (int round = 0; round < 6; ++round) {
+    for (int round = 0; round < kRounds; ++round) {
+        for (int i = round * kTurns; i < (round + 1) * kTurns; ++i) {
+            const std::string name = fmt::format("/d/t{}", i);
+            ASSERT_TRUE(overlay->unlink(name));
+            ASSERT_TRUE(overlay->mkdir(name, 0755));
+        }
+        turned = (round + 1) * kTurns;
         ASSERT_TRUE(compact(*overlay, packs, [&] {
             ASSERT_TRUE(overlay->chmod(fmt::format("/d/r{}", round % 8), 0600 + round % 2));
         }));
