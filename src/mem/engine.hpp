@@ -81,11 +81,13 @@ struct Layer {
     uint64_t limit = 0;  // lower->limit()
 };
 
-// The lower Files a reader has open, so successive reads of one copied-up or lower file do not
-// open it again. Owned by a handle (or by one call).
+// The lower File a reader has open, so successive reads of one copied-up or lower file do not
+// open it again. Owned by a handle (or by one call). A handle is read by several threads at
+// once (FUSE's parallel READs of one open file): each read takes the File it needs, kept alive
+// by its reference while a rebase's next read of the handle opens another.
 class LowerFiles {
 public:
-    const Backing* get(const Layer& layer, uint64_t node);
+    std::shared_ptr<const Backing> get(const Layer& layer, uint64_t node);
 
 private:
     class Adapter final : public Backing {
@@ -98,9 +100,10 @@ private:
     private:
         FileHandle file_;
     };
+    std::mutex mu_;
     uint64_t node_ = 0;
     uint64_t layer_gen_ = 0;  // the layer's first_gen: unique for the engine's life
-    std::unique_ptr<Adapter> open_;
+    std::shared_ptr<const Adapter> open_;
 };
 
 class Engine : public std::enable_shared_from_this<Engine> {

@@ -19,7 +19,8 @@ Result<void> check_fits(uint64_t offset, std::size_t length, std::string_view op
 
 const Backing* Engine::writer_backing(const CellState& s) {
     if (s.type != FileType::regular || s.aux == 0 || !s.lower || !top()) return nullptr;
-    return writer_files_.get(layer(s.layer), s.lower);
+    return writer_files_.get(layer(s.layer), s.lower).get();  // (kept by writer_files_ until
+                                                              // the writer's next get)
 }
 
 

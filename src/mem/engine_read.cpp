@@ -13,14 +13,19 @@ namespace packfs::mem {
 
 // --- lower files ---------------------------------------------------------------------------
 
-const Backing* LowerFiles::get(const Layer& layer, uint64_t node) {
-    if (open_ && node_ == node && layer_gen_ == layer.first_gen) return open_.get();
-    auto file = layer.lower->open(node);
+std::shared_ptr<const Backing> LowerFiles::get(const Layer& layer, uint64_t node) {
+    {
+        std::lock_guard lock(mu_);
+        if (open_ && node_ == node && layer_gen_ == layer.first_gen) return open_;
+    }
+    auto file = layer.lower->open(node);  // (outside the lock: a lower's open may take a while)
     if (!file) return nullptr;
-    open_ = std::make_unique<Adapter>(std::move(*file));
+    auto opened = std::make_shared<const Adapter>(std::move(*file));
+    std::lock_guard lock(mu_);
+    open_ = opened;
     node_ = node;
     layer_gen_ = layer.first_gen;
-    return open_.get();
+    return opened;
 }
 
 // --- nodes -----------------------------------------------------------------------------------
@@ -310,7 +315,7 @@ Result<std::size_t> Engine::read(const Ref& file, std::span<std::byte> out, uint
                                  uint64_t gen, LowerFiles& lower_files) const {
     if (file.type == FileType::directory) return fail(EISDIR, "read");
     if (!file.cell) {
-        const Backing* lower = lower_files.get(layer(file.layer), file.lower);
+        const auto lower = lower_files.get(layer(file.layer), file.lower);
         if (!lower) return fail(EIO, "read");
         return lower->read(offset, out);
     }
@@ -342,12 +347,12 @@ Result<std::size_t> Engine::read_held(const Cell& cell, std::span<std::byte> out
 Result<std::size_t> Engine::read_state(const CellState& s, std::span<std::byte> out,
                                        uint64_t offset, LowerFiles& lower_files) const {
     if (s.type == FileType::directory) return fail(EISDIR, "read");
-    const Backing* backing = nullptr;
+    std::shared_ptr<const Backing> backing;
     if (s.aux > 0 && s.lower && top()) {
         backing = lower_files.get(layer(s.layer), s.lower);
         if (!backing) return fail(EIO, "read");
     }
-    return Content(s.data).read(s.size, offset, out, backing, s.aux);
+    return Content(s.data).read(s.size, offset, out, backing.get(), s.aux);
 }
 
 namespace {
