@@ -15,10 +15,10 @@
 #include <map>
 
 #include "pack/format/format.hpp"
-#include "pack/reader/meta_frames.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/remote.hpp"
+#include "remote/frame_windows.hpp"
 #include "remote/remote_support.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
@@ -29,7 +29,7 @@ namespace {
 using namespace remote_test;
 using test_support::NginxServer;
 
-constexpr uint64_t kWindow = pack::MetaFrames::kFetchWindow;  // frames fetched per request
+constexpr uint64_t kWindow = remote::FrameWindows::kFirst;  // frames fetched per request
 
 struct ManyFiles {
     std::string name, url, digest, path;  // path: the served file

@@ -1,9 +1,9 @@
-// A walk's prefetch (src/pack/reader/walk_ahead.hpp, docs/REMOTE.md "Prefetch"): first the bookkeeping
+// A walk's prefetch (src/remote/walk_ahead.hpp, docs/REMOTE.md "Prefetch"): first the bookkeeping
 // alone, against the files a scheduler is handed; then a remote pack behind nginx, where the
 // files a walk opens next must be in the cache before they are read (the pack is taken off
 // the server, and they still read), while a listing alone, or opens that jump about, fetch
 // nothing more than what is read.
-#include "pack/reader/walk_ahead.hpp"
+#include "remote/walk_ahead.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@
 namespace packfs {
 namespace {
 
-using pack::WalkAhead;
+using remote::WalkAhead;
 using test_support::NginxServer;
 using namespace remote_test;
 

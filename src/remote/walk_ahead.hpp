@@ -14,7 +14,8 @@
 // Opens that jump about (a sample of files read by name after a listing) make no stream long
 // enough to schedule anything.
 //
-// The record numbers of the files listed last are kept in a ring (kCapacity of them, more than
+// WalkPrefetch (walk_prefetch.hpp) feeds it the pack reader's listings and opens and prefetches
+// what it schedules. The record numbers of the files listed last are kept in a ring (kCapacity of them, more than
 // a walk's readers lag behind its listings); a file listed again takes its new place.
 #pragma once
 
@@ -25,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace packfs::pack {
+namespace packfs::remote {
 
 class WalkAhead {
 public:
@@ -70,4 +71,4 @@ private:
     uint64_t clock_ = 0;
 };
 
-}  // namespace packfs::pack
+}  // namespace packfs::remote
