@@ -29,10 +29,9 @@ public:
         if (slot != nullptr) {
             window = std::min(2 * slot->window, kMax);
         } else {
-            slot = &*std::min_element(streams_.begin(), streams_.end(),
-                                      [](const Stream& a, const Stream& b) {
-                                          return a.last_use < b.last_use;
-                                      });
+            slot = &*std::min_element(
+                streams_.begin(), streams_.end(),
+                [](const Stream& a, const Stream& b) { return a.last_use < b.last_use; });
         }
         *slot = Stream{offset, window, ++clock_};
         return window;

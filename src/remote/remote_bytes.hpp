@@ -21,10 +21,11 @@
 // A read waits at most the timeout for all of it, retries included; connection refused fails
 // at once. Nothing here outlives a failure: the next read tries the server again.
 //
-// Prefetched ranges (prefetch(): what a walk will read next, walk_prefetch.hpp) are fetched by a few background
-// threads, started on the first call, claiming blocks as a read does, never more than half the
-// connections, into the cache file (without one, nothing would keep what they fetch). A failed
-// prefetch is dropped: the read that wants the block fetches it and reports what went wrong.
+// Prefetched ranges (prefetch(): what a walk will read next, walk_prefetch.hpp) are fetched by a
+// few background threads, started on the first call, claiming blocks as a read does, never more
+// than half the connections, into the cache file (without one, nothing would keep what they
+// fetch). A failed prefetch is dropped: the read that wants the block fetches it and reports
+// what went wrong.
 #pragma once
 
 #include <atomic>

@@ -15,8 +15,9 @@
 // enough to schedule anything.
 //
 // WalkPrefetch (walk_prefetch.hpp) feeds it the pack reader's listings and opens and prefetches
-// what it schedules. The record numbers of the files listed last are kept in a ring (kCapacity of them, more than
-// a walk's readers lag behind its listings); a file listed again takes its new place.
+// what it schedules. The record numbers of the files listed last are kept in a ring (kCapacity of
+// them, more than a walk's readers lag behind its listings); a file listed again takes its new
+// place.
 #pragma once
 
 #include <cstdint>
@@ -63,8 +64,8 @@ private:
     std::mutex pending_mutex_;
     std::vector<uint64_t> pending_;  // listed, in order, not in the ring yet
     std::mutex mutex_;               // the rest
-    std::vector<uint64_t> ring_;   // ring_[seq % kCapacity]: the record listed seq-th
-    std::vector<uint64_t> bytes_;  // the same slot: its stored bytes, once scheduled
+    std::vector<uint64_t> ring_;     // ring_[seq % kCapacity]: the record listed seq-th
+    std::vector<uint64_t> bytes_;    // the same slot: its stored bytes, once scheduled
     std::unordered_map<uint64_t, uint64_t> seq_of_;  // record -> its latest seq
     uint64_t next_seq_ = 0;
     Stream streams_[kStreams];

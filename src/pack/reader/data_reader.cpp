@@ -141,15 +141,15 @@ Result<CachedBlock> DataReader::cached_block(uint64_t index, const StoredBlock& 
                                              const Ctx& ctx, uint64_t content_end) const {
     if (CachedBlock hit = cache_->find(index)) return hit;
     auto bytes = std::make_shared_for_overwrite<std::byte[]>(where.stream_length);
-    if (auto ok = decompress(index, where, std::span(bytes.get(), where.stream_length), ctx,
-                             content_end);
+    if (auto ok =
+            decompress(index, where, std::span(bytes.get(), where.stream_length), ctx, content_end);
         !ok)
         return std::unexpected(ok.error());
     return cache_->insert(index, CachedBlock{std::move(bytes), where.stream_length});
 }
 
-Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out,
-                                     const Ctx& ctx, uint64_t content_end) const {
+Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx,
+                                     uint64_t content_end) const {
     const std::byte* map = image_->mapping();
     if (codec_ == Codec::none && !holes_) {
         if (map != nullptr) {

@@ -160,8 +160,7 @@ Result<std::unique_ptr<PackImage>> PackImage::open(std::string_view host_path) {
 Result<std::unique_ptr<PackImage>> PackImage::open(std::shared_ptr<ByteSource> source) {
     std::unique_ptr<PackImage> image(new PackImage());  // private constructor
     image->source_ = std::move(source);
-    if (auto ok = image->source_->read(0, image->header_); !ok)
-        return std::unexpected(ok.error());
+    if (auto ok = image->source_->read(0, image->header_); !ok) return std::unexpected(ok.error());
     image->size_ = image->source_->size();
     return image;
 }
@@ -184,8 +183,8 @@ Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::strin
         if (at == MAP_FAILED) return fail(errno, "open_pack", host_path);
         on_demand_ = static_cast<std::byte*>(at);
         const uint64_t tail = h.meta_frames_length;  // the index (after padding), sums, digests
-        if (auto ok = source_->read(
-                meta_offset + tail, std::span(on_demand_ + tail, size_ - meta_offset - tail));
+        if (auto ok = source_->read(meta_offset + tail,
+                                    std::span(on_demand_ + tail, size_ - meta_offset - tail));
             !ok)
             return std::unexpected(ok.error());
         meta_ = on_demand_;

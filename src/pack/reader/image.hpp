@@ -88,8 +88,7 @@ public:
     // Reads exactly out.size() bytes at file `offset` with pread(2), or from the source's
     // checked data blocks. An error on a short read (the file shrank). `content_end`: where the
     // stored bytes of the content being read end (0: not known), for a source to fetch on to.
-    Result<void> read_at(uint64_t offset, std::span<std::byte> out,
-                         uint64_t content_end = 0) const;
+    Result<void> read_at(uint64_t offset, std::span<std::byte> out, uint64_t content_end = 0) const;
     // The open file itself, for callers that move bytes kernel to kernel (splice) instead of
     // through the mapping. Valid while the image lives; -1 for a pack from a source.
     int fd() const noexcept { return fd_; }

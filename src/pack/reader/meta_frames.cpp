@@ -167,8 +167,7 @@ std::optional<MetaFault> MetaFrames::check_digest(uint64_t block,
                      true};
 }
 
-std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh,
-                                           HereOnly* here_only) const {
+std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh, HereOnly* here_only) const {
     auto claim = [&](uint64_t b) {
         uint8_t expected = absent;
         return fetch_[b].compare_exchange_strong(expected, fetching, std::memory_order_acq_rel);
