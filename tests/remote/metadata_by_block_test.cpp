@@ -246,5 +246,27 @@ TEST(RemoteMetadata, ACacheFilledInPartServesLaterOpensOfEitherKindQuietly) {
     for (const std::string& line : *lines) ADD_FAILURE() << "logged: " << line;
 }
 
+TEST(RemoteMetadata, FrameWindowsDoubleForFetchesThatContinueOneAndStartOverElsewhere) {
+    remote::FrameWindows w;
+    constexpr uint64_t k = remote::FrameWindows::kFirst;
+    EXPECT_EQ(w.next(1000), k);
+    // Starting within the last window (where the reader's claims stopped): doubled, up to kMax.
+    EXPECT_EQ(w.next(1000 + k), 2 * k);
+    EXPECT_EQ(w.next(1000 + 3 * k), 4 * k);
+    uint64_t at = 1000 + 7 * k, window = 4 * k;
+    for (int i = 0; i < 10; ++i) {
+        window = w.next(at);
+        at += window;
+    }
+    EXPECT_EQ(window, remote::FrameWindows::kMax);
+    // A fetch far from every recent one (a lookup elsewhere) starts over; the walk's stream is
+    // still there for its next fetch.
+    EXPECT_EQ(w.next(at + 100 * k), k);
+    EXPECT_EQ(w.next(at), remote::FrameWindows::kMax);
+    // Nor does a fetch at the very start of a window continue it (the same frame again).
+    EXPECT_EQ(w.next(500 * k), k);
+    EXPECT_EQ(w.next(500 * k), k);
+}
+
 }  // namespace
 }  // namespace packfs
