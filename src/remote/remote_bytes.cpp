@@ -43,13 +43,6 @@ std::string hex(std::span<const uint8_t> bytes) {
     return pack::to_hex(bytes);
 }
 
-// This thread's hint (expect()): whose, and where the content being read ends.
-struct Expected {
-    const void* owner = nullptr;
-    uint64_t end = 0;
-};
-thread_local Expected t_expected;
-
 }  // namespace
 
 HttpPackBytes::HttpPackBytes(std::string url, FetchOptions options)
@@ -123,7 +116,7 @@ Result<void> HttpPackBytes::get(uint64_t offset, std::span<std::byte> out,
     return {};
 }
 
-Result<void> HttpPackBytes::fetch_unchecked(uint64_t offset, std::span<std::byte> out) {
+Result<void> HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) {
     if (out.empty()) return {};
     // A warm open: from the cache when it holds all of it (metadata fetched by block leaves
     // holes in the region, which would read as zeros), else from the server.
@@ -167,6 +160,10 @@ Result<void> HttpPackBytes::fetch_metadata(uint64_t offset, std::span<std::byte>
 
 void HttpPackBytes::keep_metadata(uint64_t offset, std::span<const std::byte> bytes) {
     if (cache_.valid()) cache_.write(offset, bytes);
+}
+
+void HttpPackBytes::reject_metadata(uint64_t, std::string_view why) {
+    log(fmt::format("{}: {}", url_, why));  // nothing was kept: only the log to tell
 }
 
 void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
@@ -281,20 +278,18 @@ void HttpPackBytes::unclaim(std::span<const std::size_t> blocks) {
     landed_.notify_all();
 }
 
-void HttpPackBytes::expect(uint64_t end) noexcept {
-    t_expected = {this, end};
-}
-
-Result<void> HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) {
+Result<void> HttpPackBytes::read_data(uint64_t offset, std::span<std::byte> out,
+                                      uint64_t content_end) {
     // A data read that fails is EIO, what a disk's failure is, whatever the cause: the cause,
     // the URL and the bytes are its detail.
-    auto done = read_blocks(offset, out);
+    auto done = read_blocks(offset, out, content_end);
     if (!done && done.error().code() != EIO)
         return fetch_failed(EIO, done.error().detail());
     return done;
 }
 
-Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> out) try {
+Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> out,
+                                        uint64_t content_end) try {
     if (out.empty()) return {};
     const uint64_t end = offset + out.size();
     // Outside the data blocks (the header page's padding, the gap before the metadata: what
@@ -312,7 +307,6 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
         log(line);
         return fetch_failed(EIO, std::move(line));
     }
-    const uint64_t expected_end = t_expected.owner == this ? t_expected.end : 0;
     // Blocks checked before are read from the cache file; an eviction that ran meanwhile (the
     // epoch moved) may have punched one, so then the read starts over, checking again.
     for (int attempt = 0;; ++attempt) {
@@ -322,7 +316,7 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
             if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
         std::vector<Fetched> fetched;
         if (!missing.empty()) {
-            auto got = resolve(std::move(missing), fetched, expected_end,
+            auto got = resolve(std::move(missing), fetched, content_end,
                                Clock::now() + options_.timeout);
             if (!got) return got;
         }
@@ -530,11 +524,11 @@ Result<void> HttpPackBytes::fetch_claimed(std::size_t first, std::size_t last,
     });
 }
 
-void HttpPackBytes::prefetch(std::span<const Range> ranges) noexcept try {
+void HttpPackBytes::prefetch(std::span<const pack::StoredRange> ranges) noexcept try {
     // Without a cache file (it could not be made) a fetched block is kept nowhere.
     if (!cache_.valid() || blocks_.empty()) return;
     std::lock_guard lock(mutex_);
-    for (const Range& r : ranges) {
+    for (const pack::StoredRange& r : ranges) {
         if (r.end <= r.offset || r.end <= blocks_.front().offset || r.offset >= ends_.back())
             continue;
         auto first = static_cast<std::size_t>(

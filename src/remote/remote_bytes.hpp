@@ -1,8 +1,8 @@
-// The bytes of a pack behind an HTTP URL (pack::RemoteBytes): the header and metadata fetched
+// The bytes of a pack behind an HTTP URL (pack::ByteSource): the header and metadata fetched
 // at open (whole, or with large metadata what follows its frames, the frames then fetched as
-// the reader uses them: fetch_metadata), data fetched by stored block, each block checked against
-// its SHA-256 before it is used or written to the cache file, and read from the cache file once it
-// is there.
+// the reader uses them: fetch_metadata, in windows FrameWindows decides), data fetched by stored
+// block, each block checked against its SHA-256 before it is used or written to the cache file,
+// and read from the cache file once it is there.
 //
 // A read of blocks that are not here yet:
 // 1. claims them in this process (a thread that finds a block claimed waits for it instead of
@@ -12,17 +12,20 @@
 // 3. takes the cache file's lock over each run of adjacent blocks still missing, so another
 //    process that misses them too waits and then finds them, and fetches the run in one ranged
 //    GET; a run that starts where the last fetch ended (a sequential reader) is extended by a
-//    readahead window that doubles with each such fetch, up to readahead_bytes;
+//    readahead window that doubles with each such fetch, up to readahead_bytes, and a read
+//    that says where its content ends (read_data's content_end) reaches on to there, up to the
+//    same bound;
 // 4. checks every block of the answer; a block that does not match is fetched once more on its
 //    own, and if it still does not match the read fails (EIO, logged with the URL, offset and
 //    both digests) and nothing is cached.
 // A read waits at most the timeout for all of it, retries included; connection refused fails
 // at once. Nothing here outlives a failure: the next read tries the server again.
 //
-// Prefetched ranges (prefetch(): what a walk will read next) are fetched by a few background
-// threads, started on the first call, claiming blocks as a read does, never more than half the
-// connections, into the cache file (without one, nothing would keep what they fetch). A failed
-// prefetch is dropped: the read that wants the block fetches it and reports what went wrong.
+// Prefetched ranges (prefetch(): what a walk will read next, walk_prefetch.hpp) are fetched by a
+// few background threads, started on the first call, claiming blocks as a read does, never more
+// than half the connections, into the cache file (without one, nothing would keep what they
+// fetch). A failed prefetch is dropped: the read that wants the block fetches it and reports
+// what went wrong.
 #pragma once
 
 #include <atomic>
@@ -36,8 +39,9 @@
 #include <thread>
 #include <vector>
 
-#include "pack/reader/image.hpp"
+#include "pack/reader/byte_source.hpp"
 #include "remote/cache_file.hpp"
+#include "remote/frame_windows.hpp"
 #include "remote/http_client.hpp"
 
 namespace packfs::remote {
@@ -63,24 +67,32 @@ struct FetchOptions {
 // remote: ..." lines, whole), rate-limited (log_limit.hpp).
 std::function<void(std::string_view)> remote_log(std::function<void(std::string_view)> log);
 
-class HttpPackBytes final : public pack::RemoteBytes {
+class HttpPackBytes final : public pack::ByteSource {
 public:
     HttpPackBytes(std::string url, FetchOptions options);
 
+    // --- pack::ByteSource ----------------------------------------------------------------
     uint64_t size() const noexcept override { return size_; }
     const std::string& name() const noexcept override { return url_; }
-    Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) override;
+    Result<void> read(uint64_t offset, std::span<std::byte> out) override;
+    Result<void> read_data(uint64_t offset, std::span<std::byte> out,
+                           uint64_t content_end) override;
+    uint64_t frame_window(uint64_t offset) noexcept override { return frames_.next(offset); }
     std::size_t cached_metadata(uint64_t offset, std::span<std::byte> out) override;
     Result<void> fetch_metadata(uint64_t offset, std::span<std::byte> out) override;
     void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) override;
-    void report(std::string_view line) const override { log(line); }
-    void set_blocks(std::vector<pack::StoredBlockRef> blocks) override;
-    Result<void> read(uint64_t offset, std::span<std::byte> out) override;
-    void expect(uint64_t end) noexcept override;
-    void prefetch(std::span<const Range> ranges) noexcept override;
-    uint64_t walk_ahead_bytes() const noexcept override { return options_.readahead_bytes; }
+    void reject_metadata(uint64_t offset, std::string_view why) override;
 
-    // Where fetched blocks go from now on (and where fetch_unchecked looks first while
+    // The stored blocks, in stream order, each inside the data region (from the checked
+    // metadata): from now on read_data() serves data, every block checked against its digest.
+    void set_blocks(std::vector<pack::StoredBlockRef> blocks);
+    // Stored bytes of the data region a walk will read soon (walk_prefetch.hpp): fetched in the
+    // background, best effort, into the cache. Ranges in the order they will be wanted.
+    void prefetch(std::span<const pack::StoredRange> ranges) noexcept;
+    // How far ahead of a reader the server is asked for more (RemoteOptions::readahead_bytes).
+    uint64_t readahead_bytes() const noexcept { return options_.readahead_bytes; }
+
+    // Where fetched blocks go from now on (and where read() looks first while
     // `prefer_cache` is set: a warm open). Before set_cache, blocks are kept nowhere.
     void set_cache(CacheFile cache, bool prefer_cache);
     // The size when it is known without a request (a warm open from the cache file).
@@ -109,8 +121,8 @@ private:
     // Blocks this thread claimed (in in_flight_) given back, and their waiters woken.
     void unclaim(std::span<const std::size_t> blocks);
     bool in_cache(std::size_t i) const;
-    // read() with the cause's own code (ETIMEDOUT, ENOENT, ...).
-    Result<void> read_blocks(uint64_t offset, std::span<std::byte> out);
+    // read_data() with the cause's own code (ETIMEDOUT, ENOENT, ...).
+    Result<void> read_blocks(uint64_t offset, std::span<std::byte> out, uint64_t content_end);
     Result<void> resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
                  uint64_t expected_end, Clock::time_point deadline);
     Result<void> fetch_run(std::size_t first, std::size_t last, std::size_t wanted_last,
@@ -134,6 +146,7 @@ private:
 
     std::string url_;
     FetchOptions options_;
+    FrameWindows frames_;
     HttpClient http_;
     uint64_t size_ = 0;
     CacheFile cache_;

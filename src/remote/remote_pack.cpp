@@ -1,5 +1,6 @@
 // open_remote_pack (packfs/remote.hpp): the header and metadata fetched and checked against the
-// image digest, then a pack backend whose data reads go through HttpPackBytes.
+// image digest, then a pack backend whose data reads go through HttpPackBytes (the reader's
+// pack::ByteSource) and whose listings and opens go to a WalkPrefetch (its AccessObserver).
 //
 // Opening, cold: GET the first 512 bytes (the header, and the pack's size from Content-Range),
 // then GET [meta_offset, end) (the metadata region and its sums: the format puts them last so
@@ -27,6 +28,7 @@
 #include "remote/oci.hpp"
 #include "remote/options.hpp"
 #include "remote/remote_bytes.hpp"
+#include "remote/walk_prefetch.hpp"
 
 namespace packfs {
 
@@ -71,7 +73,7 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
         bytes->assume_size(size);
         bytes->set_cache(std::move(*cache), /*prefer_cache=*/true);
     }
-    auto image = pack::PackImage::open_remote(bytes);
+    auto image = pack::PackImage::open(bytes);
     if (!image) return std::unexpected(image.error());
     pack::Header header;
     std::memcpy(&header, (*image)->header_bytes().data(), sizeof header);
@@ -209,6 +211,10 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     auto blocks = reader.stored_blocks(ctx);
     if (!blocks) return std::unexpected(blocks.error());
     opened->bytes->set_blocks(std::move(*blocks));
+    // A walk's files fetched ahead of it (walk_prefetch.hpp), unless readahead is off.
+    if (options.readahead_bytes != 0)
+        reader.set_observer(
+            std::make_shared<remote::WalkPrefetch>(opened->bytes, options.readahead_bytes));
     // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.
     if (cache_bound != 0) (void)remote::prune_cache(cache_dir, cache_bound);
     return pack::backend_over(std::move(opened->reader));

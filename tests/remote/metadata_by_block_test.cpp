@@ -15,10 +15,10 @@
 #include <map>
 
 #include "pack/format/format.hpp"
-#include "pack/reader/meta_frames.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 #include "packfs/remote.hpp"
+#include "remote/frame_windows.hpp"
 #include "remote/remote_support.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
@@ -29,7 +29,7 @@ namespace {
 using namespace remote_test;
 using test_support::NginxServer;
 
-constexpr uint64_t kWindow = pack::MetaFrames::kFetchWindow;  // frames fetched per request
+constexpr uint64_t kWindow = remote::FrameWindows::kFirst;  // frames fetched per request
 
 struct ManyFiles {
     std::string name, url, digest, path;  // path: the served file
@@ -244,6 +244,28 @@ TEST(RemoteMetadata, ACacheFilledInPartServesLaterOpensOfEitherKindQuietly) {
     EXPECT_EQ(ranges.back(), std::make_pair(m.header.meta_offset, m.header.file_size - 1));
     EXPECT_EQ(bytes_fetched(m.name) - first - second, m.header.file_size - m.header.meta_offset);
     for (const std::string& line : *lines) ADD_FAILURE() << "logged: " << line;
+}
+
+TEST(RemoteMetadata, FrameWindowsDoubleForFetchesThatContinueOneAndStartOverElsewhere) {
+    remote::FrameWindows w;
+    constexpr uint64_t k = remote::FrameWindows::kFirst;
+    EXPECT_EQ(w.next(1000), k);
+    // Starting within the last window (where the reader's claims stopped): doubled, up to kMax.
+    EXPECT_EQ(w.next(1000 + k), 2 * k);
+    EXPECT_EQ(w.next(1000 + 3 * k), 4 * k);
+    uint64_t at = 1000 + 7 * k, window = 4 * k;
+    for (int i = 0; i < 10; ++i) {
+        window = w.next(at);
+        at += window;
+    }
+    EXPECT_EQ(window, remote::FrameWindows::kMax);
+    // A fetch far from every recent one (a lookup elsewhere) starts over; the walk's stream is
+    // still there for its next fetch.
+    EXPECT_EQ(w.next(at + 100 * k), k);
+    EXPECT_EQ(w.next(at), remote::FrameWindows::kMax);
+    // Nor does a fetch at the very start of a window continue it (the same frame again).
+    EXPECT_EQ(w.next(500 * k), k);
+    EXPECT_EQ(w.next(500 * k), k);
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// A walk's prefetch (src/pack/reader/walk_ahead.hpp, docs/REMOTE.md "Prefetch"): first the bookkeeping
+// A walk's prefetch (src/remote/walk_ahead.hpp, docs/REMOTE.md "Prefetch"): first the bookkeeping
 // alone, against the files a scheduler is handed; then a remote pack behind nginx, where the
 // files a walk opens next must be in the cache before they are read (the pack is taken off
 // the server, and they still read), while a listing alone, or opens that jump about, fetch
 // nothing more than what is read.
-#include "pack/reader/walk_ahead.hpp"
+#include "remote/walk_ahead.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@
 namespace packfs {
 namespace {
 
-using pack::WalkAhead;
+using remote::WalkAhead;
 using test_support::NginxServer;
 using namespace remote_test;
 
@@ -162,18 +162,6 @@ Tree serve_tree(const std::string& name, Compression compression = Compression::
     t.served = server.root() / name;
     EXPECT_TRUE(write_pack(*mem, t.served.string(), options));
     return t;
-}
-
-// Waits until no request for `name` has come for a second (the background fetches are done,
-// with room for a slow sanitizer build on a loaded machine).
-void settle(const std::string& name) {
-    auto count = ranges_fetched(name).size();
-    for (int quiet = 0, i = 0; quiet < 10 && i < 200; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        const auto now = ranges_fetched(name).size();
-        quiet = now == count ? quiet + 1 : 0;
-        count = now;
-    }
 }
 
 RemoteOptions options_for(const test_support::TempDir& cache, uint64_t readahead) {
@@ -443,6 +431,60 @@ TEST(RemoteWalk, OneFileReadByManyOpensFetchesOnlyItself) {
     }
     EXPECT_GT(fetched[0], 0u);
     EXPECT_EQ(fetched[1], fetched[0]);
+}
+
+TEST(RemoteWalk, OneLargeFileReadByNodeCountsAsOneOpen) {
+    // By node, as the FUSE driver reads: after a listing of /b/c (big) then /a (its neighbours,
+    // next in the listing order), big read in 128 KiB pieces, the first half through one handle,
+    // the second with an open of the node for each piece (a mount without open handles). However
+    // many reads and opens, that is one file opened: nothing of /a may be fetched.
+    const std::string name = "walk-ahead-large-by-node.pack";
+    const LargeFile t = serve_large_file(name);
+    ASSERT_FALSE(t.url.empty());
+    test_support::TempDir cache;
+    auto pack = open_remote_pack(t.url, options_for(cache, 8 << 20));
+    ASSERT_TRUE(pack) << pack.error().message();
+    Backend& fs = **pack;
+    auto b = fs.lookup(kRootNode, "b");
+    ASSERT_TRUE(b) << b.error().message();
+    auto c = fs.lookup(b->node, "c");
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_TRUE(fs.list(c->node));
+    auto a = fs.lookup(kRootNode, "a");
+    ASSERT_TRUE(a) << a.error().message();
+    auto listed = fs.list(a->node);
+    ASSERT_TRUE(listed);
+    ASSERT_EQ(listed->size(), 40u);
+    auto big = fs.lookup(c->node, "big");
+    ASSERT_TRUE(big) << big.error().message();
+
+    const uint64_t before = bytes_fetched(name);
+    constexpr std::size_t kPiece = 128 << 10;
+    std::string read(t.bytes.size(), '\0');
+    auto piece = [&](File& f, uint64_t at) {
+        auto out = std::as_writable_bytes(
+            std::span(read.data() + at, std::min<uint64_t>(kPiece, read.size() - at)));
+        auto n = f.pread(out, at);
+        ASSERT_TRUE(n) << n.error().message();
+        ASSERT_EQ(*n, out.size());
+    };
+    const uint64_t half = read.size() / 2;
+    {
+        auto f = fs.open(big->node, O_RDONLY);
+        ASSERT_TRUE(f) << f.error().message();
+        for (uint64_t at = 0; at < half; at += kPiece) piece(**f, at);
+    }
+    for (uint64_t at = half; at < read.size(); at += kPiece) {
+        auto f = fs.open(big->node, O_RDONLY);
+        ASSERT_TRUE(f) << f.error().message();
+        piece(**f, at);
+    }
+    EXPECT_TRUE(read == t.bytes);
+    settle(name);
+    // Big's blocks, the first shared with the file before it: /a's 4 MB would show.
+    const uint64_t fetched = bytes_fetched(name) - before;
+    EXPECT_GE(fetched, t.bytes.size());
+    EXPECT_LE(fetched, t.bytes.size() + 2 * kLargeFileBlock);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // DataReader: the stream's blocks (stored raw, compressed through the block cache, or holes),
 // reads and zero-copy views of a file's bytes, SEEK_DATA / SEEK_HOLE, st_blocks, and the stored
-// blocks a remote pack fetches.
+// blocks a pack's source fetches.
 #include "pack/reader/data_reader.hpp"
 
 #include <fmt/format.h>
@@ -116,14 +116,15 @@ std::optional<uint64_t> DataReader::raw_offset(uint64_t offset, uint64_t length)
 }
 
 Result<void> DataReader::decompress(uint64_t index, const StoredBlock& where,
-                                    std::span<std::byte> out, const Ctx& ctx) const {
+                                    std::span<std::byte> out, const Ctx& ctx,
+                                    uint64_t content_end) const {
     std::span<const std::byte> stored;
     thread_local std::vector<std::byte> staging;  // pread access: the stored bytes
     if (const std::byte* map = image_->mapping()) {
         stored = std::span(map + where.stored_offset, where.stored_length);
     } else {
         staging.resize(where.stored_length);
-        if (auto got = image_->read_at(where.stored_offset, staging); !got)
+        if (auto got = image_->read_at(where.stored_offset, staging, content_end); !got)
             return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
         stored = staging;
     }
@@ -137,21 +138,23 @@ Result<void> DataReader::decompress(uint64_t index, const StoredBlock& where,
 }
 
 Result<CachedBlock> DataReader::cached_block(uint64_t index, const StoredBlock& where,
-                                             const Ctx& ctx) const {
+                                             const Ctx& ctx, uint64_t content_end) const {
     if (CachedBlock hit = cache_->find(index)) return hit;
     auto bytes = std::make_shared_for_overwrite<std::byte[]>(where.stream_length);
-    if (auto ok = decompress(index, where, std::span(bytes.get(), where.stream_length), ctx); !ok)
+    if (auto ok =
+            decompress(index, where, std::span(bytes.get(), where.stream_length), ctx, content_end);
+        !ok)
         return std::unexpected(ok.error());
     return cache_->insert(index, CachedBlock{std::move(bytes), where.stream_length});
 }
 
-Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out,
-                                     const Ctx& ctx) const {
+Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx,
+                                     uint64_t content_end) const {
     const std::byte* map = image_->mapping();
     if (codec_ == Codec::none && !holes_) {
         if (map != nullptr) {
             std::memcpy(out.data(), map + data_offset_ + offset, out.size());
-        } else if (auto got = image_->read_at(data_offset_ + offset, out); !got) {
+        } else if (auto got = image_->read_at(data_offset_ + offset, out, content_end); !got) {
             return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
         }
         return {};
@@ -171,11 +174,13 @@ Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out,
         } else if (where->raw()) {  // stored raw: no need to cache
             if (map != nullptr) {
                 std::memcpy(part.data(), map + where->stored_offset + in_block, n);
-            } else if (auto got = image_->read_at(where->stored_offset + in_block, part); !got) {
+            } else if (auto got =
+                           image_->read_at(where->stored_offset + in_block, part, content_end);
+                       !got) {
                 return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
             }
         } else {
-            auto block = cached_block(index, *where, ctx);
+            auto block = cached_block(index, *where, ctx, content_end);
             if (!block) return std::unexpected(block.error());
             std::memcpy(part.data(), block->bytes.get() + in_block, n);
         }
@@ -184,24 +189,23 @@ Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out,
     return {};
 }
 
-std::optional<RemoteBytes::Range> DataReader::stored_range(
-    const ContentRef& content) const noexcept {
+std::optional<StoredRange> DataReader::stored_range(const ContentRef& content,
+                                                    const Ctx& ctx) const noexcept {
     if (content.where != ContentRef::Where::stream || content.size == 0) return std::nullopt;
     const uint64_t last = content.offset + content.size - 1;  // its last byte in the stream
     if (codec_ == Codec::none && !holes_)
-        return RemoteBytes::Range{data_offset_ + content.offset, data_offset_ + last + 1};
+        return StoredRange{data_offset_ + content.offset, data_offset_ + last + 1};
     const uint64_t first_block = content.offset / block_size_, last_block = last / block_size_;
-    const Ctx ctx{"read", {}};
     auto first = block_extent(first_block, ctx);
     auto end = block_extent(last_block, ctx);
     if (!first || !end || first->length == 0) return std::nullopt;
-    return RemoteBytes::Range{first->offset, end->offset + end->length};
+    return StoredRange{first->offset, end->offset + end->length};
 }
 
-void DataReader::expect_content(const ContentRef& content) const noexcept {
-    RemoteBytes* remote = image_->remote();
-    if (remote == nullptr) return;
-    if (auto range = stored_range(content)) remote->expect(range->end);
+uint64_t DataReader::content_end(const ContentRef& content) const noexcept {
+    if (image_->source() == nullptr) return 0;
+    auto range = stored_range(content, Ctx{"read", {}});
+    return range ? range->end : 0;
 }
 
 Result<std::size_t> DataReader::read(const ContentRef& content, uint64_t offset,
@@ -212,8 +216,8 @@ Result<std::size_t> DataReader::read(const ContentRef& content, uint64_t offset,
         std::memcpy(out.data(), content.inline_data + offset, n);
         return n;
     }
-    expect_content(content);
-    if (auto ok = read_stream(content.offset + offset, out.first(n), ctx); !ok)
+    if (auto ok = read_stream(content.offset + offset, out.first(n), ctx, content_end(content));
+        !ok)
         return std::unexpected(ok.error());
     return n;
 }
@@ -229,10 +233,9 @@ Result<std::span<const std::byte>> DataReader::view(const ContentRef& content, u
         if (auto at = raw_offset(content.offset + offset, n))
             return std::span(image_->mapping() + *at, n);
     }
-    expect_content(content);
     scratch.resize(n);
     auto out = std::as_writable_bytes(std::span(scratch.data(), n));
-    if (auto ok = read_stream(content.offset + offset, out, ctx); !ok)
+    if (auto ok = read_stream(content.offset + offset, out, ctx, content_end(content)); !ok)
         return std::unexpected(ok.error());
     return std::span<const std::byte>(out);
 }

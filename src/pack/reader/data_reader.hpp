@@ -54,7 +54,7 @@ public:
     // Where bytes [offset, offset + length) of `content` (clipped) lie in the pack file when
     // they are stored there raw (an uncompressed pack's stream): the file offset and the
     // count, for a caller that reads them with pread or splice from the image's fd(). nullopt
-    // for inline, compressed or empty ranges, and for a remote pack (use view()).
+    // for inline, compressed or empty ranges, and for a pack from a source (use view()).
     struct FileExtent {
         uint64_t offset;
         std::size_t length;
@@ -62,7 +62,7 @@ public:
     std::optional<FileExtent> file_extent(const ContentRef& content, uint64_t offset,
                                           std::size_t length) const {
         if (content.where != ContentRef::Where::stream || codec_ != Codec::none ||
-            offset >= content.size || length == 0 || image_->remote() != nullptr)
+            offset >= content.size || length == 0 || image_->source() != nullptr)
             return std::nullopt;
         const auto n = static_cast<std::size_t>(std::min<uint64_t>(length, content.size - offset));
         auto at = raw_offset(content.offset + offset, n);
@@ -80,7 +80,7 @@ public:
     // content_index) and may lie in hole blocks: 512-byte units of its bytes outside them.
     uint64_t allocated_blocks(const ContentRef& content, uint64_t index) const noexcept;
 
-    // --- stored blocks, for a reader that fetches them one by one (a remote pack) ----------
+    // --- stored blocks, for a source that fetches them one by one (a remote pack) ---------
     // Format 2 with the block-digests feature: every stream block's stored bytes have a SHA-256.
     bool has_block_digests() const noexcept { return block_digests_; }
     // ceil(stream_size / block_size): what block indexes below run to.
@@ -96,8 +96,9 @@ public:
     Result<std::vector<StoredBlockRef>> stored_blocks(const Ctx& ctx) const;
     // Where `content`'s stored bytes lie in the file, from its first block to its last; nullopt
     // when it has none there (inline, empty) or starts in a hole, or when finding out needs
-    // metadata it cannot have (under MetaFrames::LocalOnly, metadata not here).
-    std::optional<RemoteBytes::Range> stored_range(const ContentRef& content) const noexcept;
+    // metadata it cannot have (`ctx` with HereOnly, metadata not here).
+    std::optional<StoredRange> stored_range(const ContentRef& content,
+                                            const Ctx& ctx) const noexcept;
 
 private:
     friend class Verifier;  // reads every block
@@ -110,10 +111,12 @@ private:
         bool raw() const noexcept { return stored_length == stream_length; }
     };
     Result<StoredBlock> stored_block(uint64_t index, const Ctx& ctx) const;
-    // A remote pack: tells it where `content`'s stored bytes end (RemoteBytes::expect).
-    void expect_content(const ContentRef& content) const noexcept;
-    // The data stream.
-    Result<void> read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx) const;
+    // A pack from a source: where `content`'s stored bytes end, passed with its reads so that
+    // the source can fetch on to there (ByteSource::read_data); 0 for a local pack.
+    uint64_t content_end(const ContentRef& content) const noexcept;
+    // The data stream; `content_end` as above.
+    Result<void> read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx,
+                             uint64_t content_end = 0) const;
     // A raw pack with holes: the bytes of stream range [offset, end) outside hole blocks, from
     // the blocks section's entries for its first and last block alone.
     std::optional<uint64_t> raw_data_bytes(uint64_t offset, uint64_t end) const noexcept;
@@ -122,9 +125,9 @@ private:
     std::optional<uint64_t> raw_offset(uint64_t offset, uint64_t length) const;
     // Decompresses block `index` from what is stored (no cache), into `out` (stream_length).
     Result<void> decompress(uint64_t index, const StoredBlock& where, std::span<std::byte> out,
-                            const Ctx& ctx) const;
-    Result<CachedBlock> cached_block(uint64_t index, const StoredBlock& where,
-                                     const Ctx& ctx) const;
+                            const Ctx& ctx, uint64_t content_end = 0) const;
+    Result<CachedBlock> cached_block(uint64_t index, const StoredBlock& where, const Ctx& ctx,
+                                     uint64_t content_end) const;
 
     const PackImage* image_ = nullptr;
     const MetaReader* meta_ = nullptr;  // the blocks and block_digests sections

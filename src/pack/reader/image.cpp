@@ -157,12 +157,11 @@ Result<std::unique_ptr<PackImage>> PackImage::open(std::string_view host_path) {
     return image;
 }
 
-Result<std::unique_ptr<PackImage>> PackImage::open_remote(std::shared_ptr<RemoteBytes> bytes) {
+Result<std::unique_ptr<PackImage>> PackImage::open(std::shared_ptr<ByteSource> source) {
     std::unique_ptr<PackImage> image(new PackImage());  // private constructor
-    image->remote_ = std::move(bytes);
-    if (auto ok = image->remote_->fetch_unchecked(0, image->header_); !ok)
-        return std::unexpected(ok.error());
-    image->size_ = image->remote_->size();
+    image->source_ = std::move(source);
+    if (auto ok = image->source_->read(0, image->header_); !ok) return std::unexpected(ok.error());
+    image->size_ = image->source_->size();
     return image;
 }
 
@@ -174,7 +173,7 @@ PackImage::~PackImage() {
 }
 
 Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::string_view host_path) {
-    if (remote_ && frames_on_demand_) {
+    if (source_ && frames_on_demand_) {
         // Reserved, not committed: only the pages of frames fetched cost memory.
         Header h;
         std::memcpy(&h, header_, sizeof h);
@@ -184,17 +183,17 @@ Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::strin
         if (at == MAP_FAILED) return fail(errno, "open_pack", host_path);
         on_demand_ = static_cast<std::byte*>(at);
         const uint64_t tail = h.meta_frames_length;  // the index (after padding), sums, digests
-        if (auto ok = remote_->fetch_unchecked(
-                meta_offset + tail, std::span(on_demand_ + tail, size_ - meta_offset - tail));
+        if (auto ok = source_->read(meta_offset + tail,
+                                    std::span(on_demand_ + tail, size_ - meta_offset - tail));
             !ok)
             return std::unexpected(ok.error());
         meta_ = on_demand_;
         return {};
     }
-    if (remote_) {
+    if (source_) {
         const uint64_t length = size_ - meta_offset;
         buffer_ = std::make_unique_for_overwrite<std::byte[]>(length);
-        if (auto ok = remote_->fetch_unchecked(meta_offset, std::span(buffer_.get(), length)); !ok)
+        if (auto ok = source_->read(meta_offset, std::span(buffer_.get(), length)); !ok)
             return std::unexpected(ok.error());
         meta_ = buffer_.get();
         return {};
@@ -228,8 +227,9 @@ Result<void> PackImage::load(PackAccess access, uint64_t meta_offset, std::strin
     return {};
 }
 
-Result<void> PackImage::read_at(uint64_t offset, std::span<std::byte> out) const {
-    if (remote_) return remote_->read(offset, out);
+Result<void> PackImage::read_at(uint64_t offset, std::span<std::byte> out,
+                                uint64_t content_end) const {
+    if (source_) return source_->read_data(offset, out, content_end);
     const auto n = io::pread_full(fd_, out, offset, "read");
     if (!n) return std::unexpected(n.error());
     if (*n != out.size()) return fail(EIO, "read");  // the file shrank under us

@@ -1,5 +1,5 @@
 // The bytes of one pack file, reached in one of two ways (PackAccess), or, for a pack that is
-// not a local file, through a RemoteBytes (below: HTTP, a registry; src/remote/):
+// not a local file, through a ByteSource (byte_source.hpp; HTTP, a registry: src/remote/):
 //
 // - mmap: the whole file is mapped shared and read-only. Metadata and raw file data are read
 //   straight from the mapping, and read_view hands out spans into it.
@@ -45,6 +45,7 @@
 #include <string_view>
 
 #include "pack/format/format.hpp"
+#include "pack/reader/byte_source.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
 
@@ -52,65 +53,13 @@ namespace packfs::pack {
 
 inline constexpr std::size_t kMaxMappings = 4096;
 
-// One stored block of a pack, as a remote reader fetches it: [offset, offset + length) of the
-// file (length 0: a hole, nothing to fetch) and the SHA-256 of those bytes (format 2's block
-// digests).
-struct StoredBlockRef {
-    uint64_t offset;
-    uint64_t length;
-    BlockDigest digest;
-};
-
-// The bytes of a pack that lives elsewhere (src/remote/remote_bytes.hpp implements it). Its
-// reads are served block by block once the reader has checked the metadata and handed over
-// the blocks' layout: every block checked against its digest before it is used or cached.
-class RemoteBytes {
-public:
-    virtual ~RemoteBytes() = default;
-    // The pack's size, known once the first bytes were fetched.
-    virtual uint64_t size() const noexcept = 0;
-    // What to call the pack in errors: its URL.
-    virtual const std::string& name() const noexcept = 0;
-    // Bytes the reader checks itself (the header, the metadata region and its sums, at open).
-    virtual Result<void> fetch_unchecked(uint64_t offset, std::span<std::byte> out) = 0;
-    // Stored metadata frames fetched on demand (MetaFrames), which the caller checks against
-    // the metadata digests: cached_metadata reads the longest start of `out` the cache holds
-    // and returns its length (0: none), fetch_metadata fetches all of it from the server.
-    virtual std::size_t cached_metadata(uint64_t offset, std::span<std::byte> out) = 0;
-    virtual Result<void> fetch_metadata(uint64_t offset, std::span<std::byte> out) = 0;
-    // A frame that passed its check, kept in the cache (nothing unchecked is kept).
-    virtual void keep_metadata(uint64_t offset, std::span<const std::byte> bytes) = 0;
-    // A line for the log (a mount's daemon log): what went wrong with bytes the caller checked.
-    virtual void report(std::string_view line) const = 0;
-    // The stored blocks, in stream order, each inside the data region: from now on read()
-    // serves data.
-    virtual void set_blocks(std::vector<StoredBlockRef> blocks) = 0;
-    // Exactly out.size() bytes at `offset`, which lie inside the data region, from blocks
-    // checked against their digests. When they cannot be had: EIO, its detail the URL, the
-    // bytes and the cause (also logged).
-    virtual Result<void> read(uint64_t offset, std::span<std::byte> out) = 0;
-    // A hint for this thread's next reads: the caller is reading something whose stored bytes
-    // end at `end` (a file's content), so fetching on to there now saves round trips and
-    // fetches nothing the caller will not want.
-    virtual void expect(uint64_t end) noexcept = 0;
-    // Stored bytes [offset, end) of the data region that a walk will read soon (WalkAhead:
-    // the files listed after the ones being opened): fetched in the background, best effort,
-    // into the cache. Ranges in the order they will be wanted.
-    struct Range {
-        uint64_t offset, end;
-    };
-    virtual void prefetch(std::span<const Range> ranges) noexcept = 0;
-    // How far ahead of a walk's opens its files are prefetched, in stored bytes (0: not at all).
-    virtual uint64_t walk_ahead_bytes() const noexcept = 0;
-};
-
 class PackImage {
 public:
     // Opens `host_path` read-only and reads its header bytes. ENOENT etc. from the host; EUCLEAN
     // when the file is too short to hold a header.
     static Result<std::unique_ptr<PackImage>> open(std::string_view host_path);
-    // A pack reached through `bytes` (pread access; fd() is -1): reads its header bytes.
-    static Result<std::unique_ptr<PackImage>> open_remote(std::shared_ptr<RemoteBytes> bytes);
+    // A pack reached through `source` (pread access; fd() is -1): reads its header bytes.
+    static Result<std::unique_ptr<PackImage>> open(std::shared_ptr<ByteSource> source);
     ~PackImage();
     PackImage(const PackImage&) = delete;
     PackImage& operator=(const PackImage&) = delete;
@@ -124,7 +73,7 @@ public:
     // reads that range into memory (pread). Called once, after the header was validated.
     Result<void> load(PackAccess access, uint64_t meta_offset, std::string_view host_path);
 
-    // A remote pack with compressed metadata and metadata digests: load() fetches only what
+    // A pack from a source with compressed metadata and metadata digests: load() fetches only what
     // follows the frames (their index, the sums, the digests), and the frames' place in
     // memory is left for the reader to fill as it uses them (fetched_frames()). Before load().
     void fetch_frames_on_demand() noexcept { frames_on_demand_ = true; }
@@ -136,14 +85,15 @@ public:
     const std::byte* meta() const noexcept { return meta_; }
     // The whole file (mmap access only; nullptr with pread access).
     const std::byte* mapping() const noexcept { return map_; }
-    // Reads exactly out.size() bytes at file `offset` with pread(2). False on an error or a
-    // short read (the file shrank).
-    Result<void> read_at(uint64_t offset, std::span<std::byte> out) const;
+    // Reads exactly out.size() bytes at file `offset` with pread(2), or from the source's
+    // checked data blocks. An error on a short read (the file shrank). `content_end`: where the
+    // stored bytes of the content being read end (0: not known), for a source to fetch on to.
+    Result<void> read_at(uint64_t offset, std::span<std::byte> out, uint64_t content_end = 0) const;
     // The open file itself, for callers that move bytes kernel to kernel (splice) instead of
-    // through the mapping. Valid while the image lives; -1 for a remote pack.
+    // through the mapping. Valid while the image lives; -1 for a pack from a source.
     int fd() const noexcept { return fd_; }
-    // The remote pack's bytes, or null for a local file.
-    RemoteBytes* remote() const noexcept { return remote_.get(); }
+    // The source of a pack that is not a local file, or null.
+    ByteSource* source() const noexcept { return source_.get(); }
 
     // True once a SIGBUS was absorbed for this mapping: the file shrank underneath it.
     bool damaged() const noexcept { return damage_.load(std::memory_order_acquire) != 0; }
@@ -160,7 +110,7 @@ private:
     std::size_t map_length_ = 0;
     int slot_ = -1;                        // registry slot of the mapping, -1 when none
     std::unique_ptr<std::byte[]> buffer_;  // pread access: [meta_offset, size)
-    std::shared_ptr<RemoteBytes> remote_;
+    std::shared_ptr<ByteSource> source_;
     bool frames_on_demand_ = false;
     std::byte* on_demand_ = nullptr;  // [meta_offset, size) mapped anonymous, filled as used
     std::size_t on_demand_length_ = 0;

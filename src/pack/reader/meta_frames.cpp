@@ -42,13 +42,13 @@ Result<std::unique_ptr<MetaFrames>> MetaFrames::create_fetching(const Header& he
                                                                 std::byte* frames,
                                                                 const std::byte* index,
                                                                 std::span<const std::byte> digests,
-                                                                RemoteBytes& remote) {
-    auto m = create(header, frames, index, remote.name());
+                                                                ByteSource& source) {
+    auto m = create(header, frames, index, source.name());
     if (!m) return m;
     (*m)->fetched_frames_ = frames;
     (*m)->fetch_ = std::make_unique<std::atomic<uint8_t>[]>((*m)->block_count_);
     (*m)->digests_ = digests;
-    (*m)->remote_ = &remote;
+    (*m)->source_ = &source;
     return m;
 }
 
@@ -56,45 +56,30 @@ MetaFrames::~MetaFrames() {
     if (region_ != nullptr) ::munmap(region_, meta_length_);
 }
 
-namespace {
-thread_local bool local_only = false;
-// The blocks found not here during the outermost LocalOnly, and whose they are: a walk's
-// scheduling meets many inodes of one such block, and looks in the cache for it once.
-thread_local const void* not_here_owner = nullptr;
-thread_local std::vector<uint64_t> not_here;
-}  // namespace
-
-MetaFrames::LocalOnly::LocalOnly() noexcept : was_(local_only) {
-    local_only = true;
-}
-MetaFrames::LocalOnly::~LocalOnly() {
-    local_only = was_;
-    if (!was_) not_here.clear();
-}
-
-MetaFault MetaFrames::not_local(uint64_t block) const {
-    if (not_here_owner != this) {
-        not_here.clear();
-        not_here_owner = this;
+MetaFault MetaFrames::not_here(uint64_t block, HereOnly& here) const {
+    if (here.owner != this) {
+        here.not_here.clear();
+        here.owner = this;
     }
-    if (std::find(not_here.begin(), not_here.end(), block) == not_here.end())
-        not_here.push_back(block);
+    if (std::find(here.not_here.begin(), here.not_here.end(), block) == here.not_here.end())
+        here.not_here.push_back(block);
     return MetaFault{Corruption{meta_offset_ + frame_begin(block), 0, 0,
                                 fmt::format("metadata block {} not here", block)},
                      true};
 }
 
-std::optional<MetaFault> MetaFrames::inflate(uint64_t block) const {
+std::optional<MetaFault> MetaFrames::inflate(uint64_t block, HereOnly* here_only) const {
     const uint8_t state = state_[block].load(std::memory_order_acquire);
     if (state == inflated) return std::nullopt;
+    if (source_ == nullptr) here_only = nullptr;  // nothing to wait for
     std::unique_lock lock(locks_[block % locks_.size()], std::defer_lock);
     // Another thread's inflate under this lock may be waiting on the server.
-    if (local_only && remote_ != nullptr) {
-        if (!lock.try_lock()) return not_local(block);
+    if (here_only != nullptr) {
+        if (!lock.try_lock()) return not_here(block, *here_only);
     } else {
         lock.lock();
     }
-    return inflate_locked(block);
+    return inflate_locked(block, here_only);
 }
 
 Corruption MetaFrames::frame_fault(uint64_t block, uint64_t offset, uint64_t expected,
@@ -107,7 +92,7 @@ uint64_t MetaFrames::frame_begin(uint64_t block) const noexcept {
     return load<uint64_t>(index_ + 8 * block);
 }
 
-std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block) const {
+std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block, HereOnly* here_only) const {
     const uint8_t state = state_[block].load(std::memory_order_acquire);
     if (state == inflated) return std::nullopt;  // by another thread while this one waited
     const uint64_t begin = frame_begin(block);
@@ -144,13 +129,13 @@ std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block) const {
     };
     // Fetched on demand: the frame first, then the block checked against its digest; a
     // mismatch is fetched once more, from the server alone.
-    for (int attempt = 0; !fault && remote_ != nullptr; ++attempt) {
-        if (auto missing = fetch(block, attempt > 0)) return missing;
+    for (int attempt = 0; !fault && source_ != nullptr; ++attempt) {
+        if (auto missing = fetch(block, attempt > 0, here_only)) return missing;
         auto mismatch = inflate_stored() ? check_digest(block, std::span(out, length))
                                          : MetaFault{no_inflate(), true};
         if (!mismatch) {
             if (fetch_[block].load(std::memory_order_relaxed) == present)
-                remote_->keep_metadata(meta_offset_ + begin, stored);
+                source_->keep_metadata(meta_offset_ + begin, stored);
             state_[block].store(inflated, std::memory_order_release);
             return std::nullopt;
         }
@@ -159,9 +144,11 @@ std::optional<MetaFault> MetaFrames::inflate_locked(uint64_t block) const {
         // A copy from the cache that fails is no news: past the end of a window kept there, the
         // rest of the file's page reads as zeros. What the server sends wrong is reported.
         if (!from_cache)
-            remote_->report(fmt::format("{}: {}; {}", remote_->name(), mismatch->corruption.what,
-                                        attempt > 0 ? "not kept, the read fails"
-                                                    : "fetching it once more from the server"));
+            source_->reject_metadata(
+                meta_offset_ + begin,
+                fmt::format("{}; {}", mismatch->corruption.what,
+                            attempt > 0 ? "not kept, the read fails"
+                                        : "fetching it once more from the server"));
         if (attempt > 0) return mismatch;
     }
     if (!fault && !inflate_stored()) fault = no_inflate();
@@ -180,39 +167,18 @@ std::optional<MetaFault> MetaFrames::check_digest(uint64_t block,
                      true};
 }
 
-uint64_t MetaFrames::window_for(uint64_t block) const {
-    std::lock_guard lock(streams_mutex_);
-    for (const Stream& s : streams_) {
-        if (s.next == block) return std::min(2 * s.window, kMaxFetchWindow);
-    }
-    return kFetchWindow;
-}
-
-void MetaFrames::record_fetch(uint64_t block, uint64_t next_block, uint64_t window) const {
-    std::lock_guard lock(streams_mutex_);
-    // The stream this fetch continues, else the least recently used one.
-    Stream* slot = &streams_[0];
-    for (Stream& s : streams_) {
-        if (s.next == block) {
-            slot = &s;
-            break;
-        }
-        if (s.last_use < slot->last_use) slot = &s;
-    }
-    *slot = Stream{next_block, window, ++stream_clock_};
-}
-
-std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
+std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh, HereOnly* here_only) const {
     auto claim = [&](uint64_t b) {
         uint8_t expected = absent;
         return fetch_[b].compare_exchange_strong(expected, fetching, std::memory_order_acq_rel);
     };
     while (true) {
         uint8_t now = fetch_[block].load(std::memory_order_acquire);
-        if (now == fetching && local_only) return not_local(block);
-        if (now == absent && local_only && not_here_owner == this &&
-            std::find(not_here.begin(), not_here.end(), block) != not_here.end())
-            return not_local(block);
+        if (now == fetching && here_only != nullptr) return not_here(block, *here_only);
+        if (now == absent && here_only != nullptr && here_only->owner == this &&
+            std::find(here_only->not_here.begin(), here_only->not_here.end(), block) !=
+                here_only->not_here.end())
+            return not_here(block, *here_only);
         if (now == fetching) {  // another thread's fetch: wait for it to land or fail
             fetch_[block].wait(fetching, std::memory_order_acquire);
             continue;
@@ -222,24 +188,23 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
         if (fetch_[block].compare_exchange_strong(now, fetching, std::memory_order_acq_rel)) break;
     }
     // This block (whose index entries the caller checked), then, unless it is fetched afresh
-    // or only looked for in the cache (LocalOnly: no window, none recorded), the following ones
-    // nobody has or fetches, whose entries are in order, within the window.
+    // or only looked for in the cache (HereOnly: no window asked for), the following ones
+    // nobody has or fetches, whose entries are in order, within the source's window.
     const uint64_t from = frame_begin(block);
     uint64_t last = block;
-    if (!fresh && !local_only) {
-        const uint64_t window = window_for(block);
+    if (!fresh && here_only == nullptr) {
+        const uint64_t window = source_->frame_window(meta_offset_ + from);
         auto joins = [&](uint64_t b) {
             const uint64_t begin = frame_begin(b), end = frame_begin(b + 1);
             return begin <= end && end <= frames_length_ && end - from <= window && claim(b);
         };
         while (last + 1 < block_count_ && joins(last + 1)) ++last;
-        record_fetch(block, last + 1, window);
     }
     const uint64_t to = frame_begin(last + 1);
     // Kept in the cache by an earlier run or another process: as much of the window as it
     // holds, in one read; the blocks past that go back to absent, fetched when they are used.
     if (!fresh) {
-        const uint64_t held = remote_->cached_metadata(
+        const uint64_t held = source_->cached_metadata(
             meta_offset_ + from, std::span(fetched_frames_ + from, to - from));
         if (from + held >= frame_begin(block + 1)) {
             for (uint64_t b = block; b <= last; ++b) {
@@ -250,15 +215,15 @@ std::optional<MetaFault> MetaFrames::fetch(uint64_t block, bool fresh) const {
             return std::nullopt;
         }
     }
-    if (local_only) {  // not in the cache either: left for a fetch that may wait
+    if (here_only != nullptr) {  // not in the cache either: left for a fetch that may wait
         for (uint64_t b = block; b <= last; ++b) {
             fetch_[b].store(absent, std::memory_order_release);
             fetch_[b].notify_all();
         }
-        return not_local(block);
+        return not_here(block, *here_only);
     }
     const Result<void> got =
-        remote_->fetch_metadata(meta_offset_ + from, std::span(fetched_frames_ + from, to - from));
+        source_->fetch_metadata(meta_offset_ + from, std::span(fetched_frames_ + from, to - from));
     for (uint64_t b = block; b <= last; ++b) {
         fetch_[b].store(got ? present : absent, std::memory_order_release);
         fetch_[b].notify_all();

@@ -111,7 +111,7 @@ Result<void> MetaReader::open_frames(PackImage& image, std::string_view name) {
             ENOTSUP, "open_pack",
             fmt::format("{} ({})", name, "metadata fetched on demand without metadata digests")));
     auto frames = on_demand != nullptr ? MetaFrames::create_fetching(h, on_demand, index,
-                                                                     meta_digests_, *image.remote())
+                                                                     meta_digests_, *image.source())
                                        : MetaFrames::create(h, stored, index, name);
     if (!frames) return std::unexpected(frames.error());
     frames_ = std::move(*frames);
@@ -133,7 +133,7 @@ bool MetaReader::block_sum_matches(uint64_t block, uint64_t& expected,
 Result<void> MetaReader::check_block(uint64_t block, const Ctx& ctx) const {
     const uint64_t bit = uint64_t{1} << (block % 64);
     if (frames_) {
-        if (auto fault = frames_->inflate(block)) {
+        if (auto fault = frames_->inflate(block, ctx.here_only)) {
             if (fault->transient)  // a fetch: EIO, and the next use tries again
                 return std::unexpected(
                     Error(EIO, ctx.op,

@@ -40,10 +40,12 @@
 namespace packfs::pack {
 
 // The operation and virtual path an access is made for, to name them in its errors. `op` must
-// be a string literal (Error keeps it by view).
+// be a string literal (Error keeps it by view). `here_only`: metadata fetched on demand is taken
+// only from what is here already, never waiting on the server (meta_frames.hpp, HereOnly).
 struct Ctx {
     std::string_view op;
     std::string_view path;
+    HereOnly* here_only = nullptr;
 };
 
 // The fields of an inode record that both versions lay out alike (its first 40 bytes): all a

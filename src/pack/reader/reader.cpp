@@ -1,9 +1,8 @@
 // PackReader: opening (the header validated, the image loaded, then its metadata and data
-// parts), and what needs both parts: info, a file's Stat, listings and opens for a remote
-// pack's walk-ahead.
+// parts), and what needs both parts: info, a file's Stat, listings and opens told to the
+// observer.
 #include "pack/reader/reader.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "pack/reader/header_check.hpp"
@@ -33,7 +32,6 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
     if (auto ok = r->meta_.open(h, *r->image_, host_path, hooks); !ok)
         return std::unexpected(ok.error());
     r->data_.open(*r->image_, r->meta_, options);
-    if (r->image_->remote() != nullptr && h.version >= 2) r->walk_ = std::make_unique<WalkAhead>();
     return r;
 }
 
@@ -81,53 +79,44 @@ Stat PackReader::stat_of(const InodeView& node) const noexcept {
 }
 
 Result<std::vector<DirEntry>> PackReader::list(const InodeView& dir, const Ctx& ctx) const {
-    if (walk_ == nullptr) return meta_.list(dir, ctx);
-    std::vector<uint64_t> files;  // the regular files' records, for walk_
+    if (observer_ == nullptr) return meta_.list(dir, ctx);
+    std::vector<uint64_t> files;  // the regular files' records
     auto entries = meta_.list(dir, ctx, &files);
-    if (entries && !files.empty()) walk_->listed(files);
+    if (entries && !files.empty()) observer_->listed(files);
     return entries;
 }
 
-void PackReader::note_open(const InodeView& file) const noexcept try {
-    if (walk_ == nullptr) return;
-    RemoteBytes& remote = *image_->remote();
-    const uint64_t budget = remote.walk_ahead_bytes();
-    if (budget == 0) return;
-    // An open must never wait on the server for another file's sake (in an outage, a cached
-    // file must still open): with metadata fetched by block, the files ahead are scheduled
-    // from metadata fetched already or in the cache, and skipped when theirs is neither.
-    const MetaFrames::LocalOnly local_only;
-    std::vector<RemoteBytes::Range> ranges;
-    walk_->opened(file.ino, budget, [&](uint64_t record) -> uint64_t {
-        const Ctx ctx{"open", {}};
-        auto node = meta_.inode(record, ctx);
-        // Inline contents (v2: up to inline_max bytes) are in the metadata: nothing to fetch.
+namespace {
+
+// Files' stored ranges from the metadata here already: an open must never wait on the server
+// for another file's sake (in an outage, a cached file must still open).
+class RangesHere final : public StoredRanges {
+public:
+    RangesHere(const MetaReader& meta, const DataReader& data) : meta_(meta), data_(data) {}
+
+    std::optional<StoredRange> of(uint64_t file) const noexcept override {
+        const Ctx ctx{"open", {}, &here_};
+        auto node = meta_.inode(file, ctx);
+        // Inline contents (v2: up to inline_max bytes) are in the metadata: nothing stored.
         if (!node || node->type != FileType::regular || node->rec.size <= meta_.inline_max())
-            return 0;
+            return std::nullopt;
         auto content = meta_.content(*node, ctx);
-        if (!content) return 0;
-        auto range = data_.stored_range(*content);
-        if (!range) return 0;
-        ranges.push_back(*range);
-        return range->end - range->offset;
-    });
-    // A directory's files lie next to each other in the pack, but a walk meets them in listing
-    // (name hash) order, so a batch holds every other file of a directory or so. In pack
-    // order, ranges less than kWalkGap apart become one, the gap being files of the same
-    // directory the walk will read next: a directory is fetched in a few large requests
-    // instead of one request a file (what is fetched already is not fetched again).
-    constexpr uint64_t kWalkGap = 64 << 10;
-    std::sort(ranges.begin(), ranges.end(),
-              [](const auto& a, const auto& b) { return a.offset < b.offset; });
-    std::size_t kept = 0;
-    for (const RemoteBytes::Range& r : ranges) {
-        if (kept != 0 && r.offset <= ranges[kept - 1].end + kWalkGap)
-            ranges[kept - 1].end = std::max(ranges[kept - 1].end, r.end);
-        else
-            ranges[kept++] = r;
+        if (!content) return std::nullopt;
+        return data_.stored_range(*content, ctx);
     }
-    ranges.resize(kept);
-    if (!ranges.empty()) remote.prefetch(ranges);
+
+private:
+    const MetaReader& meta_;
+    const DataReader& data_;
+    mutable HereOnly here_;
+};
+
+}  // namespace
+
+void PackReader::note_open(const InodeView& file) const noexcept try {
+    if (observer_ == nullptr) return;
+    const RangesHere ranges(meta_, data_);
+    observer_->opened(file.ino, ranges);
 } catch (const std::bad_alloc&) {
 }
 

@@ -2,14 +2,15 @@
 // then the metadata (MetaReader, meta_reader.hpp: records, names, xattrs, every byte checked
 // before use) and the data (DataReader, data_reader.hpp: blocks, block cache, contents). A
 // PackReader composes the two for its callers (the Backend in pack_backend.cpp, a remote pack's
-// opener, the Verifier), and holds what needs both: a file's Stat (its holes counted out), and a
-// remote pack's walk-ahead (listings noted, opens turned into prefetches).
+// opener, the Verifier), and holds what needs both: a file's Stat (its holes counted out), and
+// telling a pack's AccessObserver (byte_source.hpp: a remote pack's) of listings and opens.
 //
 // Opening is O(1) in the number of files: the header and the sums array, nothing per entry.
 //
 // Concurrency. A PackReader is immutable after open() except for the checked-block bitmaps
-// (atomics), the block cache (sharded mutexes), the allocated-blocks table (atomics) and the
-// walk-ahead (its own locks). It is safe to share between threads.
+// (atomics), the block cache (sharded mutexes) and the allocated-blocks table (atomics); the
+// observer, set before the reader is shared, keeps its own locks. It is safe to share between
+// threads.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,6 @@
 #include "pack/reader/data_reader.hpp"
 #include "pack/reader/image.hpp"
 #include "pack/reader/meta_reader.hpp"
-#include "pack/reader/walk_ahead.hpp"
 #include "pack/test_hooks.hpp"
 #include "packfs/error.hpp"
 #include "packfs/pack.hpp"
@@ -84,7 +84,7 @@ public:
     Probe probe(const InodeView& dir, std::string_view name, InodeView& out) const noexcept {
         return meta_.probe(dir, name, out);
     }
-    // MetaReader::list; a remote pack's walk-ahead notes the regular files listed.
+    // MetaReader::list; the observer is told the regular files listed.
     Result<std::vector<DirEntry>> list(const InodeView& dir, const Ctx& ctx) const;
     Result<std::vector<std::pair<std::string, InodeView>>> list_nodes(const InodeView& dir,
                                                                       const Ctx& ctx) const {
@@ -118,11 +118,15 @@ public:
         return data_.seek(content, offset, data, ctx);
     }
 
-    // A remote pack: file `file` is being opened. When opens follow the order directories were
-    // listed in (a walk), the files listed next are prefetched (walk_ahead.hpp).
+    // File `file` is being opened: the observer is told, with where files' stored bytes lie
+    // from metadata here already (it never waits on the server for another file's sake).
     void note_open(const InodeView& file) const noexcept;
 
     // --- a pack from elsewhere (src/remote/) ----------------------------------------------
+    // Who is told of listings and opens (AccessObserver); before the reader is shared.
+    void set_observer(std::shared_ptr<AccessObserver> observer) noexcept {
+        observer_ = std::move(observer);
+    }
     Result<Sha256Digest> image_digest(const Ctx& ctx) const { return meta_.image_digest(ctx); }
     Result<void> check_metadata_digests(const Ctx& ctx) const {
         return meta_.check_metadata_digests(ctx);
@@ -148,8 +152,8 @@ private:
 
     std::unique_ptr<PackImage> image_;
     MetaReader meta_;
-    DataReader data_;                  // reads its blocks section through meta_
-    std::unique_ptr<WalkAhead> walk_;  // a remote v2 pack's: listings and opens
+    DataReader data_;  // reads its blocks section through meta_
+    std::shared_ptr<AccessObserver> observer_;
 };
 
 // The read-only Backend over an open reader (pack_backend.cpp): what open_pack returns, and

@@ -14,8 +14,10 @@
 // Opens that jump about (a sample of files read by name after a listing) make no stream long
 // enough to schedule anything.
 //
-// The record numbers of the files listed last are kept in a ring (kCapacity of them, more than
-// a walk's readers lag behind its listings); a file listed again takes its new place.
+// WalkPrefetch (walk_prefetch.hpp) feeds it the pack reader's listings and opens and prefetches
+// what it schedules. The record numbers of the files listed last are kept in a ring (kCapacity of
+// them, more than a walk's readers lag behind its listings); a file listed again takes its new
+// place.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace packfs::pack {
+namespace packfs::remote {
 
 class WalkAhead {
 public:
@@ -62,12 +64,12 @@ private:
     std::mutex pending_mutex_;
     std::vector<uint64_t> pending_;  // listed, in order, not in the ring yet
     std::mutex mutex_;               // the rest
-    std::vector<uint64_t> ring_;   // ring_[seq % kCapacity]: the record listed seq-th
-    std::vector<uint64_t> bytes_;  // the same slot: its stored bytes, once scheduled
+    std::vector<uint64_t> ring_;     // ring_[seq % kCapacity]: the record listed seq-th
+    std::vector<uint64_t> bytes_;    // the same slot: its stored bytes, once scheduled
     std::unordered_map<uint64_t, uint64_t> seq_of_;  // record -> its latest seq
     uint64_t next_seq_ = 0;
     Stream streams_[kStreams];
     uint64_t clock_ = 0;
 };
 
-}  // namespace packfs::pack
+}  // namespace packfs::remote

@@ -1,8 +1,8 @@
-#include "pack/reader/walk_ahead.hpp"
+#include "remote/walk_ahead.hpp"
 
 #include <algorithm>
 
-namespace packfs::pack {
+namespace packfs::remote {
 
 void WalkAhead::listed(std::span<const uint64_t> files) {
     {
@@ -85,4 +85,4 @@ void WalkAhead::opened(uint64_t record, uint64_t budget,
     }
 }
 
-}  // namespace packfs::pack
+}  // namespace packfs::remote
