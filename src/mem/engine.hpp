@@ -315,6 +315,9 @@ private:
     // state, that state is kept as a Version first.
     CellState begin_edit(Cell* cell);
     void commit(Cell* cell, const CellState& next) noexcept { cell->write(next); }
+    // A held cell made live again when a rebase made it a stub (a write through an open file
+    // that the rebase handed back); ESTALE for a dead one.
+    Result<void> relive(Cell* cell, std::string_view op);
     // The live cell of `node`, copied up from the lower when it has none (needs the lock).
     Result<Cell*> own_cell(const Ref& node);
     // A cell from the arena (the writer), or from the heap (a reader's stub).

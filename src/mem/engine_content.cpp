@@ -24,10 +24,21 @@ const Backing* Engine::writer_backing(const CellState& s) {
 }
 
 
+Result<void> Engine::relive(Cell* cell, std::string_view op) {
+    const CellState& s = cell->state;
+    if (s.kind == CellKind::live) return {};
+    if (s.kind != CellKind::stub) return fail(ESTALE, op);
+    // A rebase handed the file back to the lower while it was open: copied up again (its
+    // holds stay where they are).
+    auto owned = own_cell(Ref{cell->ino, cell, s.lower, s.type, s.layer});
+    if (!owned) return std::unexpected(owned.error());
+    return {};
+}
+
 Result<std::size_t> Engine::write(Cell* cell, std::span<const std::byte> data, uint64_t offset,
                                   bool append) {
+    if (auto ok = relive(cell, "write"); !ok) return std::unexpected(ok.error());
     const CellState& current = cell->state;
-    if (current.kind != CellKind::live) return fail(ESTALE, "write");
     if (current.type != FileType::regular) return fail(EBADF, "write");
     const uint64_t at = append ? current.size : offset;
     if (auto ok = check_fits(at, data.size(), "write"); !ok) return std::unexpected(ok.error());
@@ -43,16 +54,16 @@ Result<std::size_t> Engine::write(Cell* cell, std::span<const std::byte> data, u
 }
 
 Result<void> Engine::truncate(Cell* cell, uint64_t size) {
+    if (auto ok = relive(cell, "truncate"); !ok) return ok;
     const CellState& current = cell->state;
-    if (current.kind != CellKind::live) return fail(ESTALE, "truncate");
     auto st = setattr(Ref{cell->ino, cell, current.lower, current.type}, SetAttr::resize(size));
     if (!st) return std::unexpected(st.error());
     return {};
 }
 
 Result<void> Engine::allocate(Cell* cell, int mode, uint64_t offset, uint64_t length) {
+    if (auto ok = relive(cell, "fallocate"); !ok) return ok;
     const CellState& current = cell->state;
-    if (current.kind != CellKind::live) return fail(ESTALE, "fallocate");
     if (current.type == FileType::directory) return fail(EISDIR, "fallocate");
     if (current.type != FileType::regular) return fail(ENODEV, "fallocate");
     if (length == 0) return fail(EINVAL, "fallocate");

@@ -100,8 +100,10 @@ Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
     for (Cell* cell : cells) {
         const CellState& s = cell->state;
         if (s.kind != CellKind::live) continue;
+        // (A held cell may go too: a stub carries holds, node references and open files read
+        // the lower through it, and a write through an open file copies it up again.)
         const bool may_go = s.modified_gen <= since && s.modified_gen > last_snapshot_ &&
-                            !s.prev && !cell->held() && cell->ino != kRootIno && s.nlink > 0;
+                            !s.prev && cell->ino != kRootIno && s.nlink > 0;
         if (may_go) {
             if (auto node = scan.new_lower->node_of(cell->ino)) {
                 candidates.emplace_back(cell, *node);

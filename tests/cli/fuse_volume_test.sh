@@ -378,15 +378,10 @@ rpid=$(daemon_pid "$work/rmnt" | head -1)
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 rss_before=$(rss_kib "$rpid")
 journal_bytes() { stat -c %s "$work/rvol"/journal* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
-# The copy's last records may still be on their way to the journal (explicit mode writes them
-# out in the background): measure once it holds still.
+# The copy's last records may still be pending (explicit mode writes them out in the
+# background, or at an fsync): an fsync puts them in the journal before it is measured.
+python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" "$work/rmnt/big"
 journal_before=$(journal_bytes)
-for _ in $(seq 20); do
-    sleep 0.5
-    now=$(journal_bytes)
-    [ "$now" = "$journal_before" ] && break
-    journal_before=$now
-done
 ms=$(python3 -c "
 import os, sys, time
 src = os.open(sys.argv[1], os.O_RDONLY)

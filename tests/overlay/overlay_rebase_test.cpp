@@ -182,6 +182,38 @@ TEST(OverlayRebase, AnUnlinkedOpenFileReadsAndWritesOnThroughRebases) {
     EXPECT_EQ(overlay->stat("/big").error().code(), ENOENT);
 }
 
+// Files held by node references (FUSE's lookups hold every file the kernel caches) and open
+// for writing are handed back too: their holds stay on stubs, they read the new lower, and a
+// write through the open file copies it up again.
+TEST(OverlayRebase, HeldAndOpenFilesAreHandedBackAndWriteOn) {
+    auto overlay = overlay_over(first_lower());
+    Packs packs;
+    ASSERT_TRUE(write_file(*overlay, "/d/held", pattern(100'000, 'h')));
+    ASSERT_TRUE(write_file(*overlay, "/d/open", pattern(100'000, 'o')));
+    auto d = overlay->lookup(kRootNode, "d");
+    ASSERT_TRUE(d.has_value());
+    auto held = overlay->lookup(d->node, "held");
+    ASSERT_TRUE(held.has_value());
+    auto file = overlay->open("/d/open", O_RDWR, 0);
+    ASSERT_TRUE(file.has_value());
+    ASSERT_TRUE(compact(*overlay, packs));
+    ASSERT_TRUE(compact(*overlay, packs));
+    EXPECT_EQ(overlay->getattr(held->node)->size, 100'000u);
+    EXPECT_EQ(*read_file(*overlay, "/d/held"), pattern(100'000, 'h'));
+    ASSERT_TRUE((*file)->pwrite(std::as_bytes(std::span("W", 1)), 99'999).has_value());
+    std::string want = pattern(100'000, 'o');
+    want[99'999] = 'W';
+    std::string got(want.size(), '\0');
+    ASSERT_EQ(*(*file)->pread(std::as_writable_bytes(std::span(got)), 0), want.size());
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(*read_file(*overlay, "/d/open"), want);
+    EXPECT_EQ((*file)->fstat()->size, 100'000u);
+    ASSERT_TRUE(compact(*overlay, packs));
+    EXPECT_EQ(*read_file(*overlay, "/d/open"), want);
+    overlay->forget(held->node, 1);
+    overlay->forget(d->node, 1);
+}
+
 // A snapshot taken before a rebase reads what it saw, from the lower it was taken over.
 TEST(OverlayRebase, AnOlderSnapshotReadsTheOldLower) {
     auto overlay = overlay_over(first_lower());
@@ -266,6 +298,13 @@ TEST(OverlayRebase, WhatThePackHoldsLeavesTheOverlaysMemory) {
         engine->drop_snapshot(gen);
     }
     ASSERT_EQ(ino_of("f3"), made[3]);  // (both trees numbered their files alike)
+    // Half of them held, as node references hold them (a stub keeps the holds).
+    std::vector<mem::Cell*> holds;
+    for (std::size_t i = 0; i < made.size(); i += 2) {
+        auto cell = engine->hold(made[i]);
+        ASSERT_TRUE(cell.has_value());
+        holds.push_back(*cell);
+    }
     ASSERT_TRUE(engine->rebase(std::make_shared<overlay::LowerView>(pack), gen));
     engine->free_layers();
     uint64_t used_after = 0;
@@ -276,6 +315,16 @@ TEST(OverlayRebase, WhatThePackHoldsLeavesTheOverlaysMemory) {
         engine->drop_snapshot(info.gen);
     }
     EXPECT_LT(used_after, used_before / 100) << "the files' content stayed in memory";
+    for (std::size_t i = 0; i < made.size(); ++i) {
+        mem::Cell* cell = engine->find_cell(made[i]);
+        if (i % 2 == 1) {
+            EXPECT_EQ(cell, nullptr) << "ino " << made[i];
+        } else {
+            ASSERT_NE(cell, nullptr);
+            EXPECT_EQ(cell->kind(), mem::CellKind::stub) << "ino " << made[i];
+        }
+    }
+    for (mem::Cell* cell : holds) engine->release(cell);
     for (uint64_t ino : made) EXPECT_EQ(engine->find_cell(ino), nullptr) << "ino " << ino;
     rcu::ReadSection section;
     auto ref = engine->by_ino(made[5], mem::kLiveGen);
