@@ -97,11 +97,17 @@ Result<JournalTicket> JournalWriter::append(uint16_t type, std::span<const std::
     if (payload.size() > kMaxJournalPayload) return fail(EFBIG, "journal_append", path_);
     const uint64_t frame = journal_frame_size(payload.size());
     if (durability_ == Durability::explicit_sync) {
-        // A flush under way frees its batch when it ends: wait for it rather than refuse.
-        while (flushing_ && !buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes)
-            flushed_.wait(lock);
-        if (!buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes)
-            return fail(ENOSPC, "journal_append", path_);
+        // Past the bound: a flush under way frees its batch when it ends, so wait for it; with
+        // none under way (the commit thread was asked to sync and has not begun: it lags a fast
+        // writer on a busy machine) flush here rather than refuse. Refused only when that flush
+        // fails too: the disk is failing, and memory must stay bounded.
+        while (!buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes) {
+            if (flushing_) {
+                flushed_.wait(lock);
+                continue;
+            }
+            if (!explicit_flush(lock)) return fail(ENOSPC, "journal_append", path_);
+        }
     }
 
     const JournalTicket ticket{epoch_, next_seq_++};

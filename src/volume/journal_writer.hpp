@@ -41,9 +41,9 @@
 // sync() that waited for a failed flush leads one of its own). A failed fdatasync makes every
 // byte written since the last good sync suspect (Linux may drop dirty pages after a failed
 // fsync): they are all kept in memory until a sync succeeds, and the retry rewrites them from
-// the last durable offset. append() waits while a flush is under way and more than
-// kMaxPendingBytes are pending, and refuses with ENOSPC past that bound when none is (only
-// while the disk keeps failing).
+// the last durable offset. Past kMaxPendingBytes pending, append() waits for a flush under way,
+// or with none under way makes one itself, and refuses with ENOSPC only when that flush fails
+// (while the disk keeps failing).
 //
 // Records must not be dropped without sync(): the destructor does no I/O.
 #pragma once

@@ -843,6 +843,32 @@ TEST(JournalFailure, ExplicitModeWritesOutAndSyncsByItselfPastItsBounds) {
     EXPECT_GT(w.durable_seq(), 0u);
 }
 
+// A commit thread that lags (asked to sync, not yet running: a fast writer on a busy machine)
+// never makes a writer refuse: past the pending bound the appender flushes itself.
+TEST(JournalFailure, ExplicitModePastItsBoundFlushesWhenTheCommitThreadLags) {
+    TempDir dir;
+    const std::string path = (dir.path / "journal").string();
+    auto created = JournalWriter::create(path, header_fields(), Durability::explicit_sync);
+    ASSERT_TRUE(created);
+    JournalWriter& w = **created;
+    uint64_t asked = 0;
+    w.set_sync_due([&] { ++asked; });  // asked, and never does it
+    const auto big = payload_of(1 << 20, 7);
+    std::vector<Rec> expect;
+    for (int i = 0; i < 200; ++i) {
+        auto t = w.append(1, big);
+        ASSERT_TRUE(t.has_value()) << "append " << i << ": " << t.error().message();
+        expect.push_back(Rec{t->seq, 1, big});
+    }
+    EXPECT_GE(asked, 1u);
+    EXPECT_GE(w.fsync_count(), 2u);  // the appender's own flushes
+    ASSERT_TRUE(w.sync());
+    auto s = scan_all(path);
+    ASSERT_TRUE(s);
+    EXPECT_TRUE(s->scan.clean());
+    EXPECT_EQ(s->records, expect);
+}
+
 // --- io primitives ----------------------------------------------------------------------------
 
 TEST(Io, HookSeesEveryCallAndShortWriteWritesHalf) {
