@@ -333,10 +333,13 @@ private:
     Result<std::optional<Ref>> live_child(const Ref& dir, std::string_view name);
     // Names `ino` as dir/name (the name free or a whiteout) in `dir_state` (the dir's next state).
     void add_name(CellState& dir_state, std::string_view name, uint64_t ino, FileType type);
-    // Whether the lower directory under `dir` (a cell of the tree's) has `name`: a removal
-    // there leaves a whiteout. Asked before anything changes (it reads the lower).
-    Result<bool> lower_has_name(const Cell* dir, std::string_view name);
-    // Removes dir/name: erased, or a whiteout where the lower has that name.
+    // Whether removing `name` from `dir` (a cell of the tree's) leaves a whiteout: always where
+    // the directory merges a lower, whether that lower has the name or not (one it lacks hides
+    // nothing). So every name the directory showed and lost since it met its lower is a
+    // whiteout, and a rebase never has to find which names the new lower holds that the
+    // directory no longer shows; nor does a removal read the lower.
+    Result<bool> leaves_whiteout(const Cell* dir, std::string_view name);
+    // Removes dir/name: erased, or a whiteout where the directory merges a lower.
     void remove_name(CellState& dir_state, std::string_view name, bool lower_has);
 
     // Removing one link of a node, in two steps so that a mutation can do everything that may
@@ -369,12 +372,10 @@ private:
     struct RebaseScan;
     // A cell that stays, moved onto the new layer; false when it had to stay on the old one.
     bool rebase_cell(Cell* cell, const RebaseScan& scan);
-    // A directory that stays, merged with the new lower's: its own entries the new lower has
-    // alike go, and each name the new lower has that it did not show gets a whiteout.
+    // A directory that stays, merged with the new lower's as its plan says (engine_rebase.cpp).
     bool rebase_dir(Cell* cell, const RebaseScan& scan);
-    // Whiteouts put over `names` (in place), or those entries erased (on a copy of the trie),
-    // in a directory's next state.
-    void edit_entries(CellState& dir, std::span<const std::string> names, bool whiteouts);
+    // Those entries erased, on a copy of the trie, in a directory's next state.
+    void erase_entries(CellState& dir, std::span<const std::string> names);
     // A file's bytes still read from its lower, copied into its own content (s: its next state).
     Result<void> materialize(CellState& s);
     // A cell the new lower holds as it is, handed back to the lower (node: its node there).

@@ -4,17 +4,20 @@
 // references and readers in a read section go on as they were. Under the writer lock, in one
 // pass over the inode table:
 //
-// - A cell the snapshot saw as it is now (unchanged since), which nothing holds and no snapshot
-//   sees, is handed back: the new lower holds the same, so it becomes a stub of the new lower's
-//   node (a reader that found it as a cell reads the lower from then on: Engine::as_lower) and
-//   is freed at once when nothing holds it. Its content and entries go: this is where a
+// - A cell the snapshot saw as it is now (unchanged since), which no snapshot sees, is handed
+//   back: the new lower holds the same, so it becomes a stub of the new lower's node (a reader
+//   that found it as a cell reads the lower from then on: Engine::as_lower; node references and
+//   open files hold the stub, and a write through one copies it up again: Engine::relive),
+//   freed at once when nothing holds it. Its content and entries go: this is where a
 //   compaction gives the tree's memory back. A cell named by an entry of a directory that
 //   stays, where the new lower does not have that entry alike, stays too (an entry's cell must
 //   stay at its address).
-// - A directory that stays is merged with the new lower's: its own entries the new lower has
-//   alike go (the lower answers for them), and each name the new lower has that the directory
-//   did not show gets a whiteout (a name made before the snapshot and removed after left none:
-//   the old lower never had it). One made here (opaque until now) merges the same way.
+// - A directory that stays (the root, one a snapshot sees, one changed since): unchanged since
+//   the snapshot, it drops its own entries and shows the new lower's (O(1)); changed since, it
+//   drops the own entries the new lower has alike (one lookup each: what it changed since the
+//   last compaction, not its size). It needs no new whiteout: every name a directory with a
+//   lower loses leaves one (Engine::leaves_whiteout), so a name made before the snapshot and
+//   removed after is hidden already. One made here and changed since stays opaque as it is.
 // - A file that stays keeps reading the bytes it has not written from its own inode in the new
 //   lower: a chunk it still reads from below was read from below at the snapshot too. A file
 //   whose bytes below are another inode's (a clone of a lower file) or that has no name in the
@@ -37,10 +40,15 @@
 
 namespace packfs::mem {
 
-// What the new lower holds of a directory that stays: its node there and its entries by name.
+// What becomes of a directory that stays: its node in the new lower (none: removed, or the
+// lower failed), and then one of three: unchanged since the snapshot, it shows what the new
+// lower shows and its own entries all go (`clear`); made here and changed since, it stays
+// opaque as it is (`opaque`); else the own entries the new lower has alike go (`drop`: an entry
+// of the same inode, or a whiteout of a name the new lower lacks).
 struct DirPlan {
     std::optional<uint64_t> fresh;
-    std::unordered_map<std::string, uint64_t> entries;
+    bool clear = false, opaque = false;
+    std::vector<std::string> drop;
 };
 
 struct Engine::RebaseScan {
@@ -84,16 +92,25 @@ Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
     std::unordered_set<uint64_t> named;
     auto plan_dir = [&](Cell* dir) {
         DirPlan& plan = scan.dirs[dir];
-        if (auto fresh = scan.new_lower->node_of(dir->ino)) {
-            if (auto listed = scan.new_lower->list(*fresh)) {
-                plan.fresh = *fresh;
-                for (DirEntry& e : *listed) plan.entries.emplace(std::move(e.name), e.ino);
-            }
+        const CellState& s = dir->state;
+        const auto* trie = static_cast<const TrieNode*>(s.data);
+        auto fresh = scan.new_lower->node_of(dir->ino);
+        if (fresh) plan.fresh = *fresh;
+        if (fresh && s.modified_gen <= since) {
+            plan.clear = true;
+            return;
         }
-        trie_each(static_cast<const TrieNode*>(dir->state.data), [&](const EntryRec& e) {
-            auto in_lower = plan.entries.find(std::string(e.name()));
-            if (e.ino && (in_lower == plan.entries.end() || in_lower->second != e.ino))
-                named.insert(e.ino);
+        plan.opaque = fresh && !s.lower;
+        trie_each(trie, [&](const EntryRec& e) {
+            if (fresh && !plan.opaque) {
+                auto found = scan.new_lower->lookup(*fresh, e.name());
+                const bool has = found && *found;
+                if ((e.ino && has && (*found)->ino == e.ino) || (!e.ino && found && !has)) {
+                    plan.drop.emplace_back(e.name());
+                    return true;
+                }
+            }
+            if (e.ino) named.insert(e.ino);
             return true;
         });
     };
@@ -181,10 +198,10 @@ bool Engine::rebase_cell(Cell* cell, const RebaseScan& scan) {
 
 bool Engine::rebase_dir(Cell* cell, const RebaseScan& scan) {
     const CellState& now = cell->state;
-    auto plan = scan.dirs.find(cell);
-    if (plan == scan.dirs.end() || !plan->second.fresh) {
-        // Removed while held (or the new lower could not list it): its own entries are all it
-        // shows. One that merged the old lower's stays on it.
+    const DirPlan& plan = scan.dirs.at(cell);
+    if (!plan.fresh) {
+        // Removed while held (or the new lower could not find it): its own entries are all it
+        // shows. One that merged the old lower stays on it if the new lower failed to answer.
         if (!now.lower || now.layer != scan.from) return true;
         if (scan.new_lower->node_of(cell->ino)) return false;
         CellState s = begin_edit(cell);
@@ -193,61 +210,38 @@ bool Engine::rebase_dir(Cell* cell, const RebaseScan& scan) {
         commit(cell, s);
         return true;
     }
-    const DirPlan& p = plan->second;
-    // The names it showed from the old lower (none for a directory made here: opaque).
-    std::unordered_set<std::string> had;
-    if (now.lower) {
-        auto before = lower(now.layer).names(now.lower);
-        if (!before) return now.layer != scan.from;
-        for (DirEntry& e : *before) had.insert(std::move(e.name));
-    }
-    std::vector<std::string> hide, drop;  // whiteouts to add, own entries to erase
-    const auto* trie = static_cast<const TrieNode*>(now.data);
-    for (const auto& [name, ino] : p.entries) {
-        if (trie_find(trie, name_hash(name), name)) continue;
-        if (!had.contains(name)) hide.push_back(name);  // made before, removed after
-    }
-    trie_each(trie, [&](const EntryRec& e) {
-        auto in_lower = p.entries.find(std::string(e.name()));
-        const bool lower_has = in_lower != p.entries.end();
-        // The same entry in the new lower, or a whiteout of a name it does not have.
-        if ((e.ino && lower_has && in_lower->second == e.ino) || (!e.ino && !lower_has))
-            drop.emplace_back(e.name());
-        return true;
-    });
-    // In two commits, each a state a reader may see the directory in: whiteouts of names the
-    // old lower does not have (in place: they hide nothing yet), then the new lower with the
-    // entries it has alike gone (on a copy of the trie: a reader that read the old state goes
-    // on with the old lower and the old entries).
+    if (plan.opaque) return true;  // made here, changed since: reads no lower yet
+    // One commit: a reader sees the old entries over the old lower or the new ones over the
+    // new lower (entries are erased on a copy of the trie; a cleared trie goes after the
+    // grace period).
     CellState s = begin_edit(cell);
-    edit_entries(s, hide, true);
-    commit(cell, s);
-    s = begin_edit(cell);
-    edit_entries(s, drop, false);
-    s.lower = *p.fresh;
+    if (plan.clear) {
+        trie_release(static_cast<TrieNode*>(s.data), reclaimer_);
+        s.data = nullptr;
+        s.entries = 0;
+    } else {
+        erase_entries(s, plan.drop);
+    }
+    s.lower = *plan.fresh;
     s.layer = scan.to;
     commit(cell, s);
     return true;
 }
 
-void Engine::edit_entries(CellState& dir, std::span<const std::string> names, bool whiteouts) {
+void Engine::erase_entries(CellState& dir, std::span<const std::string> names) {
     if (names.empty()) return;
     auto* root = static_cast<TrieNode*>(dir.data);
     TrieNode* const before = root;
-    if (!whiteouts) trie_retain(before);  // shared: the writer copies what it changes
+    trie_retain(before);  // shared: the writer copies what it changes
     TrieWriter w(root, reclaimer_, *arena_);
     for (const std::string& name : names) {
         const uint64_t hash = name_hash(name);
-        if (whiteouts) {
-            w.put(name, hash, 0, FileType::regular);
-            continue;
-        }
         const EntryRec* e = trie_find(root, hash, name);
         if (e && e->ino) --dir.entries;
         w.erase(name, hash);
     }
     dir.data = root;
-    if (!whiteouts) trie_release(before, reclaimer_);  // retired once no reader has it
+    trie_release(before, reclaimer_);  // retired once no reader has it
 }
 
 Result<void> Engine::materialize(CellState& s) {

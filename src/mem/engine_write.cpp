@@ -37,10 +37,9 @@ void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileT
     if (replaced <= 0) ++dir.entries;  // a new name (over nothing, or over a whiteout)
 }
 
-Result<bool> Engine::lower_has_name(const Cell* dir, std::string_view name) {
-    const uint64_t lower_dir = dir->state.lower;
-    if (!lower_dir || !top()) return false;
-    return lower(dir->state.layer).has(lower_dir, name);
+Result<bool> Engine::leaves_whiteout(const Cell* dir, std::string_view name) {
+    (void)name;
+    return dir->state.lower != 0;
 }
 
 void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) {
@@ -126,7 +125,7 @@ Result<void> Engine::unlink(const Ref& dir, std::string_view name) {
     if ((*entry)->is_dir()) return fail(EISDIR, "unlink", name);
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
-    auto lower_has = lower_has_name(*dcell, name);
+    auto lower_has = leaves_whiteout(*dcell, name);
     if (!lower_has) return std::unexpected(lower_has.error());
     auto drop = prepare_drop(**entry);
     if (!drop) return std::unexpected(drop.error());
@@ -150,7 +149,7 @@ Result<void> Engine::rmdir(const Ref& dir, std::string_view name) {
     if (*full) return fail(ENOTEMPTY, "rmdir", name);
     auto dcell = own_cell(dir);
     if (!dcell) return std::unexpected(dcell.error());
-    auto lower_has = lower_has_name(*dcell, name);
+    auto lower_has = leaves_whiteout(*dcell, name);
     if (!lower_has) return std::unexpected(lower_has.error());
     auto drop = prepare_drop(**entry);
     if (!drop) return std::unexpected(drop.error());
@@ -243,7 +242,7 @@ Result<void> Engine::rename(const Ref& dir, std::string_view name, const Ref& to
     Result<bool> lower_has = false;
     Result<LinkDrop> drop = LinkDrop{};
     if (flags != RenameFlags::exchange) {
-        lower_has = lower_has_name(*scell, name);
+        lower_has = leaves_whiteout(*scell, name);
         if (!lower_has) return std::unexpected(lower_has.error());
         if (*victim) {
             drop = prepare_drop(**victim);
