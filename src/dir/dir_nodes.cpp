@@ -257,7 +257,7 @@ uint64_t NodeTable::intern(Fd fd, const struct statx& st, uint64_t parent, std::
     const Key key{statx_dev(st), st.stx_ino};
     FileType type = FileType::regular;
     file_type_from_mode_bits(st.stx_mode, type);
-    auto owned = std::make_shared<const Fd>(std::move(fd));
+    auto owned = fd ? std::make_shared<const Fd>(std::move(fd)) : nullptr;
     Evicted evicted;  // closed (and their handles kept) after the lock is released
     std::shared_ptr<const Fd> unused;
     std::vector<std::shared_ptr<const Fd>> closed;
@@ -274,7 +274,7 @@ uint64_t NodeTable::intern(Fd fd, const struct statx& st, uint64_t parent, std::
                 if (slot.fd) {
                     unused = std::move(owned);
                     if (!slot.pinned) lru_.splice(lru_.begin(), lru_, slot.lru);
-                } else {
+                } else if (owned) {
                     cache_locked(it->second, slot, std::move(owned), evicted);
                 }
                 id = it->second;
@@ -291,7 +291,7 @@ uint64_t NodeTable::intern(Fd fd, const struct statx& st, uint64_t parent, std::
             slot.refs = 1;
             by_key_.insert_or_assign(key, id);
             locate_locked(id, slot, parent, name);
-            cache_locked(id, slot, std::move(owned), evicted);
+            if (owned) cache_locked(id, slot, std::move(owned), evicted);
         }
         drop_if_unused_locked(left, closed);  // its ancestors only: never `id`
     }

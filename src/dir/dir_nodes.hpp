@@ -74,6 +74,8 @@ public:
     // The id of the object that `fd` (taken over; an O_PATH fd of it) and its statx `st`
     // describe, found as `name` in the directory node `parent`, with one more reference. An
     // object already held keeps its id (the new fd is closed) and is now known by that name.
+    // Without an fd (an empty `fd`: the object was stated by name, not opened), a new node
+    // starts as an evicted one does, reopened from `parent` and `name` when first used.
     uint64_t intern(Fd fd, const struct statx& st, uint64_t parent, std::string_view name);
 
     // One more reference to the held node `id`; false when it is not held.
