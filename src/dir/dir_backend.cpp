@@ -78,7 +78,8 @@ DirBackend::DirBackend(Fd root, PathResolver resolver, const DirOptions& options
       root_(std::move(root)),
       resolver_(resolver),
       cache_(root_.get(), options.cache_dirs ? options.cache_capacity : 0),
-      nodes_(root_.get(), options.node_fds ? options.node_fds : default_node_fds()) {}
+      nodes_(root_.get(), options.node_fds ? options.node_fds : default_node_fds(),
+             /*names=*/!options.read_only) {}
 
 Result<Located> DirBackend::locate(std::string_view path, std::string_view op) {
     auto normal = normalize_path(path, op);

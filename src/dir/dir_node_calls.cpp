@@ -241,8 +241,8 @@ Result<StatFs> DirBackend::statfs(Node node) {
 }
 
 Result<FileHandle> DirBackend::open(Node node, int flags) {
-    auto n = held(node, "open");
-    if (!n) return std::unexpected(n.error());
+    auto n = nodes_.find_for_one_call(node.id);
+    if (!n) return fail(n.error(), "open");
     const NodeRef& obj = *n;
     flags &= O_ACCMODE | O_APPEND | O_TRUNC | O_DIRECTORY;
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
