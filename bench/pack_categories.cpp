@@ -96,16 +96,70 @@ Group compact_group(const Sizes& s, const std::string& scratch) {
 
 // --- random-read N entries from the pack ------------------------------------------------
 
+// What the random-read group's arms read: the packs in both formats, and the raw files.
+struct RandomReadState {
+    std::shared_ptr<PackBackend> packs[2];    // format 1, format 2
+    std::unique_ptr<Target> pack_targets[2];  // the packs through the Backend contract
+    std::unique_ptr<Target> raw;
+    std::vector<std::string> pack_paths, raw_paths;
+    std::vector<bool> raw_made;  // the raw files made within the budget
+    std::shared_ptr<RunBudget> raw_setup;
+};
+
+// The random-read group's setup: `n` files of `bytes` packed in both formats, and (`with_raw`)
+// made as raw files under a disk budget of `budget_s`.
+Result<void> prepare_random_read(RandomReadState& state, std::size_t n, std::size_t bytes,
+                                 bool with_raw, const std::string& scratch, double budget_s) {
+    auto fs = make_mem_backend();
+    if (!fs) return fail(ENOTSUP, "make_mem_backend");
+    auto t = make_backend_target(fs);
+    if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return std::unexpected(ok.error());
+    for (std::size_t v = 0; v < 2; ++v) {
+        const std::string path =
+            fmt::format("{}/read-v{}.pack", scratch, kReadFormats[v].first);
+        auto stats = write_pack(*fs, path, plain_options(kReadFormats[v].first));
+        if (!stats) return std::unexpected(stats.error());
+        auto pack = open_pack(path);
+        if (!pack) return std::unexpected(pack.error());
+        state.packs[v] = *pack;
+        state.pack_targets[v] = make_backend_target(*pack);
+    }
+    for (std::size_t i = 0; i < n; ++i) state.pack_paths.push_back(flat_path(i));
+    if (with_raw) {
+        auto raw = make_raw_target(scratch, false);
+        if (!raw) return std::unexpected(raw.error());
+        state.raw_setup = std::make_shared<RunBudget>(budget_s);
+        auto made = make_flat_files(**raw, n, bytes, true, state.raw_setup.get());
+        if (!made) return std::unexpected(made.error());
+        state.raw_made = std::move(*made);
+        for (std::size_t i = 0; i < n; ++i)
+            state.raw_paths.push_back((*raw)->path(fmt::format("d/file-{}", i)));
+        state.raw = std::move(*raw);
+        settle_host_filesystem(scratch);
+    }
+    return {};
+}
+
+// One run of the read_view arm on the pack of format index `v`: every file's first bytes as a
+// view of the mapping, in the access order.
+Result<double> time_read_view(const RandomReadState& state, std::size_t n, std::size_t bytes,
+                              std::size_t v) {
+    const auto order = shuffled(n, kAccessSeed);
+    std::string buffer;
+    PackBackend& backend = *state.packs[v];
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        const std::string& path = state.pack_paths[i];
+        auto got = backend.read_view(path, 0, kSmallReadBuffer, buffer);
+        if (!got) return std::unexpected(got.error());
+        if (auto ok = check_read(path, *got, bytes, i); !ok)
+            return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
 Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratch) {
-    struct State {
-        std::shared_ptr<PackBackend> packs[2];    // format 1, format 2
-        std::unique_ptr<Target> pack_targets[2];  // the packs through the Backend contract
-        std::unique_ptr<Target> raw;
-        std::vector<std::string> pack_paths, raw_paths;
-        std::vector<bool> raw_made;  // the raw files made within the budget
-        std::shared_ptr<RunBudget> raw_setup;
-    };
-    auto state = std::make_shared<State>();
+    auto state = std::make_shared<RandomReadState>();
     const std::size_t n = s.pack_files;
     const std::size_t bytes = s.file_bytes;
     Group group;
@@ -115,34 +169,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
     // table's raw arms are (20,000 files took a minute to make and remove on a busy disk).
     const double budget_s = s.disk_budget_s;
     group.prepare = [state, n, bytes, with_raw, scratch, budget_s]() -> Result<void> {
-        auto fs = make_mem_backend();
-        if (!fs) return fail(ENOTSUP, "make_mem_backend");
-        auto t = make_backend_target(fs);
-        if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return std::unexpected(ok.error());
-        for (std::size_t v = 0; v < 2; ++v) {
-            const std::string path =
-                fmt::format("{}/read-v{}.pack", scratch, kReadFormats[v].first);
-            auto stats = write_pack(*fs, path, plain_options(kReadFormats[v].first));
-            if (!stats) return std::unexpected(stats.error());
-            auto pack = open_pack(path);
-            if (!pack) return std::unexpected(pack.error());
-            state->packs[v] = *pack;
-            state->pack_targets[v] = make_backend_target(*pack);
-        }
-        for (std::size_t i = 0; i < n; ++i) state->pack_paths.push_back(flat_path(i));
-        if (with_raw) {
-            auto raw = make_raw_target(scratch, false);
-            if (!raw) return std::unexpected(raw.error());
-            state->raw_setup = std::make_shared<RunBudget>(budget_s);
-            auto made = make_flat_files(**raw, n, bytes, true, state->raw_setup.get());
-            if (!made) return std::unexpected(made.error());
-            state->raw_made = std::move(*made);
-            for (std::size_t i = 0; i < n; ++i)
-                state->raw_paths.push_back((*raw)->path(fmt::format("d/file-{}", i)));
-            state->raw = std::move(*raw);
-            settle_host_filesystem(scratch);
-        }
-        return {};
+        return prepare_random_read(*state, n, bytes, with_raw, scratch, budget_s);
     };
     group.finish = [state, scratch] {
         *state = {};
@@ -182,20 +209,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
         view.backend = kReadFormats[v].second;
         view.n = n;
         view.bytes = uint64_t{n} * bytes;
-        view.run_once = [state, n, bytes, v]() -> Result<double> {
-            const auto order = shuffled(n, kAccessSeed);
-            std::string buffer;
-            PackBackend& backend = *state->packs[v];
-            Stopwatch clock;
-            for (std::size_t i : order) {
-                const std::string& path = state->pack_paths[i];
-                auto got = backend.read_view(path, 0, kSmallReadBuffer, buffer);
-                if (!got) return std::unexpected(got.error());
-                if (auto ok = check_read(path, *got, bytes, i); !ok)
-                    return std::unexpected(ok.error());
-            }
-            return clock.seconds();
-        };
+        view.run_once = [state, n, bytes, v] { return time_read_view(*state, n, bytes, v); };
         view_arms.push_back(group.arms.size());
         group.arms.push_back(std::move(view));
     }
