@@ -178,10 +178,9 @@ void list_categories(const std::vector<Group>& groups) {
 // The pack figures' backend: not an adapter (a pack is read-only, built by its groups).
 constexpr std::string_view kPackBackend = "pack";
 
-}  // namespace
-
-int run(const Options& options) {
-    std::vector<const BackendAdapter*> adapters;
+// The adapters --backend names (every one without it) into `adapters`; false after telling
+// of a name no adapter, the pack or the volume figures answer to.
+bool select_adapters(const Options& options, std::vector<const BackendAdapter*>& adapters) {
     for (const BackendAdapter& a : backend_adapters()) {
         if (options.backends.empty() ||
             std::find(options.backends.begin(), options.backends.end(), a.name) != options.backends.end()) {
@@ -197,9 +196,107 @@ int run(const Options& options) {
             for (const BackendAdapter& a : backend_adapters()) all += fmt::format(" {}", a.name);
             all += fmt::format(" {} {}", kPackBackend, kVolumeBackend);
             fmt::print(stderr, "packfs-bench: unknown backend '{}' (known:{})\n", name, all);
-            return 2;
+            return false;
         }
     }
+    return true;
+}
+
+// Every group the options' backends select: the categories over `adapters`, then the pack's
+// and the volume's figures, all made in `scratch`.
+std::vector<Group> all_groups(const Options& options, const Sizes& sizes,
+                              const std::vector<const BackendAdapter*>& adapters,
+                              const std::string& scratch,
+                              const std::shared_ptr<VolumeFacts>& volume_facts) {
+    std::vector<Group> groups = make_groups(sizes, adapters, scratch);
+    const bool packs = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
+                                                             kPackBackend) != options.backends.end();
+    const bool with_raw = std::any_of(adapters.begin(), adapters.end(),
+                                      [](const BackendAdapter* a) { return a->role == AdapterRole::baseline; });
+    if (packs) {
+        for (Group& g : pack_groups(sizes, with_raw, scratch)) groups.push_back(std::move(g));
+    }
+    const bool volumes = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
+                                                               kVolumeBackend) != options.backends.end();
+    if (volumes) {
+        for (Group& g : volume_groups(sizes, with_raw, scratch, volume_facts)) groups.push_back(std::move(g));
+    }
+    return groups;
+}
+
+// The main table, then each extra section's own table under its name, then the analyses and
+// the targets.
+void print_results(const std::vector<Group>& groups, const std::vector<Figure>& figures,
+                   int runs, const HarnessOptions& harness, const VolumeFacts& volume_facts) {
+    // The main table, then each extra section's own table under its name.
+    std::vector<std::string> sections;
+    for (const Figure& f : figures) {
+        if (std::find(sections.begin(), sections.end(), f.section) == sections.end()) sections.push_back(f.section);
+    }
+    std::stable_sort(sections.begin(), sections.end(),
+                     [](const std::string& a, const std::string& b) { return a.empty() && !b.empty(); });
+    for (const std::string& section : sections) {
+        std::vector<Figure> part;
+        for (const Figure& f : figures) {
+            if (f.section == section) part.push_back(f);
+        }
+        if (!section.empty()) {
+            int section_runs = runs;
+            for (const Group& g : groups) {
+                if (g.section == section) section_runs = group_runs(g, harness);
+            }
+            fmt::print("\n== {} ({} runs per figure) ==\n", section, section_runs);
+        }
+        print_table(stdout, part);
+    }
+    print_scaling(stdout, figures);
+    print_vfs_overhead(stdout, figures);
+    print_order(stdout, figures);
+    print_targets(stdout, figures);
+    print_pack_targets(stdout, figures);
+    print_volume_targets(stdout, figures, volume_facts);
+}
+
+// What --json, --plot and --check-scaling ask for: 0, or the exit code of the first that fails.
+int write_outputs(const Options& options, const std::vector<Figure>& figures,
+                  const RunContext& context, const std::string& gnuplot,
+                  const std::string& tmp_root) {
+    if (!options.json_path.empty()) {
+        if (auto ok = write_json(options.json_path, figures); !ok) {
+            fmt::print(stderr, "packfs-bench: --json: {}\n", ok.error().message());
+            return 1;
+        }
+    }
+    if (!options.plot_path.empty()) {
+        const std::string title =
+            fmt::format("packfs-bench{}: speed against the raw host fs ({}, {} CPUs, {})",
+                        context.mode.empty() ? "" : " " + context.mode, context.tmp_fs.type,
+                        context.machine.cpus, context.machine.cpu_model);
+        if (auto ok = write_plot(gnuplot, options.plot_path, figures, title, tmp_root); !ok) {
+            fmt::print(stderr, "packfs-bench: --plot: {}\n", ok.error().message());
+            return 1;
+        }
+    }
+    if (options.check_scaling) {
+        const std::vector<ScalingStep> alarms = quadratic_steps(figures);
+        for (const ScalingStep& s : alarms) {
+            fmt::print(stderr,
+                       "packfs-bench: scaling alarm: {} on {}: {} -> {} took {:.2f}x the time "
+                       "(fastest runs {:.2f}x), at or over the {:g}x tripwire; O(n log n) predicts "
+                       "{:.2f}x, O(n^2) 16x\n",
+                       s.key, s.backend, s.n_small, s.n_large, s.ratio, s.min_ratio,
+                       kAlarmRatio, s.nlogn);
+        }
+        if (!alarms.empty()) return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int run(const Options& options) {
+    std::vector<const BackendAdapter*> adapters;
+    if (!select_adapters(options, adapters)) return 2;
 
     if (options.quick && options.full) {
         fmt::print(stderr, "packfs-bench: --quick and --full exclude each other\n");
@@ -232,20 +329,9 @@ int run(const Options& options) {
         return 1;
     }
 
-    std::vector<Group> groups = make_groups(sizes, adapters, session->path());
-    const bool packs = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
-                                                             kPackBackend) != options.backends.end();
-    const bool with_raw = std::any_of(adapters.begin(), adapters.end(),
-                                      [](const BackendAdapter* a) { return a->role == AdapterRole::baseline; });
-    if (packs) {
-        for (Group& g : pack_groups(sizes, with_raw, session->path())) groups.push_back(std::move(g));
-    }
-    const bool volumes = options.backends.empty() || std::find(options.backends.begin(), options.backends.end(),
-                                                               kVolumeBackend) != options.backends.end();
     auto volume_facts = std::make_shared<VolumeFacts>();
-    if (volumes) {
-        for (Group& g : volume_groups(sizes, with_raw, session->path(), volume_facts)) groups.push_back(std::move(g));
-    }
+    std::vector<Group> groups =
+        all_groups(options, sizes, adapters, session->path(), volume_facts);
     if (options.list) {
         list_categories(groups);
         return 0;
@@ -283,33 +369,7 @@ int run(const Options& options) {
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-    // The main table, then each extra section's own table under its name.
-    std::vector<std::string> sections;
-    for (const Figure& f : *figures) {
-        if (std::find(sections.begin(), sections.end(), f.section) == sections.end()) sections.push_back(f.section);
-    }
-    std::stable_sort(sections.begin(), sections.end(),
-                     [](const std::string& a, const std::string& b) { return a.empty() && !b.empty(); });
-    for (const std::string& section : sections) {
-        std::vector<Figure> part;
-        for (const Figure& f : *figures) {
-            if (f.section == section) part.push_back(f);
-        }
-        if (!section.empty()) {
-            int section_runs = runs;
-            for (const Group& g : groups) {
-                if (g.section == section) section_runs = group_runs(g, harness);
-            }
-            fmt::print("\n== {} ({} runs per figure) ==\n", section, section_runs);
-        }
-        print_table(stdout, part);
-    }
-    print_scaling(stdout, *figures);
-    print_vfs_overhead(stdout, *figures);
-    print_order(stdout, *figures);
-    print_targets(stdout, *figures);
-    print_pack_targets(stdout, *figures);
-    print_volume_targets(stdout, *figures, *volume_facts);
+    print_results(groups, *figures, runs, harness, *volume_facts);
     if (const SettleCounts settle = settle_counts(); settle.not_waited > 0) {
         fmt::print(
             "\nsettle:   {} of {} flushes of the scratch fs outlasted {:g} s; the next run went "
@@ -319,34 +379,8 @@ int run(const Options& options) {
     fmt::print("\nload:     {} at end; wall time {:.1f} s\n", load_average(), wall);
     fmt::print("memory:   {} at end\n", memory_latency());
     std::fflush(stdout);
-    if (!options.json_path.empty()) {
-        if (auto ok = write_json(options.json_path, *figures); !ok) {
-            fmt::print(stderr, "packfs-bench: --json: {}\n", ok.error().message());
-            return 1;
-        }
-    }
-    if (!options.plot_path.empty()) {
-        const std::string title =
-            fmt::format("packfs-bench{}: speed against the raw host fs ({}, {} CPUs, {})",
-                        context.mode.empty() ? "" : " " + context.mode, context.tmp_fs.type,
-                        context.machine.cpus, context.machine.cpu_model);
-        if (auto ok = write_plot(gnuplot, options.plot_path, *figures, title, tmp_root); !ok) {
-            fmt::print(stderr, "packfs-bench: --plot: {}\n", ok.error().message());
-            return 1;
-        }
-    }
-    if (options.check_scaling) {
-        const std::vector<ScalingStep> alarms = quadratic_steps(*figures);
-        for (const ScalingStep& s : alarms) {
-            fmt::print(stderr,
-                       "packfs-bench: scaling alarm: {} on {}: {} -> {} took {:.2f}x the time "
-                       "(fastest runs {:.2f}x), at or over the {:g}x tripwire; O(n log n) predicts "
-                       "{:.2f}x, O(n^2) 16x\n",
-                       s.key, s.backend, s.n_small, s.n_large, s.ratio, s.min_ratio,
-                       kAlarmRatio, s.nlogn);
-        }
-        if (!alarms.empty()) return 1;
-    }
+    if (const int code = write_outputs(options, *figures, context, gnuplot, tmp_root); code != 0)
+        return code;
     return 0;
 }
 

@@ -1,7 +1,9 @@
-// The pack figures (pack_categories.hpp). Every pack is written to the session's scratch
-// directory and every source is built before the clock starts; a pack opened for reading is
-// opened once, untimed, except where opening is the thing timed. Names are created in one
-// pseudo-random order and visited in another (fixed seeds), as in categories.cpp.
+// The pack figures (pack_categories.hpp): compaction, random reads, the realistic tree walk, and
+// the targets printout (dedup's cost and the million-entry pack are pack_scale_categories.cpp).
+// Every pack is written to the session's scratch directory and every source is built before the
+// clock starts; a pack opened for reading is opened once, untimed, except where opening is the
+// thing timed. Names are created in one pseudo-random order and visited in another (fixed
+// seeds), as in categories.cpp.
 #include "bench/pack_categories.hpp"
 
 #include <dirent.h>
@@ -24,211 +26,16 @@
 #include "bench/budget.hpp"
 #include "bench/raw_target.hpp"
 #include "bench/report.hpp"
+#include "bench/pack_bench_shared.hpp"
 #include "bench/timing.hpp"
 #include "packfs/mem.hpp"
 #include "packfs/pack.hpp"
 
 namespace packfs::bench {
+
+using namespace pack_bench;
+
 namespace {
-
-constexpr std::size_t kMiB = 1024 * 1024;
-constexpr std::size_t kSmallReadBuffer = 4096;  // as the "read files" category
-constexpr uint64_t kCreateSeed = 1;             // the seeds of categories.cpp
-constexpr uint64_t kAccessSeed = 2;
-
-// Pseudo-random bytes (splitmix64): incompressible, and fast enough to fill a GiB.
-void fill_random(std::span<std::byte> out, uint64_t seed) {
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-    std::size_t i = 0;
-    auto next = [&x] {
-        x += 0x9E3779B97F4A7C15ull;
-        uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    };
-    for (; i + 8 <= out.size(); i += 8) {
-        const uint64_t z = next();
-        std::memcpy(out.data() + i, &z, 8);
-    }
-    if (i < out.size()) {
-        const uint64_t z = next();
-        std::memcpy(out.data() + i, &z, out.size() - i);
-    }
-}
-
-// The first 8 bytes of `data` set to `index` (fewer if shorter): no two files share content.
-void stamp_index(std::span<std::byte> data, uint64_t index) {
-    std::memcpy(data.data(), &index, std::min(sizeof index, data.size()));
-}
-
-// A short or wrong read is a failure of the operation, reported like one.
-Result<void> check_read(const std::string& path, std::span<const std::byte> got,
-                        std::size_t want_bytes, uint64_t want_stamp) {
-    if (got.size() != want_bytes) return fail(EIO, "pread (short read)", path);
-    uint64_t found = 0;
-    std::memcpy(&found, got.data(), std::min(sizeof found, got.size()));
-    const uint64_t mask =
-        got.size() >= sizeof found ? ~uint64_t{0} : (uint64_t{1} << (8 * got.size())) - 1;
-    if (found != (want_stamp & mask)) return fail(EIO, "pread (wrong content)", path);
-    return {};
-}
-
-// "d/file-<i>" for i < files, `bytes` each, created in the create order; every file stamped
-// with its index (unique) or all alike (identical). Under a `budget` (a disk-bound target)
-// making them stops when it is spent or at the files its teardown may remove (budget.hpp).
-// Returns which of them were made (with a budget, the first of the create order).
-Result<std::vector<bool>> make_flat_files(Target& t, std::size_t files, std::size_t bytes,
-                                          bool unique, RunBudget* budget = nullptr) {
-    if (auto ok = t.mkdir(t.path("d")); !ok) return std::unexpected(ok.error());
-    std::vector<std::byte> data(bytes);
-    fill_random(data, 7);
-    std::vector<bool> made(files, false);
-    std::size_t count = 0;
-    if (budget) {
-        budget->reset();
-        budget->start();
-    }
-    for (std::size_t i : shuffled(files, kCreateSeed)) {
-        if (budget && count > 0 && budget->spent(count)) break;
-        if (unique) stamp_index(data, i);
-        if (auto ok = t.create_file(t.path(fmt::format("d/file-{}", i)), data); !ok)
-            return std::unexpected(ok.error());
-        made[i] = true;
-        ++count;
-    }
-    if (budget && count < files) budget->stopped_after(count);
-    return made;
-}
-
-std::string flat_path(std::size_t i) {
-    return fmt::format("/d/file-{}", i);
-}
-
-// A tree of exactly `entries` entries, as the snapshot category's: d directories
-// "/dir-<k>" of entries/d - 1 files "file-<j>" of `bytes` bytes each (stamped, unique), d the
-// largest divisor of `entries` not above its square root (1M: 1,000 dirs of 999 files).
-struct TreeShape {
-    std::size_t dirs = 1, files_per_dir = 0;
-};
-
-TreeShape shape_of(std::size_t entries) {
-    std::size_t dirs = static_cast<std::size_t>(std::sqrt(static_cast<double>(entries)));
-    while (dirs > 1 && entries % dirs != 0) --dirs;
-    dirs = std::max<std::size_t>(dirs, 1);
-    return {dirs, entries / dirs - 1};
-}
-
-Result<void> build_tree(Backend& fs, std::size_t entries, std::size_t bytes) {
-    const TreeShape shape = shape_of(entries);
-    std::vector<std::byte> data(bytes);
-    fill_random(data, 9);
-    uint64_t index = 0;
-    for (std::size_t d : shuffled(shape.dirs, kCreateSeed)) {
-        const std::string dir = fmt::format("/dir-{}", d);
-        if (auto ok = fs.mkdir(dir, 0755); !ok) return ok;
-        for (std::size_t f = 0; f < shape.files_per_dir; ++f) {
-            auto file =
-                fs.open(fmt::format("{}/file-{}", dir, f), O_WRONLY | O_CREAT | O_EXCL, 0644);
-            if (!file) return std::unexpected(file.error());
-            stamp_index(data, index++);
-            auto n = (*file)->pwrite(data, 0);
-            if (!n) return std::unexpected(n.error());
-        }
-    }
-    return {};
-}
-
-// readdir + lstat of every entry under `dir` (a Backend), recursively; returns the entries.
-Result<uint64_t> walk_backend(Backend& fs, const std::string& dir) {
-    auto entries = fs.readdir(dir);
-    if (!entries) return std::unexpected(entries.error());
-    uint64_t count = 0;
-    std::string child;
-    for (const DirEntry& e : *entries) {
-        child.assign(dir);
-        if (dir.size() > 1) child += '/';
-        child += e.name;
-        auto st = fs.lstat(child);
-        if (!st) return std::unexpected(st.error());
-        ++count;
-        if (st->type == FileType::directory) {
-            auto below = walk_backend(fs, child);
-            if (!below) return below;
-            count += *below;
-        }
-    }
-    return count;
-}
-
-// The same through the host's syscalls: opendir/readdir/closedir and lstat of each path.
-Result<uint64_t> walk_host(const std::string& dir) {
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return fail(errno, "opendir", dir);
-    uint64_t count = 0;
-    std::string child;
-    Result<uint64_t> out = uint64_t{0};
-    errno = 0;
-    while (const dirent* e = ::readdir(d)) {
-        const char* name = e->d_name;
-        if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
-        child.assign(dir);
-        child += '/';
-        child += name;
-        struct ::stat st;
-        if (::lstat(child.c_str(), &st) != 0) {
-            out = fail(errno, "lstat", child);
-            break;
-        }
-        ++count;
-        if (S_ISDIR(st.st_mode)) {
-            auto below = walk_host(child);
-            if (!below) {
-                out = below;
-                break;
-            }
-            count += *below;
-        }
-        errno = 0;
-    }
-    if (out && errno != 0) out = fail(errno, "readdir", dir);
-    ::closedir(d);
-    if (!out) return out;
-    return count;
-}
-
-PackWriteOptions plain_options(uint32_t format = 2) {
-    PackWriteOptions o;
-    o.format = format;
-    o.compression = Compression::none;
-    return o;
-}
-
-// The pack format versions the read groups measure, and their backend labels: "pack" is the
-// default format (2), "pack v1" the format older readers need.
-constexpr std::pair<uint32_t, const char*> kReadFormats[] = {{2, "pack"}, {1, "pack v1"}};
-
-// The figures of one build: the whole write_pack, then its phases as PackStats times them.
-std::vector<double> build_figures(double total, const PackStats& s) {
-    return {total, s.scan_seconds, s.hash_seconds, s.data_seconds, s.finish_seconds};
-}
-
-// The measures of one build arm: the whole build and its four phases.
-std::vector<Measure> build_measures(const std::string& name, uint64_t n, uint64_t bytes,
-                                    const std::string& scale_key, uint64_t scale) {
-    std::vector<Measure> out;
-    out.push_back(Measure{name, n, bytes, {}, scale_key, scale});
-    for (const char* phase : {"scan", "hash+dedup", "data", "metadata+commit"}) {
-        out.push_back(
-            Measure{fmt::format("{}: {}", name, phase),
-                    n,
-                    0,
-                    {},
-                    scale_key.empty() ? std::string() : fmt::format("{}: {}", scale_key, phase),
-                    scale});
-    }
-    return out;
-}
 
 // --- compact N entries ----------------------------------------------------------------
 
@@ -289,16 +96,70 @@ Group compact_group(const Sizes& s, const std::string& scratch) {
 
 // --- random-read N entries from the pack ------------------------------------------------
 
+// What the random-read group's arms read: the packs in both formats, and the raw files.
+struct RandomReadState {
+    std::shared_ptr<PackBackend> packs[2];    // format 1, format 2
+    std::unique_ptr<Target> pack_targets[2];  // the packs through the Backend contract
+    std::unique_ptr<Target> raw;
+    std::vector<std::string> pack_paths, raw_paths;
+    std::vector<bool> raw_made;  // the raw files made within the budget
+    std::shared_ptr<RunBudget> raw_setup;
+};
+
+// The random-read group's setup: `n` files of `bytes` packed in both formats, and (`with_raw`)
+// made as raw files under a disk budget of `budget_s`.
+Result<void> prepare_random_read(RandomReadState& state, std::size_t n, std::size_t bytes,
+                                 bool with_raw, const std::string& scratch, double budget_s) {
+    auto fs = make_mem_backend();
+    if (!fs) return fail(ENOTSUP, "make_mem_backend");
+    auto t = make_backend_target(fs);
+    if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return std::unexpected(ok.error());
+    for (std::size_t v = 0; v < 2; ++v) {
+        const std::string path =
+            fmt::format("{}/read-v{}.pack", scratch, kReadFormats[v].first);
+        auto stats = write_pack(*fs, path, plain_options(kReadFormats[v].first));
+        if (!stats) return std::unexpected(stats.error());
+        auto pack = open_pack(path);
+        if (!pack) return std::unexpected(pack.error());
+        state.packs[v] = *pack;
+        state.pack_targets[v] = make_backend_target(*pack);
+    }
+    for (std::size_t i = 0; i < n; ++i) state.pack_paths.push_back(flat_path(i));
+    if (with_raw) {
+        auto raw = make_raw_target(scratch, false);
+        if (!raw) return std::unexpected(raw.error());
+        state.raw_setup = std::make_shared<RunBudget>(budget_s);
+        auto made = make_flat_files(**raw, n, bytes, true, state.raw_setup.get());
+        if (!made) return std::unexpected(made.error());
+        state.raw_made = std::move(*made);
+        for (std::size_t i = 0; i < n; ++i)
+            state.raw_paths.push_back((*raw)->path(fmt::format("d/file-{}", i)));
+        state.raw = std::move(*raw);
+        settle_host_filesystem(scratch);
+    }
+    return {};
+}
+
+// One run of the read_view arm on the pack of format index `v`: every file's first bytes as a
+// view of the mapping, in the access order.
+Result<double> time_read_view(const RandomReadState& state, std::size_t n, std::size_t bytes,
+                              std::size_t v) {
+    const auto order = shuffled(n, kAccessSeed);
+    std::string buffer;
+    PackBackend& backend = *state.packs[v];
+    Stopwatch clock;
+    for (std::size_t i : order) {
+        const std::string& path = state.pack_paths[i];
+        auto got = backend.read_view(path, 0, kSmallReadBuffer, buffer);
+        if (!got) return std::unexpected(got.error());
+        if (auto ok = check_read(path, *got, bytes, i); !ok)
+            return std::unexpected(ok.error());
+    }
+    return clock.seconds();
+}
+
 Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratch) {
-    struct State {
-        std::shared_ptr<PackBackend> packs[2];    // format 1, format 2
-        std::unique_ptr<Target> pack_targets[2];  // the packs through the Backend contract
-        std::unique_ptr<Target> raw;
-        std::vector<std::string> pack_paths, raw_paths;
-        std::vector<bool> raw_made;  // the raw files made within the budget
-        std::shared_ptr<RunBudget> raw_setup;
-    };
-    auto state = std::make_shared<State>();
+    auto state = std::make_shared<RandomReadState>();
     const std::size_t n = s.pack_files;
     const std::size_t bytes = s.file_bytes;
     Group group;
@@ -308,34 +169,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
     // table's raw arms are (20,000 files took a minute to make and remove on a busy disk).
     const double budget_s = s.disk_budget_s;
     group.prepare = [state, n, bytes, with_raw, scratch, budget_s]() -> Result<void> {
-        auto fs = make_mem_backend();
-        if (!fs) return fail(ENOTSUP, "make_mem_backend");
-        auto t = make_backend_target(fs);
-        if (auto ok = make_flat_files(*t, n, bytes, true); !ok) return std::unexpected(ok.error());
-        for (std::size_t v = 0; v < 2; ++v) {
-            const std::string path =
-                fmt::format("{}/read-v{}.pack", scratch, kReadFormats[v].first);
-            auto stats = write_pack(*fs, path, plain_options(kReadFormats[v].first));
-            if (!stats) return std::unexpected(stats.error());
-            auto pack = open_pack(path);
-            if (!pack) return std::unexpected(pack.error());
-            state->packs[v] = *pack;
-            state->pack_targets[v] = make_backend_target(*pack);
-        }
-        for (std::size_t i = 0; i < n; ++i) state->pack_paths.push_back(flat_path(i));
-        if (with_raw) {
-            auto raw = make_raw_target(scratch, false);
-            if (!raw) return std::unexpected(raw.error());
-            state->raw_setup = std::make_shared<RunBudget>(budget_s);
-            auto made = make_flat_files(**raw, n, bytes, true, state->raw_setup.get());
-            if (!made) return std::unexpected(made.error());
-            state->raw_made = std::move(*made);
-            for (std::size_t i = 0; i < n; ++i)
-                state->raw_paths.push_back((*raw)->path(fmt::format("d/file-{}", i)));
-            state->raw = std::move(*raw);
-            settle_host_filesystem(scratch);
-        }
-        return {};
+        return prepare_random_read(*state, n, bytes, with_raw, scratch, budget_s);
     };
     group.finish = [state, scratch] {
         *state = {};
@@ -375,20 +209,7 @@ Group random_read_group(const Sizes& s, bool with_raw, const std::string& scratc
         view.backend = kReadFormats[v].second;
         view.n = n;
         view.bytes = uint64_t{n} * bytes;
-        view.run_once = [state, n, bytes, v]() -> Result<double> {
-            const auto order = shuffled(n, kAccessSeed);
-            std::string buffer;
-            PackBackend& backend = *state->packs[v];
-            Stopwatch clock;
-            for (std::size_t i : order) {
-                const std::string& path = state->pack_paths[i];
-                auto got = backend.read_view(path, 0, kSmallReadBuffer, buffer);
-                if (!got) return std::unexpected(got.error());
-                if (auto ok = check_read(path, *got, bytes, i); !ok)
-                    return std::unexpected(ok.error());
-            }
-            return clock.seconds();
-        };
+        view.run_once = [state, n, bytes, v] { return time_read_view(*state, n, bytes, v); };
         view_arms.push_back(group.arms.size());
         group.arms.push_back(std::move(view));
     }
@@ -486,227 +307,6 @@ Group walk_tree_group(const Sizes& s, bool with_raw, const std::string& scratch,
         group.baseline = group.arms.size();
         group.arms.push_back(std::move(raw));
     }
-    return group;
-}
-
-// --- dedup's cost during a build -----------------------------------------------------------
-
-// `files` files of `mib` MiB of random bytes and `copies` exact copies of some of them,
-// built with dedup and without; the ratio is against the build without.
-Group dedup_group(std::size_t files, std::size_t copies, std::size_t mib,
-                  const std::string& scratch) {
-    struct State {
-        std::shared_ptr<Backend> fs;
-    };
-    auto state = std::make_shared<State>();
-    copies = std::min(copies, files);
-    const uint64_t file_bytes = uint64_t{mib} * kMiB;
-    const uint64_t total = (files + copies) * file_bytes;
-    Group group;
-    group.section = kPackSection;
-    group.prepare = [state, files, copies, file_bytes]() -> Result<void> {
-        auto fs = make_mem_backend();
-        if (!fs) return fail(ENOTSUP, "make_mem_backend");
-        for (const char* dir : {"/data", "/copies"}) {
-            if (auto ok = fs->mkdir(dir, 0755); !ok) return ok;
-        }
-        std::vector<std::byte> chunk(kMiB);
-        auto write = [&](const std::string& path, uint64_t seed) -> Result<void> {
-            auto file = fs->open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-            if (!file) return std::unexpected(file.error());
-            for (uint64_t at = 0; at < file_bytes; at += chunk.size()) {
-                fill_random(chunk, seed * 1'000'003 + at / chunk.size());
-                const std::size_t len =
-                    static_cast<std::size_t>(std::min<uint64_t>(chunk.size(), file_bytes - at));
-                auto n = (*file)->pwrite(std::span(chunk).first(len), at);
-                if (!n) return std::unexpected(n.error());
-            }
-            return {};
-        };
-        for (std::size_t i = 0; i < files; ++i) {
-            if (auto ok = write(fmt::format("/data/file-{}", i), i + 1); !ok) return ok;
-        }
-        // The copies are of every (files / copies)-th file, under other names.
-        for (std::size_t j = 0; j < copies; ++j) {
-            const std::size_t of = j * (files / std::max<std::size_t>(copies, 1));
-            if (auto ok = write(fmt::format("/copies/copy-{}", j), of + 1); !ok) return ok;
-        }
-        state->fs = std::move(fs);
-        return {};
-    };
-    group.finish = [state] { *state = {}; };
-    const std::string size =
-        total >= 1024 * kMiB
-            ? fmt::format("{:.3g} GiB", static_cast<double>(total) / (1024.0 * kMiB))
-            : fmt::format("{} MiB", total / kMiB);
-    const std::string base = fmt::format("build {} files ({}, {} {})", files + copies, size, copies,
-                                         copies == 1 ? "copy" : "copies");
-    for (bool dedup : {true, false}) {
-        Arm arm;
-        arm.category = base + (dedup ? ", dedup" : ", no dedup");
-        arm.backend = "pack";
-        arm.measures = build_measures(arm.category, files + copies, total, {}, 0);
-        const std::string out = scratch + "/dedup.pack";
-        arm.run_measures = [state, dedup, out, scratch, file_bytes,
-                            files]() -> Result<std::vector<double>> {
-            PackWriteOptions o = plain_options();
-            o.dedup = dedup;
-            Stopwatch clock;
-            auto stats = write_pack(*state->fs, out, o);
-            const double seconds = clock.seconds();
-            ::unlink(out.c_str());
-            settle_host_filesystem(scratch);
-            if (!stats) return std::unexpected(stats.error());
-            if (dedup && stats->unique_bytes != files * file_bytes) {
-                return fail(EIO, "write_pack (copies not deduplicated)", out);
-            }
-            return build_figures(seconds, *stats);
-        };
-        group.arms.push_back(std::move(arm));
-    }
-    group.baseline = 1;
-    group.baseline_label = "no dedup";
-    return group;
-}
-
-// --- the million-entry pack -----------------------------------------------------------------
-
-// Built once per invocation by whichever of its groups runs first, kept in the scratch
-// directory until the last one is done: the large pack, a small one of N entries of the same
-// shape (the O(1) check of opening), and the mem backend the large one was built from (the
-// walk's peer).
-struct BigPack {
-    std::string large_path, small_path;
-    std::string lookup_large, lookup_small;  // one file of each
-    std::shared_ptr<Backend> source;
-    std::size_t entries = 0;
-    PackStats built;
-    double build_seconds = 0;
-    bool ready = false;
-};
-
-Result<void> ensure_big_pack(BigPack& big, const Sizes& s, const std::string& scratch) {
-    if (big.ready) return {};
-    big.large_path = scratch + "/big.pack";
-    big.small_path = scratch + "/small.pack";
-    for (auto [entries, path, lookup] :
-         {std::tuple{s.pack_big, &big.large_path, &big.lookup_large},
-          std::tuple{s.pack_files, &big.small_path, &big.lookup_small}}) {
-        auto fs = make_mem_backend();
-        if (!fs) return fail(ENOTSUP, "make_mem_backend");
-        if (auto ok = build_tree(*fs, entries, s.file_bytes); !ok) return ok;
-        Stopwatch clock;
-        auto stats = write_pack(*fs, *path, plain_options());
-        if (!stats) return std::unexpected(stats.error());
-        const TreeShape shape = shape_of(entries);
-        *lookup = fmt::format("/dir-{}/file-{}", shape.dirs / 2, shape.files_per_dir / 2);
-        if (entries == s.pack_big) {
-            big.build_seconds = clock.seconds();
-            big.built = *stats;
-            big.source = std::move(fs);
-        }
-    }
-    big.entries = s.pack_big;
-    big.ready = true;
-    return {};
-}
-
-Group big_open_group(const Sizes& s, const std::shared_ptr<BigPack>& big,
-                     const std::string& scratch) {
-    Group group;
-    group.section = kBigPackSection;
-    group.opt_in = true;
-    group.max_runs = s.pack_big_runs;
-    group.warmup_runs = 1;
-    group.prepare = [big, s, scratch] { return ensure_big_pack(*big, s, scratch); };
-    const std::size_t opens = s.pack_opens;
-    auto arm = [&](std::size_t entries, bool lookup) {
-        const bool large = entries == s.pack_big;
-        Arm a;
-        a.category = fmt::format("{}-entry pack: open + stat /{}", short_count(entries),
-                                 lookup ? " + lookup" : "");
-        a.plain = lookup ? "open + stat / + lookup" : "open + stat /";
-        a.backend = "pack";
-        a.n = opens;
-        a.run_once = [big, large, lookup, opens]() -> Result<double> {
-            const std::string& path = large ? big->large_path : big->small_path;
-            const std::string& file = large ? big->lookup_large : big->lookup_small;
-            std::vector<std::shared_ptr<PackBackend>> opened;
-            opened.reserve(opens);
-            Stopwatch clock;
-            for (std::size_t i = 0; i < opens; ++i) {
-                auto pack = open_pack(path);
-                if (!pack) return std::unexpected(pack.error());
-                auto root = (*pack)->stat("/");
-                if (!root) return std::unexpected(root.error());
-                if (lookup) {
-                    auto st = (*pack)->stat(file);
-                    if (!st) return std::unexpected(st.error());
-                }
-                opened.push_back(std::move(*pack));
-            }
-            const double seconds = clock.seconds();
-            opened.clear();  // unmapping is not part of opening
-            return seconds;
-        };
-        return a;
-    };
-    group.arms.push_back(arm(s.pack_files, false));
-    group.arms.push_back(arm(s.pack_big, false));
-    group.arms.push_back(arm(s.pack_big, true));
-    group.baseline = 0;
-    group.baseline_label = fmt::format("{}-entry pack", short_count(s.pack_files));
-    return group;
-}
-
-Group big_walk_group(const Sizes& s, const std::shared_ptr<BigPack>& big,
-                     const std::string& scratch) {
-    struct Opened {
-        std::shared_ptr<PackBackend> pack;
-    };
-    auto opened = std::make_shared<Opened>();
-    Group group;
-    group.section = kBigPackSection;
-    group.opt_in = true;
-    group.max_runs = s.pack_big_runs;
-    group.warmup_runs = 1;  // warm: every metadata block checked once before the timed runs
-    group.prepare = [big, opened, s, scratch]() -> Result<void> {
-        if (auto ok = ensure_big_pack(*big, s, scratch); !ok) return ok;
-        auto pack = open_pack(big->large_path);
-        if (!pack) return std::unexpected(pack.error());
-        opened->pack = *pack;
-        return {};
-    };
-    group.finish = [big, opened] {
-        opened->pack.reset();
-        *big = {};
-    };
-    const std::size_t entries = s.pack_big;
-    const std::string name = fmt::format("{}-entry pack: walk", short_count(entries));
-    auto run = [entries, name](Backend& fs) -> Result<double> {
-        Stopwatch clock;
-        auto n = walk_backend(fs, "/");
-        const double seconds = clock.seconds();
-        if (!n) return std::unexpected(n.error());
-        if (*n != entries) return fail(EIO, "walk (wrong entry count)", name);
-        return seconds;
-    };
-    Arm pack;
-    pack.category = name;
-    pack.plain = "walk";
-    pack.backend = "pack";
-    pack.n = entries;
-    pack.run_once = [opened, run] { return run(*opened->pack); };
-    group.arms.push_back(std::move(pack));
-    Arm mem;
-    mem.category = name;
-    mem.plain = "walk";
-    mem.backend = "mem";
-    mem.n = entries;
-    mem.run_once = [big, run] { return run(*big->source); };
-    group.arms.push_back(std::move(mem));
-    group.baseline = 1;
-    group.baseline_label = "mem";
     return group;
 }
 

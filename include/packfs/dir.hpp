@@ -62,6 +62,10 @@ struct DirOptions {
     // beyond them is reopened on demand from its parent and name. 0: a quarter of the process's
     // RLIMIT_NOFILE, between 32 and 4,096.
     std::size_t node_fds = 0;
+    // The node calls that read (list, and open for reading) open with O_NOATIME, so reading a
+    // tree leaves its atimes as they were (the pack writer's builds). Where the kernel refuses
+    // it (EPERM: the process neither owns the object nor has CAP_FOWNER), without.
+    bool no_atime = false;
 };
 
 // The backend over the host directory `host_dir` (which must exist and be a directory; a

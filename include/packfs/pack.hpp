@@ -121,11 +121,12 @@ PACKFS_API Result<PackStats> write_pack(Backend& source, std::string_view out_pa
                                         const PackWriteOptions& options = {},
                                         std::string_view root = "/");
 
-// The same from a host directory, read directly: no symlink is followed, and files and
-// directories are read with O_NOATIME where the kernel allows it (the caller owns them, or has
-// CAP_FOWNER), so a build does not move their atimes. A symlink's atime may still move: Linux
-// updates it on every readlink (under relatime, the first one after a change) and has no way
-// to ask otherwise. Errors name paths relative to `host_dir`.
+// The same from a host directory, read by node through a read-only dir backend (dir.hpp): no
+// symlink is followed, and files and directories are read with O_NOATIME where the kernel
+// allows it (the caller owns them, or has CAP_FOWNER), so a build does not move their atimes.
+// A symlink's atime may still move: Linux updates it on every readlink (under relatime, the
+// first one after a change) and has no way to ask otherwise. Errors name paths relative to
+// `host_dir`.
 PACKFS_API Result<PackStats> write_pack_from_host(std::string_view host_dir,
                                                   std::string_view out_path,
                                                   const PackWriteOptions& options = {});

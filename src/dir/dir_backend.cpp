@@ -3,11 +3,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -25,6 +29,32 @@ bool is_special(FileType type) noexcept {
            type != FileType::symlink;
 }
 
+// This process's /proc/self/fd, open as an O_PATH directory fd: kNotOpened until first used,
+// -1 where it cannot be opened (no /proc). A forked child has another fd table, so it forgets
+// the parent's (pthread_atfork) and opens its own.
+constexpr int kNotOpened = -2;
+std::atomic<int> g_proc_fd_dir{kNotOpened};
+std::mutex g_proc_fd_dir_mutex;
+
+void forget_proc_fd_dir_in_child() noexcept {
+    const int fd = g_proc_fd_dir.exchange(kNotOpened);
+    if (fd >= 0) ::close(fd);
+}
+
+int proc_fd_dir() noexcept {
+    const int fd = g_proc_fd_dir.load(std::memory_order_acquire);
+    if (fd != kNotOpened) return fd;
+    std::lock_guard lock(g_proc_fd_dir_mutex);
+    static const bool registered = ::pthread_atfork(nullptr, nullptr, forget_proc_fd_dir_in_child) == 0;
+    if (!registered) return -1;  // a child could not tell the fd is its parent's: never kept
+    int opened = g_proc_fd_dir.load(std::memory_order_acquire);
+    if (opened == kNotOpened) {
+        opened = ::open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        g_proc_fd_dir.store(opened < 0 ? -1 : opened, std::memory_order_release);
+    }
+    return opened < 0 ? -1 : opened;
+}
+
 }  // namespace
 
 std::string proc_fd_path(int fd, std::string_view name) {
@@ -32,12 +62,24 @@ std::string proc_fd_path(int fd, std::string_view name) {
     return fmt::format("/proc/self/fd/{}/{}", fd, name);
 }
 
+int open_through_proc(int fd, int flags) {
+    if (const int dir = proc_fd_dir(); dir >= 0) {
+        char name[16];
+        const auto end = std::to_chars(name, name + sizeof name - 1, fd).ptr;
+        *end = '\0';
+        return ::openat(dir, name, flags | O_CLOEXEC);
+    }
+    return ::open(proc_fd_path(fd).c_str(), flags | O_CLOEXEC);
+}
+
 DirBackend::DirBackend(Fd root, PathResolver resolver, const DirOptions& options)
     : read_only_(options.read_only),
+      no_atime_(options.no_atime),
       root_(std::move(root)),
       resolver_(resolver),
       cache_(root_.get(), options.cache_dirs ? options.cache_capacity : 0),
-      nodes_(root_.get(), options.node_fds ? options.node_fds : default_node_fds()) {}
+      nodes_(root_.get(), options.node_fds ? options.node_fds : default_node_fds(),
+             /*names=*/!options.read_only) {}
 
 Result<Located> DirBackend::locate(std::string_view path, std::string_view op) {
     auto normal = normalize_path(path, op);

@@ -64,6 +64,9 @@ public:
     void forget(Node node, uint64_t count) noexcept override;
     Result<Stat> getattr(Node node) override;
     Result<std::vector<DirEntry>> list(Node dir) override;
+    // One listing, and each entry stated by name in it (statx, never following): its node
+    // interned without an fd, opened from the directory when first used.
+    Result<std::vector<NamedEntry>> list_entries(Node dir) override;
     Result<std::string> readlink(Node node) override;
     Result<StatFs> statfs(Node node) override;
     Result<FileHandle> open(Node node, int flags) override;
@@ -217,6 +220,7 @@ protected:
     static int stat_at(int dir, const char* name, int flags, Stat& out) noexcept;
 
     const bool read_only_;  // open() answers EROFS for writes (mutations: RefuseMutations)
+    const bool no_atime_;   // DirOptions::no_atime
     Fd root_;
     PathResolver resolver_;
     DirCache cache_;
@@ -229,5 +233,11 @@ FileHandle make_dir_file(Fd fd);
 // "/proc/self/fd/N" or "/proc/self/fd/N/name": names an fd (or an entry of a directory fd)
 // for the calls that only take paths (the l*xattr family).
 std::string proc_fd_path(int fd, std::string_view name = {});
+
+// The object open as `fd` opened anew with `flags` (O_CLOEXEC added) through its magic link:
+// "N" in this process's /proc/self/fd, a directory fd kept open (one component to walk where
+// the whole path has four; a forked child opens its own), or the whole path where that cannot
+// be opened. -1 with errno on failure, as open(2).
+int open_through_proc(int fd, int flags);
 
 }  // namespace packfs::dir

@@ -11,9 +11,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <limits>
@@ -39,8 +41,7 @@ int statx_fd(int fd, struct statx& st) noexcept {
 // link, which checks no search permission on the way; without /proc, a directory is reopened
 // as "." (which needs search permission on it). On EMFILE, `nodes` makes room.
 std::expected<Fd, int> reopen(const NodeRef& n, int flags, NodeTable& nodes) {
-    const std::string path = proc_fd_path(n.fd);
-    Fd fd = nodes.open_with_room([&] { return ::open(path.c_str(), flags | O_CLOEXEC); });
+    Fd fd = nodes.open_with_room([&] { return open_through_proc(n.fd, flags); });
     if (fd) return fd;
     const int error = errno;
     if (n.is_dir() && error == ENOENT) {
@@ -48,6 +49,35 @@ std::expected<Fd, int> reopen(const NodeRef& n, int flags, NodeTable& nodes) {
         if (fd) return fd;
     }
     return std::unexpected(error);
+}
+
+// True when the entry `name` of the directory open as `dir` has no xattrs, asked by name without
+// following it (listxattrat, Linux 6.13); false when it has some or the kernel cannot say.
+bool has_no_xattrs(int dir, const char* name) noexcept {
+#if defined(__x86_64__) || defined(__aarch64__)
+    constexpr long kListxattrat = 465;  // one number on every architecture since Linux 5.1
+    static std::atomic<bool> missing{false};
+    if (missing.load(std::memory_order_relaxed)) return false;
+    const long n = ::syscall(kListxattrat, dir, name, AT_SYMLINK_NOFOLLOW, nullptr, 0);
+    if (n < 0 && errno == ENOSYS) missing.store(true, std::memory_order_relaxed);
+    return n == 0;
+#else
+    (void)dir;
+    (void)name;
+    return false;
+#endif
+}
+
+// reopen() to read (`flags` without a write), with O_NOATIME first when `no_atime`
+// (DirOptions::no_atime): the kernel refuses it with EPERM to a process that neither owns the
+// object nor has CAP_FOWNER, and then it is opened without.
+std::expected<Fd, int> reopen_to_read(const NodeRef& n, int flags, NodeTable& nodes,
+                                      bool no_atime) {
+    if (no_atime) {
+        auto fd = reopen(n, flags | O_NOATIME, nodes);
+        if (fd || fd.error() != EPERM) return fd;
+    }
+    return reopen(n, flags, nodes);
 }
 
 // An O_PATH fd of the object open as `fd` (a file create() just made): through its magic link,
@@ -159,10 +189,35 @@ Result<Stat> DirBackend::getattr(Node node) {
 Result<std::vector<DirEntry>> DirBackend::list(Node dir) {
     auto d = held_dir(dir, "readdir", {});
     if (!d) return std::unexpected(d.error());
-    auto fd = reopen(*d, O_RDONLY | O_DIRECTORY, nodes_);
+    auto fd = reopen_to_read(*d, O_RDONLY | O_DIRECTORY, nodes_, no_atime_);
     if (!fd) return fail(fd.error(), "readdir");
     std::vector<DirEntry> out;
     if (int e = read_entries(fd->get(), out)) return fail(e, "readdir");
+    return out;
+}
+
+Result<std::vector<NamedEntry>> DirBackend::list_entries(Node dir) {
+    auto d = held_dir(dir, "readdir", {});
+    if (!d) return std::unexpected(d.error());
+    auto fd = reopen_to_read(*d, O_RDONLY | O_DIRECTORY, nodes_, no_atime_);
+    if (!fd) return fail(fd.error(), "readdir");
+    std::vector<DirEntry> names;
+    if (int e = read_entries(fd->get(), names)) return fail(e, "readdir");
+    std::vector<NamedEntry> out;
+    out.reserve(names.size());
+    for (DirEntry& name : names) {
+        struct statx st;
+        if (::statx(fd->get(), name.name.c_str(), kStatxFlags & ~AT_EMPTY_PATH, STATX_BASIC_STATS,
+                    &st) != 0) {
+            const int error = errno;
+            if (error == ENOENT) continue;  // removed since the listing
+            for (const NamedEntry& e : out) forget(e.entry.node, 1);
+            return fail(error, "lookup", name.name);
+        }
+        const Node node{nodes_.intern(Fd(), st, d->id, name.name)};
+        const bool no_xattrs = has_no_xattrs(fd->get(), name.name.c_str());
+        out.push_back(NamedEntry{std::move(name.name), Entry{node, stat_from_statx(st)}, no_xattrs});
+    }
     return out;
 }
 
@@ -186,8 +241,8 @@ Result<StatFs> DirBackend::statfs(Node node) {
 }
 
 Result<FileHandle> DirBackend::open(Node node, int flags) {
-    auto n = held(node, "open");
-    if (!n) return std::unexpected(n.error());
+    auto n = nodes_.find_for_one_call(node.id);
+    if (!n) return fail(n.error(), "open");
     const NodeRef& obj = *n;
     flags &= O_ACCMODE | O_APPEND | O_TRUNC | O_DIRECTORY;
     if ((flags & O_ACCMODE) == O_ACCMODE) return fail(EINVAL, "open");
@@ -197,7 +252,7 @@ Result<FileHandle> DirBackend::open(Node node, int flags) {
     if (read_only_ && writes) return fail(EROFS, "open");
     // The node's inode itself: never a name looked up again, so never anything but the
     // regular file or directory just checked.
-    auto fd = reopen(obj, flags, nodes_);
+    auto fd = writes ? reopen(obj, flags, nodes_) : reopen_to_read(obj, flags, nodes_, no_atime_);
     if (!fd) return fail(fd.error(), "open");
     return make_dir_file(std::move(*fd));
 }

@@ -47,8 +47,8 @@ std::size_t default_node_fds() noexcept {
     return std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur) / 4, 32, 4096);
 }
 
-NodeTable::NodeTable(int root_fd, std::size_t capacity)
-    : root_fd_(root_fd), capacity_(std::max<std::size_t>(capacity, 8)) {
+NodeTable::NodeTable(int root_fd, std::size_t capacity, bool names)
+    : root_fd_(root_fd), capacity_(std::max<std::size_t>(capacity, 8)), names_(names) {
     struct statx st;
     if (::statx(root_fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, kIdentityMask, &st) == 0) {
         root_dev_ = statx_dev(st);
@@ -91,6 +91,39 @@ std::expected<NodeRef, int> NodeTable::find(uint64_t id) {
         // Reopened and cached; an eviction racing with it sends us round once more.
     }
     return std::unexpected(ESTALE);
+}
+
+std::expected<NodeRef, int> NodeTable::find_for_one_call(uint64_t id) {
+    if (id == kRootNode.id) return find(id);
+    uint64_t parent = 0;
+    std::string name;
+    Key key;
+    FileType type = FileType::regular;
+    {
+        std::lock_guard lock(mu_);
+        auto it = by_id_.find(id);
+        if (it == by_id_.end()) return std::unexpected(ESTALE);
+        Slot& slot = it->second;
+        if (slot.fd) {
+            if (!slot.pinned) lru_.splice(lru_.begin(), lru_, slot.lru);
+            return ref_of(id, slot);
+        }
+        parent = slot.parent;
+        name = slot.name;
+        key = slot.key;
+        type = slot.type;
+    }
+    if (parent != 0) {
+        if (auto dir = find(parent)) {
+            Fd fd = open_with_room(
+                [&] { return ::openat(dir->fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC); });
+            if (fd && same_object(fd.get(), key.dev, key.ino, type)) {
+                auto keep = std::make_shared<const Fd>(std::move(fd));
+                return NodeRef{id, keep->get(), key.dev, key.ino, type, std::move(keep)};
+            }
+        }
+    }
+    return find(id);  // the whole way: moved (by its handle), or ESTALE
 }
 
 int NodeTable::reopen(uint64_t id) {
@@ -210,8 +243,10 @@ uint64_t NodeTable::locate_locked(uint64_t id, Slot& slot, uint64_t parent,
                                   std::string_view name) {
     if (slot.parent == parent && slot.name == name) return 0;
     // Never a cycle of parents (a bind mount of a directory below itself could make one): such
-    // a name is not taken, and the node keeps the one it had.
-    for (uint64_t at = parent; at != 0 && at != kRootNode.id;) {
+    // a name is not taken, and the node keeps the one it had. A node no other is located in
+    // (a new one, a file) is nobody's ancestor: only `parent` itself could be it.
+    if (parent == id) return 0;
+    for (uint64_t at = parent; slot.children != 0 && at != 0 && at != kRootNode.id;) {
         if (at == id) return 0;
         auto it = by_id_.find(at);
         if (it == by_id_.end()) break;
@@ -219,14 +254,16 @@ uint64_t NodeTable::locate_locked(uint64_t id, Slot& slot, uint64_t parent,
     }
     const uint64_t left = slot.parent;
     if (left != 0) {
-        auto named = by_name_.find(NameView{left, slot.name});
-        if (named != by_name_.end() && named->second == id) by_name_.erase(named);
+        if (names_) {
+            auto named = by_name_.find(NameView{left, slot.name});
+            if (named != by_name_.end() && named->second == id) by_name_.erase(named);
+        }
         if (auto p = by_id_.find(left); p != by_id_.end()) --p->second.children;
     }
     slot.parent = parent;
     slot.name.assign(name);
     if (parent != 0) {
-        by_name_.insert_or_assign(NameKey{parent, std::string(name)}, id);
+        if (names_) by_name_.insert_or_assign(NameKey{parent, std::string(name)}, id);
         if (auto p = by_id_.find(parent); p != by_id_.end()) ++p->second.children;
     }
     return left;
@@ -257,7 +294,7 @@ uint64_t NodeTable::intern(Fd fd, const struct statx& st, uint64_t parent, std::
     const Key key{statx_dev(st), st.stx_ino};
     FileType type = FileType::regular;
     file_type_from_mode_bits(st.stx_mode, type);
-    auto owned = std::make_shared<const Fd>(std::move(fd));
+    auto owned = fd ? std::make_shared<const Fd>(std::move(fd)) : nullptr;
     Evicted evicted;  // closed (and their handles kept) after the lock is released
     std::shared_ptr<const Fd> unused;
     std::vector<std::shared_ptr<const Fd>> closed;
@@ -274,7 +311,7 @@ uint64_t NodeTable::intern(Fd fd, const struct statx& st, uint64_t parent, std::
                 if (slot.fd) {
                     unused = std::move(owned);
                     if (!slot.pinned) lru_.splice(lru_.begin(), lru_, slot.lru);
-                } else {
+                } else if (owned) {
                     cache_locked(it->second, slot, std::move(owned), evicted);
                 }
                 id = it->second;
@@ -291,7 +328,7 @@ uint64_t NodeTable::intern(Fd fd, const struct statx& st, uint64_t parent, std::
             slot.refs = 1;
             by_key_.insert_or_assign(key, id);
             locate_locked(id, slot, parent, name);
-            cache_locked(id, slot, std::move(owned), evicted);
+            if (owned) cache_locked(id, slot, std::move(owned), evicted);
         }
         drop_if_unused_locked(left, closed);  // its ancestors only: never `id`
     }

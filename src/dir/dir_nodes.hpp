@@ -62,18 +62,26 @@ struct NodeRef {
 class NodeTable {
 public:
     // `root_fd` (borrowed; an O_PATH fd of the root directory) becomes kRootNode. At most
-    // `capacity` node fds stay open (at least 8).
-    NodeTable(int root_fd, std::size_t capacity);
+    // `capacity` node fds stay open (at least 8). Without `names`, nodes are not found by
+    // (parent, name): removing() finds none and renamed() moves none, which is right for a
+    // backend that makes no removal or rename (a read-only one) and spares it a map.
+    NodeTable(int root_fd, std::size_t capacity, bool names = true);
     NodeTable(const NodeTable&) = delete;
     NodeTable& operator=(const NodeTable&) = delete;
 
     // The node `id` with an fd to act through: the cached one, or its object reopened (see the
     // top). ESTALE when no such node is held, or its object can no longer be found.
     std::expected<NodeRef, int> find(uint64_t id);
+    // find() for one use (opening the object for I/O): a node whose fd left the cache is opened
+    // from its parent and checked as find() does, but its O_PATH fd lives only as long as the
+    // NodeRef, outside the cache, so reading a tree's files once pushes no directory out of it.
+    std::expected<NodeRef, int> find_for_one_call(uint64_t id);
 
     // The id of the object that `fd` (taken over; an O_PATH fd of it) and its statx `st`
     // describe, found as `name` in the directory node `parent`, with one more reference. An
     // object already held keeps its id (the new fd is closed) and is now known by that name.
+    // Without an fd (an empty `fd`: the object was stated by name, not opened), a new node
+    // starts as an evicted one does, reopened from `parent` and `name` when first used.
     uint64_t intern(Fd fd, const struct statx& st, uint64_t parent, std::string_view name);
 
     // One more reference to the held node `id`; false when it is not held.
@@ -193,6 +201,7 @@ private:
 
     const int root_fd_;
     const std::size_t capacity_;
+    const bool names_;  // by_name_ is kept
     bool handles_ = false;  // open_by_handle_at works here (CAP_DAC_READ_SEARCH)
     Fd mount_fd_;           // for open_by_handle_at (an O_RDONLY fd of the root)
     uint64_t root_dev_ = 0;

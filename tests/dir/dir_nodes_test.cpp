@@ -333,6 +333,47 @@ TEST_F(DirNodes, OneIdPerObjectAndForgetClosesTheFd) {
     EXPECT_EQ(open_fd_count(), base);
 }
 
+// list_entries states each entry in the listing and interns it without opening it: the same
+// nodes (one per object, hard links too) and attributes as lookup, each usable at once, and an
+// entry that has xattrs never reported as having none.
+TEST_F(DirNodes, ListEntriesAnswersAsLookupDoes) {
+    fs::create_directories(root_ / "d" / "sub");
+    ASSERT_TRUE(host_write(root_ / "d" / "a", "alpha"));
+    ASSERT_TRUE(host_write(root_ / "d" / "tagged", "t"));
+    ASSERT_EQ(::link((root_ / "d" / "a").c_str(), (root_ / "d" / "hard").c_str()), 0);
+    ASSERT_EQ(::symlink("a", (root_ / "d" / "link").c_str()), 0);
+    ASSERT_EQ(::mkfifo((root_ / "d" / "fifo").c_str(), 0644), 0);
+    const bool tagged = ::lsetxattr((root_ / "d" / "tagged").c_str(), "user.k", "v", 1, 0) == 0;
+    Backend& fs = open();
+    Entry d = lookup(kRootNode, "d");
+    auto listed = fs.list_entries(d.node);
+    ASSERT_TRUE(listed.has_value()) << listed.error().message();
+    std::map<std::string, Node> by_name;
+    for (const NamedEntry& e : *listed) {
+        SCOPED_TRACE(e.name);
+        by_name[e.name] = e.entry.node;
+        expect_same(e.entry.stat, root_ / "d" / e.name);
+        Entry looked = lookup(d.node, e.name);
+        EXPECT_EQ(looked.node, e.entry.node);
+        fs.forget(looked.node, 1);
+        if (e.name == "tagged" && tagged) {
+            EXPECT_FALSE(e.no_xattrs);
+        }
+    }
+    ASSERT_EQ(by_name.size(), 6u);
+    EXPECT_EQ(by_name["a"], by_name["hard"]);
+    auto file = fs.open(by_name["a"], O_RDONLY);
+    ASSERT_TRUE(file.has_value()) << file.error().message();
+    EXPECT_EQ(read_all(**file), "alpha");
+    EXPECT_EQ(fs.readlink(by_name["link"]).value_or("<error>"), "a");
+    auto sub = fs.list(by_name["sub"]);
+    ASSERT_TRUE(sub.has_value()) << sub.error().message();
+    EXPECT_TRUE(sub->empty());
+    EXPECT_ERRNO(fs.open(by_name["fifo"], O_RDONLY), ENOTSUP);
+    for (const NamedEntry& e : *listed) fs.forget(e.entry.node, 1);
+    fs.forget(d.node, 1);
+}
+
 TEST_F(DirNodes, HeldNodeOfAnUnlinkedFileStaysUsable) {
     Backend& fs = open();
     auto made = fs.create(kRootNode, "gone", O_RDWR, 0644);

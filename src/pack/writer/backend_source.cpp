@@ -1,12 +1,14 @@
-// A TreeSource over any Backend (mem, a snapshot, the Vfs, a pack...), walked by node: one
-// list_entries per directory (a mem tree answers it from one pass over the directory), never a
-// path. Every node it hands the writer stays held until the source
-// goes, so a live tree cannot reuse it meanwhile.
+// A TreeSource over any Backend (mem, a snapshot, the Vfs, a pack, a host directory through the
+// dir backend...), walked by node: one list_entries per directory (a mem tree answers it from
+// one pass over the directory), never a path. Every node it hands the writer stays held until
+// the source goes, so a live tree cannot reuse it meanwhile.
 #include <fcntl.h>
 
 #include <algorithm>
+#include <string>
 
 #include "pack/writer/tree_source.hpp"
+#include "packfs/dir.hpp"
 #include "packfs/path.hpp"
 
 namespace packfs::pack {
@@ -23,6 +25,8 @@ public:
         auto begin = file_->seek_data(offset, true);
         if (!begin) {
             if (begin.error().code() == ENXIO) return std::pair{UINT64_MAX, UINT64_MAX};
+            // A host file whose filesystem has no SEEK_DATA: all data, as far as is known.
+            if (begin.error().code() == EINVAL) return std::pair{offset, UINT64_MAX};
             return std::unexpected(begin.error());
         }
         auto end = file_->seek_data(*begin, false);
@@ -36,8 +40,14 @@ private:
 
 class BackendSource final : public TreeSource {
 public:
-    BackendSource(Backend& backend, Entry root) : backend_(backend), root_(root) {
+    BackendSource(Backend& backend, Entry root, LinkIdentity links)
+        : backend_(backend), root_(root), links_(links) {
         held_.push_back(root.node);
+    }
+    // A source that owns its backend (a host directory's dir backend).
+    BackendSource(std::shared_ptr<Backend> owned, Entry root, LinkIdentity links)
+        : BackendSource(*owned, root, links) {
+        owned_ = std::move(owned);
     }
     ~BackendSource() override {
         for (Node n : held_) backend_.forget(n, 1);
@@ -45,7 +55,7 @@ public:
 
     Result<SourceNode> root() override {
         if (root_.stat.type != FileType::directory) return fail(ENOTDIR, "build", "/");
-        return source_node("", root_.stat, {0, root_.stat.ino}, root_.node.id);
+        return source_node("", root_.stat, identity(root_), root_.node.id);
     }
 
     Result<std::vector<SourceNode>> list(SourceRef ref) override {
@@ -53,11 +63,10 @@ public:
         if (!entries) return std::unexpected(entries.error().with_path(ref.path));
         std::vector<SourceNode> nodes;
         nodes.reserve(entries->size());
-        held_.reserve(held_.size() + entries->size());
         for (NamedEntry& e : *entries) {
             held_.push_back(e.entry.node);
             const Stat& st = e.entry.stat;
-            nodes.push_back(source_node(std::move(e.name), st, {0, st.ino}, e.entry.node.id));
+            nodes.push_back(source_node(std::move(e.name), st, identity(e.entry), e.entry.node.id));
             // Known to have no xattrs (and no target to read): nothing more to ask for it.
             nodes.back().has_extras = e.no_xattrs && st.type != FileType::symlink;
         }
@@ -105,18 +114,40 @@ public:
     }
 
 private:
+    std::pair<uint64_t, uint64_t> identity(const Entry& e) const {
+        return links_ == LinkIdentity::node ? std::pair{uint64_t{1}, e.node.id}
+                                            : std::pair{uint64_t{0}, e.stat.ino};
+    }
+
     Backend& backend_;
+    std::shared_ptr<Backend> owned_;  // null, or what `backend_` is (alive for the forgets)
     Entry root_;
+    LinkIdentity links_;
     std::vector<Node> held_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend,
-                                                        std::string_view root) {
+Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend, std::string_view root,
+                                                        LinkIdentity links) {
     auto entry = lookup_path(backend, root, Follow::no);
     if (!entry) return std::unexpected(entry.error().with_path("/"));
-    return std::make_unique<BackendSource>(backend, *entry);
+    return std::make_unique<BackendSource>(backend, *entry, links);
+}
+
+Result<std::unique_ptr<TreeSource>> make_host_source(std::string_view host_dir) {
+    DirOptions options;
+    options.containment = Containment::no_symlinks;
+    options.read_only = true;
+    options.cache_dirs = false;  // the path calls' cache: the source makes node calls only
+    options.no_atime = true;
+    const std::string dir(host_dir);
+    if (dir.empty()) return fail(ENOENT, "build", dir);
+    auto backend = open_dir_backend(dir, options);
+    if (!backend) return std::unexpected(backend.error().relabeled("build", dir));
+    auto entry = lookup_path(**backend, "/", Follow::no);
+    if (!entry) return std::unexpected(entry.error().with_path("/"));
+    return std::make_unique<BackendSource>(std::move(*backend), *entry, LinkIdentity::node);
 }
 
 }  // namespace packfs::pack

@@ -1,6 +1,7 @@
-// What the pack writer reads a tree from: a host directory or any Backend, behind one small
-// interface so the build algorithm is written once. Paths are virtual ("/", "/a/b"), relative
-// to the source's root; errors name them, never a host path.
+// What the pack writer reads a tree from, behind one small interface so the build algorithm is
+// written once: any Backend read by node (BackendSource), a host directory being the dir
+// backend's (src/dir), and tests' own sources. Paths are virtual ("/", "/a/b"), relative to the
+// source's root; errors name them, never a host path.
 #pragma once
 
 #include <cstddef>
@@ -78,13 +79,26 @@ public:
     virtual uint64_t inode_count_hint() { return 0; }
 };
 
+// How a backend source tells two names of one object (hard links) from two objects.
+enum class LinkIdentity : uint8_t {
+    // Equal st_ino: a backend that numbers its objects once (mem, a snapshot, a pack).
+    inode_number,
+    // Equal nodes: a backend that hands out one node per object while it is held, whatever its
+    // st_ino says (the dir backend, whose st_ino repeat across the host filesystems mounted
+    // below its root). The source holds every node it lists until it goes.
+    node,
+};
+
 // The tree under `root` of a Backend, read by node through its API (a mem backend gives one
 // consistent version when it is a snapshot).
-Result<std::unique_ptr<TreeSource>> make_backend_source(Backend& backend, std::string_view root);
+Result<std::unique_ptr<TreeSource>> make_backend_source(
+    Backend& backend, std::string_view root, LinkIdentity links = LinkIdentity::inode_number);
 
-// The tree under a host directory. Nothing below the root is followed through a symlink,
-// and files are opened with O_NOATIME where the kernel allows, so building leaves the
-// source's times as they were (and a second build sees the same tree).
+// The tree under a host directory, read through a read-only dir backend (src/dir) by node: no
+// symlink is followed below the root, and files and directories are read with O_NOATIME where
+// the kernel allows it (DirOptions::no_atime), so building leaves the source's times as they
+// were (and a second build sees the same tree). An error opening `host_dir` names it; every
+// other names a virtual path.
 Result<std::unique_ptr<TreeSource>> make_host_source(std::string_view host_dir);
 
 }  // namespace packfs::pack
