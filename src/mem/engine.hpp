@@ -1,7 +1,9 @@
 // The mem engine (DESIGN §5, §6, §9): the tree of a mem backend, and of an overlay (the same
 // tree over a lower: lower.hpp, the one interface through which the engine reaches it, which
 // src/overlay implements over a read-only Backend). The Backend classes over it are in
-// mem_backend.cpp; this is the state and every operation on it, by inode.
+// mem_backend.cpp, snapshot_backend.cpp and mem_files.hpp; this is the state and every
+// operation on it, by inode (engine.cpp: versions and holds; engine_read.cpp; engine_write.cpp:
+// names and attributes; engine_inodes.cpp; engine_content.cpp; engine_rebase.cpp).
 //
 // STATE. An inode table (inode_table.hpp) of cells (cell.hpp): each cell is one inode with its
 // stat fields inline; a directory's cell holds its entry trie (trie.hpp), a file's its chunked
