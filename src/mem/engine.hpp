@@ -181,7 +181,8 @@ public:
     // Waits (outside any read section) until a rebase under way has ended; a rename's odd
     // count is only spun on.
     void wait_out_rebase() {
-        if (rebasing_.load(std::memory_order_acquire)) auto held = lock();
+        if (!rebasing_.load(std::memory_order_acquire)) return;
+        auto held = lock();  // (the rebase holds it: this returns once the rebase has ended)
     }
 
     // === holds (any thread, outside a read section for release) =============================
