@@ -40,7 +40,9 @@ struct OverlayOptions {
 // An overlay over one lower: a Backend, and the calls that move it onto another lower.
 class PACKFS_API Overlay : public Backend {
 public:
-    // A snapshot (Backend::snapshot) with the generation it was taken at, for rebase().
+    // A snapshot (Backend::snapshot) with the generation it was taken at, for rebase(). Until
+    // that rebase, a removal in a directory over the lower keeps a whiteout of the name even
+    // where the lower lacks it (the rebase then needs no search for them).
     struct Frozen {
         std::shared_ptr<Backend> tree;
         uint64_t generation = 0;

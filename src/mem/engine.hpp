@@ -286,6 +286,9 @@ public:
     // replaced: cells stay where they are. Older snapshots go on reading the lower they were
     // taken over. Takes the writer lock. EBUSY when old snapshots keep too many lowers.
     Result<void> rebase(std::shared_ptr<Lower> next, uint64_t since);
+    // Says a rebase onto a pack of the snapshot just taken is to come (Overlay::freeze): until
+    // it, removals leave whiteouts as leaves_whiteout says. Under the lock.
+    void expect_rebase() noexcept { rebase_expected_ = true; }
     // Frees the lowers no state and no snapshot reads any more (after a rebase, or once the
     // last snapshot over an old lower was dropped): waits for a grace period, so never inside a
     // read section nor under the lock. Their pack files close here.
@@ -336,11 +339,13 @@ private:
     Result<std::optional<Ref>> live_child(const Ref& dir, std::string_view name);
     // Names `ino` as dir/name (the name free or a whiteout) in `dir_state` (the dir's next state).
     void add_name(CellState& dir_state, std::string_view name, uint64_t ino, FileType type);
-    // Whether removing `name` from `dir` (a cell of the tree's) leaves a whiteout: always where
-    // the directory merges a lower, whether that lower has the name or not (one it lacks hides
-    // nothing). So every name the directory showed and lost since it met its lower is a
-    // whiteout, and a rebase never has to find which names the new lower holds that the
-    // directory no longer shows; nor does a removal read the lower.
+    // Whether removing `name` from `dir` (a cell of the tree's) leaves a whiteout: where the
+    // directory merges a lower that has the name; and, between a freeze and the rebase onto its
+    // pack (rebase_expected_), wherever the directory merges a lower, whether that lower has the
+    // name or not (one it lacks hides nothing). So a name made before the freeze and removed
+    // after is a whiteout, and the rebase never has to find which names the new lower holds
+    // that the directory no longer shows. (Always doing so would let an overlay that is never
+    // rebased gather a whiteout for every temporary name it ever removed.)
     Result<bool> leaves_whiteout(const Cell* dir, std::string_view name);
     // Removes dir/name: erased, or a whiteout where the directory merges a lower.
     void remove_name(CellState& dir_state, std::string_view name, bool lower_has);
@@ -419,6 +424,7 @@ private:
     std::atomic<uint64_t> inodes_{0};      // the tree's own live inodes (likewise)
     std::atomic<uint32_t> rename_seq_{0};
     std::atomic<bool> rebasing_{false};
+    bool rebase_expected_ = false;  // the writer's: a freeze was made, its rebase not yet
     // Live snapshots by generation, each with the versions only it (and older ones) still need.
     struct Kept {
         uint32_t count = 0;  // snapshots of this generation

@@ -15,9 +15,10 @@
 // - A directory that stays (the root, one a snapshot sees, one changed since): unchanged since
 //   the snapshot, it drops its own entries and shows the new lower's (O(1)); changed since, it
 //   drops the own entries the new lower has alike (one lookup each: what it changed since the
-//   last compaction, not its size). It needs no new whiteout: every name a directory with a
-//   lower loses leaves one (Engine::leaves_whiteout), so a name made before the snapshot and
-//   removed after is hidden already. One made here and changed since stays opaque as it is.
+//   last compaction, not its size). It needs no new whiteout: between the freeze and the
+//   rebase every name a directory with a lower loses leaves one (Engine::leaves_whiteout), so a
+//   name made before the snapshot and removed after is hidden already. One made here and
+//   changed since stays opaque as it is.
 // - A file that stays keeps reading the bytes it has not written from its own inode in the new
 //   lower: a chunk it still reads from below was read from below at the snapshot too. A file
 //   whose bytes below are another inode's (a clone of a lower file) or that has no name in the
@@ -151,6 +152,7 @@ Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
         layer_order_.erase(std::find(layer_order_.begin(), layer_order_.end(), scan.from));
     }
     trim_layers();
+    rebase_expected_ = false;
     rename_seq_.fetch_add(1, std::memory_order_release);
     rebasing_.store(false, std::memory_order_release);
     return {};

@@ -38,8 +38,10 @@ void Engine::add_name(CellState& dir, std::string_view name, uint64_t ino, FileT
 }
 
 Result<bool> Engine::leaves_whiteout(const Cell* dir, std::string_view name) {
-    (void)name;
-    return dir->state.lower != 0;
+    const uint64_t lower_dir = dir->state.lower;
+    if (!lower_dir || !top()) return false;
+    if (rebase_expected_) return true;
+    return lower(dir->state.layer).has(lower_dir, name);
 }
 
 void Engine::remove_name(CellState& dir, std::string_view name, bool lower_has) {

@@ -408,9 +408,12 @@ public:
     }
 
     Result<std::shared_ptr<Backend>> snapshot() override {
-        auto frozen = freeze();
-        if (!frozen) return std::unexpected(frozen.error());
-        return std::move(frozen->tree);
+        Engine::SnapshotInfo info;
+        {
+            auto lock = engine_->lock();
+            info = engine_->take_snapshot();
+        }
+        return make_snapshot_backend(engine_, info);
     }
     bool read_only() const noexcept override { return false; }
 
@@ -420,6 +423,7 @@ public:
         {
             auto lock = engine_->lock();
             info = engine_->take_snapshot();
+            engine_->expect_rebase();
         }
         return Frozen{make_snapshot_backend(engine_, info), info.gen};
     }

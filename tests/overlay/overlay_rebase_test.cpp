@@ -336,6 +336,47 @@ TEST(OverlayRebase, WhatThePackHoldsLeavesTheOverlaysMemory) {
     EXPECT_EQ(got, pattern(256 * 1024, 'f'));
 }
 
+// Whiteouts of names the lower lacks are kept only between a freeze and its rebase: an overlay
+// that is never rebased gathers none for the temporary names it makes and removes.
+TEST(OverlayRebase, OnlyAFreezeKeepsWhiteoutsOfNamesTheLowerLacks) {
+    auto engine = std::make_shared<mem::Engine>(
+        MemOptions{}, std::make_shared<overlay::LowerView>(first_lower()), 0);
+    auto whiteouts_in_d = [&] {
+        rcu::ReadSection section;
+        auto d = engine->child(engine->root(mem::kLiveGen), "d", mem::kLiveGen);
+        if (!d || !*d || !(*d)->cell) return -1;
+        int n = 0;
+        mem::trie_each(static_cast<const mem::TrieNode*>((*d)->cell->read().data),
+                       [&](const mem::EntryRec& e) {
+                           n += e.ino == 0;
+                           return true;
+                       });
+        return n;
+    };
+    auto churn = [&](const std::string& prefix) {
+        auto lock = engine->lock();
+        rcu::ReadSection section;
+        auto d = engine->child(engine->root(mem::kLiveGen), "d", mem::kLiveGen);
+        ASSERT_TRUE(d && *d);
+        for (int i = 0; i < 50; ++i) {
+            const std::string name = fmt::format("{}{}", prefix, i);
+            auto dir = engine->by_ino((*d)->ino, mem::kLiveGen);
+            ASSERT_TRUE(dir.has_value());
+            ASSERT_TRUE(engine->make(*dir, name, FileType::regular, 0644, 0, {}, std::nullopt));
+            dir = engine->by_ino((*d)->ino, mem::kLiveGen);
+            ASSERT_TRUE(engine->unlink(*dir, name));
+        }
+    };
+    churn("tmp");
+    EXPECT_EQ(whiteouts_in_d(), 0);
+    {
+        auto lock = engine->lock();
+        engine->expect_rebase();
+    }
+    churn("late");
+    EXPECT_EQ(whiteouts_in_d(), 50);
+}
+
 // Readers by path and through open files never see an error or other bytes while the overlay
 // is rebased under them again and again; a name whose file in the old lower became a directory
 // before the snapshot reads as that directory all through each rebase (its own entry, like the
