@@ -232,28 +232,38 @@ void Engine::drop_snapshot(uint64_t gen) noexcept {
 // --- layers ------------------------------------------------------------------------------------
 
 uint16_t Engine::layer_at(uint64_t gen) const noexcept {
-    uint16_t i = top_index();
-    if (gen == kLiveGen) return i;
-    // Newest first: a snapshot is nearly always over the newest lower or the one before.
-    for (uint16_t step = 0; step < kLayers; ++step) {
+    const uint16_t top_at = top_index();
+    if (gen == kLiveGen) return top_at;
+    // The layer with the latest start at or before `gen` (layers are few; the slots are
+    // scanned whole, since the layers between two that old snapshots keep may have gone).
+    uint16_t best = top_at;
+    uint64_t best_gen = 0;
+    bool found = false;
+    for (uint16_t i = 0; i < kLayers; ++i) {
         const Layer* l = layers_->slot[i].load(std::memory_order_acquire);
-        if (!l) break;
-        if (l->first_gen <= gen) return i;
-        i = static_cast<uint16_t>((i + kLayers - 1) % kLayers);
+        if (!l || l->first_gen > gen || (found && l->first_gen <= best_gen)) continue;
+        best = i;
+        best_gen = l->first_gen;
+        found = true;
     }
-    return top_index();
+    return best;
 }
 
 void Engine::trim_layers() noexcept {
-    // A layer other than the newest is read only by snapshots taken over it (every live state
-    // was moved onto the newer one by the rebase that made it): those with a generation before
-    // the next layer's first.
-    while (layer_order_.size() > 1) {
-        const uint16_t oldest = layer_order_.front();
-        const uint64_t until = layer(layer_order_[1]).first_gen;
-        if (!snapshots_.empty() && snapshots_.begin()->first < until) return;
-        layer_order_.erase(layer_order_.begin());
-        trimmed_layers_.push_back(oldest);
+    // A layer other than the newest is read only by the snapshots taken over it (every live
+    // state was moved onto the newer one by the rebase that made it): those with a generation
+    // from its first to the next layer's. One no snapshot reads goes, wherever it is in the
+    // line (a snapshot kept across many compactions keeps only its own).
+    for (std::size_t i = 0; i + 1 < layer_order_.size();) {
+        const uint64_t from = layer(layer_order_[i]).first_gen;
+        const uint64_t until = layer(layer_order_[i + 1]).first_gen;
+        auto reader = snapshots_.lower_bound(from);
+        if (reader != snapshots_.end() && reader->first < until) {
+            ++i;
+            continue;
+        }
+        trimmed_layers_.push_back(layer_order_[i]);
+        layer_order_.erase(layer_order_.begin() + static_cast<std::ptrdiff_t>(i));
     }
 }
 

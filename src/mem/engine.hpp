@@ -394,7 +394,8 @@ private:
     void trim_layers() noexcept;
 
     const MemOptions options_;
-    // The layers by index (a ring: a rebase takes the next slot).
+    // The layers by index (a rebase takes the next free slot; a layer's slot is freed once no
+    // snapshot reads it: free_layers).
     static constexpr uint16_t kLayers = 64;
     struct LayerSlots {
         std::array<std::atomic<const Layer*>, kLayers> slot{};

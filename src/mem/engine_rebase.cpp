@@ -67,8 +67,12 @@ Result<void> Engine::rebase(std::shared_ptr<Lower> next, uint64_t since) {
     RebaseScan scan;
     scan.since = since;
     scan.from = top_index();
-    scan.to = static_cast<uint16_t>((scan.from + 1) % kLayers);
-    if (layers_->slot[scan.to].load(std::memory_order_acquire))
+    scan.to = scan.from;
+    for (uint16_t step = 1; step < kLayers && scan.to == scan.from; ++step) {
+        const auto i = static_cast<uint16_t>((scan.from + step) % kLayers);
+        if (!layers_->slot[i].load(std::memory_order_acquire)) scan.to = i;
+    }
+    if (scan.to == scan.from)
         return fail(EBUSY, "rebase (old snapshots still read too many lowers)");
     scan.old_lower = &lower(scan.from);
     scan.new_lower = next.get();

@@ -214,7 +214,8 @@ TEST(OverlayRebase, HeldAndOpenFilesAreHandedBackAndWriteOn) {
     overlay->forget(d->node, 1);
 }
 
-// A snapshot taken before a rebase reads what it saw, from the lower it was taken over.
+// A snapshot taken before a rebase reads what it saw, from the lower it was taken over, through
+// any number of rebases.
 TEST(OverlayRebase, AnOlderSnapshotReadsTheOldLower) {
     auto overlay = overlay_over(first_lower());
     Packs packs;
@@ -224,11 +225,25 @@ TEST(OverlayRebase, AnOlderSnapshotReadsTheOldLower) {
     ASSERT_TRUE(seen.has_value());
     ASSERT_TRUE(write_file(*overlay, "/d/later", "after the old snapshot"));
     ASSERT_TRUE(overlay->unlink("/d/a"));
-    ASSERT_TRUE(compact(*overlay, packs));
-    ASSERT_TRUE(compact(*overlay, packs));
+    // Many more rebases than the engine has room for lowers: only the lowers the snapshots
+    // read stay (the old one and a middle one), the ones between go.
+    std::shared_ptr<Backend> middle;
+    std::optional<volume_test::Tree> seen_middle;
+    for (int round = 0; round < 100; ++round) {
+        ASSERT_TRUE(write_file(*overlay, "/d/later", fmt::format("round {}", round)));
+        ASSERT_TRUE(compact(*overlay, packs)) << "round " << round;
+        if (round == 40) {
+            middle = *overlay->snapshot();
+            seen_middle = *capture(*middle);
+        }
+    }
     EXPECT_EQ(diff(*seen, *capture(**old)), "");
+    EXPECT_EQ(diff(*seen_middle, *capture(*middle)), "");
+    EXPECT_EQ(*read_file(*middle, "/d/later"), "round 40");
     EXPECT_EQ(overlay->stat("/d/a").error().code(), ENOENT);
-    EXPECT_EQ(*read_file(*overlay, "/d/later"), "after the old snapshot");
+    EXPECT_EQ(*read_file(*overlay, "/d/later"), "round 99");
+    ASSERT_TRUE(write_file(*overlay, "/d/later", "after the old snapshot"));
+    middle.reset();
     old->reset();
     EXPECT_EQ(*read_file(*overlay, "/d/later"), "after the old snapshot");
 }
