@@ -73,19 +73,23 @@ NodeRef NodeTable::ref_of(uint64_t id, const Slot& slot) const {
     return NodeRef{id, slot.fd->get(), slot.key.dev, slot.key.ino, slot.type, slot.fd};
 }
 
+NodeTable::Slot* NodeTable::touch_locked(uint64_t id) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return nullptr;
+    Slot& slot = it->second;
+    if (slot.fd && !slot.pinned) lru_.splice(lru_.begin(), lru_, slot.lru);
+    return &slot;
+}
+
 std::expected<NodeRef, int> NodeTable::find(uint64_t id) {
     if (id == kRootNode.id)
         return NodeRef{id, root_fd_, root_dev_, root_ino_, FileType::directory, nullptr};
     for (int attempt = 0; attempt < 3; ++attempt) {
         {
             std::lock_guard lock(mu_);
-            auto it = by_id_.find(id);
-            if (it == by_id_.end()) return std::unexpected(ESTALE);
-            Slot& slot = it->second;
-            if (slot.fd) {
-                if (!slot.pinned) lru_.splice(lru_.begin(), lru_, slot.lru);
-                return ref_of(id, slot);
-            }
+            const Slot* slot = touch_locked(id);
+            if (!slot) return std::unexpected(ESTALE);
+            if (slot->fd) return ref_of(id, *slot);
         }
         if (int e = reopen(id)) return std::unexpected(e);
         // Reopened and cached; an eviction racing with it sends us round once more.
@@ -101,17 +105,13 @@ std::expected<NodeRef, int> NodeTable::find_for_one_call(uint64_t id) {
     FileType type = FileType::regular;
     {
         std::lock_guard lock(mu_);
-        auto it = by_id_.find(id);
-        if (it == by_id_.end()) return std::unexpected(ESTALE);
-        Slot& slot = it->second;
-        if (slot.fd) {
-            if (!slot.pinned) lru_.splice(lru_.begin(), lru_, slot.lru);
-            return ref_of(id, slot);
-        }
-        parent = slot.parent;
-        name = slot.name;
-        key = slot.key;
-        type = slot.type;
+        const Slot* slot = touch_locked(id);
+        if (!slot) return std::unexpected(ESTALE);
+        if (slot->fd) return ref_of(id, *slot);
+        parent = slot->parent;
+        name = slot->name;
+        key = slot->key;
+        type = slot->type;
     }
     if (parent != 0) {
         if (auto dir = find(parent)) {

@@ -183,6 +183,8 @@ private:
     using Evicted = std::vector<EvictedFd>;
 
     NodeRef ref_of(uint64_t id, const Slot& slot) const;
+    // The slot of `id` (null: none), first in the LRU when it holds an fd (under mu_).
+    Slot* touch_locked(uint64_t id);
     // Under mu_: the slot's fd joins the cache (most recently used); past capacity, the least
     // recently used unused fds are taken out into `evicted` (closed by the caller, unlocked).
     void cache_locked(uint64_t id, Slot& slot, std::shared_ptr<const Fd> fd, Evicted& evicted);
