@@ -59,6 +59,32 @@ public:
     // when either lower does not keep its own inode numbers (a host directory); EBUSY when old
     // snapshots still read 63 older lowers.
     virtual Result<void> rebase(std::shared_ptr<Backend> lower, uint64_t generation) = 0;
+
+    // A point rollback() can put the overlay back to: held while the object lives, at the cost
+    // of a snapshot (what changes after it keeps the state it replaced). A volume takes one
+    // before each change its journal may still lose.
+    class Checkpoint {
+    public:
+        Checkpoint() = default;
+        Checkpoint(uint64_t generation, std::shared_ptr<void> hold)
+            : generation_(generation), hold_(std::move(hold)) {}
+        uint64_t generation() const noexcept { return generation_; }
+        explicit operator bool() const noexcept { return hold_ != nullptr; }
+
+    private:
+        uint64_t generation_ = 0;
+        std::shared_ptr<void> hold_;  // releases the generation when the last copy goes
+    };
+    virtual Result<Checkpoint> checkpoint() = 0;
+    // Puts the overlay back as it was at `to`, in place: what changed since is undone. Node
+    // references and open files keep their inodes; an inode made since has no name after it
+    // (an open one lives on unnamed, as if unlinked) and its number is not given again.
+    // Snapshots go on as they were. One pass over the overlay's inodes: for recovery (a
+    // volume's journal that failed), not for everyday undo. EINVAL after a rebase since `to`.
+    virtual Result<void> rollback(const Checkpoint& to) = 0;
+    // No inode made from now on gets a number below `next` (a volume replaying a journal
+    // whose numbers skip those of changes a rollback undid).
+    virtual void reserve_inode_numbers(uint64_t next) = 0;
 };
 
 // A writable overlay over `lower` (read-only from then on: it must not change underneath),

@@ -259,6 +259,16 @@ public:
     Result<Cell*> own(const Ref& node);
 
     uint64_t next_ino() const noexcept { return next_ino_.load(std::memory_order_relaxed); }
+    // No new inode gets a number below `next` (a replayed journal that skipped numbers).
+    void reserve_inodes(uint64_t next) noexcept;
+
+    // Puts the live tree back as the snapshot of generation `to` (still held) sees it: every
+    // cell changed since is edited back to its state at `to`, in place, so node references,
+    // open files and the snapshots taken since go on as they were. An inode made since loses
+    // its names (held: an orphan, as if unlinked; else freed); its number is not given again.
+    // One pass over the inode table, under the lock: for a journal that failed (a volume's),
+    // not for everyday use. EINVAL when no snapshot of `to` is held or a rebase came since.
+    Result<void> rollback(uint64_t to);
 
     // === layers =============================================================================
 
@@ -326,6 +336,9 @@ private:
     Result<void> relive(Cell* cell, std::string_view op);
     // The live cell of `node`, copied up from the lower when it has none (needs the lock).
     Result<Cell*> own_cell(const Ref& node);
+    // The state a copy-up of lower inode `node` starts with: its metadata, target and xattrs
+    // copied; its content left in the lower until a chunk of it is written.
+    Result<CellState> copy_up_state(const Ref& node);
     // A cell from the arena (the writer), or from the heap (a reader's stub).
     Cell* new_cell(uint64_t ino);
     Cell* new_stub_cell(uint64_t ino);
@@ -375,6 +388,9 @@ private:
     void bury(uint64_t ino);
     const Backing* writer_backing(const CellState& s);
     Result<void> add_lower_xattrs(CellState& s, uint64_t lower_node);
+
+    // rollback's edit of a cell that was not the tree's own at its snapshot (engine_rollback.cpp).
+    Result<void> roll_back_cell(Cell* cell);
 
     // The rebase's steps (engine_rebase.cpp), under the lock.
     struct RebaseScan;

@@ -25,20 +25,7 @@ Result<void> Engine::add_lower_xattrs(CellState& s, uint64_t lower_node) {
     return {};
 }
 
-Result<Cell*> Engine::own_cell(const Ref& given) {
-    if (given.cell && given.cell->state.kind == CellKind::live) return given.cell;
-    // A Ref taken before an earlier call of the same operation copied the inode up (a rename
-    // within one lower directory: its source and destination are two Refs of one inode).
-    Cell* existing = table_.find(given.ino);
-    if (existing && existing->state.kind == CellKind::live) return existing;
-    // A stub's own lower node, made newest by a rebase since the Ref was taken.
-    Ref node = given;
-    if (existing && existing->state.kind == CellKind::stub) {
-        node.lower = existing->state.lower;
-        node.layer = existing->state.layer;
-    }
-    // A lower inode: copied up into a cell of its number. Metadata, target and xattrs are
-    // copied; the content stays in the lower until a chunk of it is written.
+Result<CellState> Engine::copy_up_state(const Ref& node) {
     Lower& lower = this->lower(node.layer);
     auto st = lower.getattr(node.lower);
     if (!st) return std::unexpected(st.error());
@@ -73,6 +60,25 @@ Result<Cell*> Engine::own_cell(const Ref& given) {
         if (s.type == FileType::symlink) delete static_cast<Target*>(s.data);
         return std::unexpected(ok.error());
     }
+    return s;
+}
+
+Result<Cell*> Engine::own_cell(const Ref& given) {
+    if (given.cell && given.cell->state.kind == CellKind::live) return given.cell;
+    // A Ref taken before an earlier call of the same operation copied the inode up (a rename
+    // within one lower directory: its source and destination are two Refs of one inode).
+    Cell* existing = table_.find(given.ino);
+    if (existing && existing->state.kind == CellKind::live) return existing;
+    // A stub's own lower node, made newest by a rebase since the Ref was taken.
+    Ref node = given;
+    if (existing && existing->state.kind == CellKind::stub) {
+        node.lower = existing->state.lower;
+        node.layer = existing->state.layer;
+    }
+    // A lower inode: copied up into a cell of its number.
+    auto copied = copy_up_state(node);
+    if (!copied) return std::unexpected(copied.error());
+    CellState s = *copied;
     inodes_.fetch_add(1, std::memory_order_relaxed);
     Cell* cell = existing;
     if (cell) {

@@ -436,6 +436,27 @@ public:
         return done;
     }
 
+    Result<Checkpoint> checkpoint() override {
+        uint64_t gen = 0;
+        {
+            auto lock = engine_->lock();
+            gen = engine_->take_snapshot().gen;
+        }
+        std::shared_ptr<Engine> engine = engine_;
+        return Checkpoint(gen, std::shared_ptr<void>(engine.get(), [engine, gen](void*) {
+                              {
+                                  auto lock = engine->lock();
+                                  engine->drop_snapshot(gen);
+                              }
+                              engine->free_layers();
+                          }));
+    }
+    Result<void> rollback(const Checkpoint& to) override {
+        if (!to) return fail(EINVAL, "rollback (an empty checkpoint)");
+        return engine_->rollback(to.generation());
+    }
+    void reserve_inode_numbers(uint64_t next) override { engine_->reserve_inodes(next); }
+
     const std::shared_ptr<Engine>& engine() const noexcept { return engine_; }
 
 private:

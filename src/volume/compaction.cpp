@@ -93,7 +93,7 @@ Result<CompactionStats> VolumeImpl::compact() {
     {
         auto lock = lock_for_compaction();
         if (broken_) return fail(EIO, "compact", dir_);
-        auto s = tree_owner_->freeze();
+        auto s = tree_->freeze();
         if (!s) return std::unexpected(s.error());
         snap = std::move(s->tree);
         instant = s->generation;
@@ -158,7 +158,10 @@ Result<CompactionStats> VolumeImpl::compact() {
     if (copied != writer_->last_seq()) return fail(EIO, "compact (journal copy incomplete)", dir_);
     if (auto ok = writer->sync(); !ok) return std::unexpected(ok.error());
     if (auto ok = io::step("compact.journal_written"); !ok) return std::unexpected(ok.error());
-    if (auto ok = tree_owner_->rebase(fresh->lower, instant); !ok)
+    // Every record of the old journal is durable now: no checkpoint is needed, and none may
+    // outlive the old lower (a rollback cannot cross a rebase).
+    checkpoints_.clear();
+    if (auto ok = tree_->rebase(fresh->lower, instant); !ok)
         return std::unexpected(ok.error());
     next.last_compaction = utc_now_iso8601();
     next.last_compaction_seconds =

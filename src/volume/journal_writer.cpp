@@ -96,18 +96,8 @@ Result<JournalTicket> JournalWriter::append(uint16_t type, std::span<const std::
     if (failed_) return std::unexpected(*failed_);
     if (payload.size() > kMaxJournalPayload) return fail(EFBIG, "journal_append", path_);
     const uint64_t frame = journal_frame_size(payload.size());
-    if (durability_ == Durability::explicit_sync) {
-        // Past the bound: a flush under way frees its batch when it ends, so wait for it; with
-        // none under way (the commit thread was asked to sync and has not begun: it lags a fast
-        // writer on a busy machine) flush here rather than refuse. Refused only when that flush
-        // fails too: the disk is failing, and memory must stay bounded.
-        while (!buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes) {
-            if (flushing_) {
-                flushed_.wait(lock);
-                continue;
-            }
-            if (!explicit_flush(lock)) return fail(ENOSPC, "journal_append", path_);
-        }
+    if (durability_ == Durability::explicit_sync && !std::exchange(room_made_, false)) {
+        if (auto ok = make_room_locked(lock, frame); !ok) return std::unexpected(ok.error());
     }
 
     const JournalTicket ticket{epoch_, next_seq_++};
@@ -139,6 +129,32 @@ Result<JournalTicket> JournalWriter::append(uint16_t type, std::span<const std::
             break;
     }
     return ticket;
+}
+
+Result<void> JournalWriter::make_room() {
+    std::unique_lock lock(mu_);
+    if (broken_) return fail(EIO, "journal_append", path_);
+    if (failed_) return std::unexpected(*failed_);
+    if (durability_ != Durability::explicit_sync) return {};
+    if (auto ok = make_room_locked(lock, 1); !ok) return ok;
+    room_made_ = true;
+    return {};
+}
+
+Result<void> JournalWriter::make_room_locked(std::unique_lock<std::mutex>& lock,
+                                             std::size_t frame) {
+    // Past the bound: a flush under way frees its batch when it ends, so wait for it; with none
+    // under way (the commit thread was asked to sync and has not begun: it lags a fast writer
+    // on a busy machine) flush here rather than refuse. Refused only when that flush fails too:
+    // the disk is failing, and memory must stay bounded.
+    while (!buffer_.empty() && buffer_.size() + frame > kMaxPendingBytes) {
+        if (flushing_) {
+            flushed_.wait(lock);
+            continue;
+        }
+        if (!explicit_flush(lock)) return fail(ENOSPC, "journal_append", path_);
+    }
+    return {};
 }
 
 Result<void> JournalWriter::write_and_sync_locked() {
@@ -298,29 +314,6 @@ Result<void> JournalWriter::sync() {
             return explicit_group_sync(lock);
     }
     return {};
-}
-
-Result<uint64_t> JournalWriter::retained(
-    const std::function<Result<void>(const JournalRecordView&)>& on_record) const {
-    std::unique_lock lock(mu_);
-    // A leader's batch is neither in the file nor in buffer_ until its flush ends.
-    flushed_.wait(lock, [&] { return !flushing_; });
-    // buffer_ holds whole frames (append_journal_frame), checked when they were made.
-    std::size_t at = 0;
-    while (at + kFrameHeaderSize <= buffer_.size()) {
-        uint32_t length = 0;
-        uint16_t type = 0;
-        uint64_t seq = 0;
-        std::memcpy(&length, buffer_.data() + at, 4);
-        std::memcpy(&type, buffer_.data() + at + 4, 2);
-        std::memcpy(&seq, buffer_.data() + at + 8, 8);
-        const JournalRecordView view{seq, type,
-                                     std::span(buffer_).subspan(at + kFrameHeaderSize, length),
-                                     durable_end_ + at};
-        if (auto ok = on_record(view); !ok) return std::unexpected(ok.error());
-        at += journal_frame_size(length);
-    }
-    return durable_end_;
 }
 
 uint64_t JournalWriter::first_discarded_seq() const {

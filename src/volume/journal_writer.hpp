@@ -97,6 +97,12 @@ public:
 
     // Frames one record (payload <= kMaxJournalPayload) and returns its ticket; see above.
     Result<JournalTicket> append(uint16_t type, std::span<const std::byte> payload);
+    // explicit_sync: makes room in the pending bytes for the next append (under kMaxPendingBytes
+    // once more, flushing as append would: ENOSPC when that fails), so that append cannot
+    // fail: a caller that must not change anything it cannot journal asks first (the volume,
+    // under its lock). The bound is then passed by at most that one record. Other modes: only
+    // whether the writer takes appends at all.
+    Result<void> make_room();
     // batch: blocks until the ticket's record is durable (or discarded: its error).
     // always: at once. explicit_sync: no-op, success.
     Result<void> wait_durable(JournalTicket ticket);
@@ -114,13 +120,6 @@ public:
     // first_discarded_seq(). EIO if the writer failed for good.
     Result<void> resume();
 
-    // The journal as this writer keeps it, for a caller that rebuilds its state from it: the
-    // file's durable part ends at the returned offset (frames past it in the file are not to be
-    // trusted), and `on_record` gets every record the writer holds beyond it, in order
-    // (explicit mode: everything appended since the last sync; otherwise nothing once a failure
-    // discarded the rest).
-    Result<uint64_t> retained(const std::function<Result<void>(const JournalRecordView&)>& on_record) const;
-
     Durability durability() const noexcept { return durability_; }
     uint64_t durable_seq() const;
     uint64_t last_seq() const;
@@ -132,6 +131,8 @@ private:
 
     // Each *_locked function runs with mu_ held.
     Result<void> write_and_sync_locked();           // always: the buffer, then fdatasync
+    // explicit: until `frame` more bytes fit under kMaxPendingBytes (see make_room).
+    Result<void> make_room_locked(std::unique_lock<std::mutex>& lock, std::size_t frame);
     void discard_locked(const Error& error);        // always, batch: the failure protocol
     Result<void> explicit_write_locked();           // explicit: pending bytes not yet written
     // explicit: leads one flush of every pending byte (write, then fdatasync), with the mutex
@@ -164,6 +165,7 @@ private:
     bool flushing_ = false;           // batch, explicit: a leader is writing
     std::function<void()> sync_due_;  // explicit: who syncs once kSyncBytes are written
     bool sync_asked_ = false;         // explicit: sync_due_ called since the last flush
+    bool room_made_ = false;          // explicit: make_room() made room for the next append
     uint64_t epoch_ = 0;
     std::vector<EpochEnd> epoch_ends_;  // index: epoch
     std::optional<Error> failed_;       // always, batch: set until resume()

@@ -1,11 +1,12 @@
 // The volume's journaled node calls (volume_impl.hpp has the protocol): every mutation made on
-// the tree and recorded by node, node references counted, reads straight from the tree. Beside
-// it: tree_replace.cpp (the tree replaced by compaction or remade after a journal failure),
-// volume_file.cpp (open files), volume_paths.cpp (the path calls).
+// the tree and recorded by node, reads and node references straight from the tree. Beside
+// it: rollback.cpp (the tree put back after a journal failure), volume_file.cpp (open files),
+// volume_paths.cpp (the path calls).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/checks.hpp"
@@ -30,21 +31,7 @@ VolumeImpl::~VolumeImpl() {
     }();
     if (due) (void)compact();
     if (writer_) (void)writer_->sync();  // a clean close leaves nothing only in memory
-    old_trees_.flush();
-}
-
-template <class Body>
-auto VolumeImpl::on_tree(Node node, Body&& body) {
-    if (has_orphans_.load(std::memory_order_acquire)) {
-        std::shared_ptr<Backend> old;
-        {
-            std::lock_guard lock(held_mu_);
-            if (auto it = orphans_.find(node.id); it != orphans_.end()) old = it->second;
-        }
-        if (old) return body(*old);
-    }
-    rcu::ReadSection section;
-    return body(tree_now());
+    checkpoints_.clear();
 }
 
 void VolumeImpl::note_appended_locked(std::size_t payload_bytes) {
@@ -84,8 +71,13 @@ Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op,
                     fmt::format("{} (the volume's journal failed and could not be repaired; "
                                 "reopen the volume)",
                                 what));
+    // What the journal may lose can be undone; what it would refuse is not done (rollback.cpp).
+    if (auto ready = durability_ == Durability::explicit_sync ? writer_->make_room()
+                                                              : checkpoint_locked();
+        !ready)
+        return std::unexpected(ready.error().with_path(what));
     const Time now = Time::now();
-    Backend& tree = *tree_owner_;
+    Backend& tree = *tree_;
     OpRecord record;
     record.type = type;
     record.time = now;
@@ -104,16 +96,21 @@ Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op,
     if (!keep) return result;
     const std::vector<std::byte> payload = encode_record(record);
     std::shared_ptr<JournalWriter> writer = writer_;
-    if (payload.size() > kMaxJournalPayload) {  // refused without failing the writer
-        recover_locked();
-        return fail(EFBIG, record_type_name(type), what);
-    }
-    auto ticket = writer->append(static_cast<uint16_t>(type), payload);
+    auto ticket = payload.size() > kMaxJournalPayload  // refused without failing the writer
+                      ? fail(EFBIG, record_type_name(type), what)
+                      : writer->append(static_cast<uint16_t>(type), payload);
     if (!ticket) {
-        // The journal did not take it (and, in batch mode, discarded what a failed group
-        // commit held): the tree is made again from what the journal kept.
-        if (recovered_epochs_.insert(append_epoch_).second || durability_ != Durability::batch)
-            recover_locked();
+        if (durability_ == Durability::explicit_sync) {
+            // (make_room said it would take it: the tree holds a change the journal lacks.)
+            broken_ = true;
+        } else if (ticket.error().code() == EFBIG) {
+            recover_locked(writer->last_seq() + 1);  // this change alone
+        } else if (recovered_epochs_.insert(append_epoch_).second ||
+                   durability_ != Durability::batch) {
+            // The journal did not take it (and, in batch mode, discarded what a failed group
+            // commit held): the tree goes back to before the first record lost.
+            recover_locked(writer->first_discarded_seq());
+        }
         return std::unexpected(ticket.error().with_path(what));
     }
     note_appended_locked(payload.size());
@@ -122,7 +119,8 @@ Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op,
     lock.unlock();
     if (auto durable = writer->wait_durable(*ticket); !durable) {
         lock.lock();
-        if (writer_ == writer && recovered_epochs_.insert(ticket->epoch).second) recover_locked();
+        if (writer_ == writer && recovered_epochs_.insert(ticket->epoch).second)
+            recover_locked(writer->first_discarded_seq());
         return std::unexpected(durable.error().with_path(what));
     }
     return result;
@@ -133,51 +131,54 @@ Result<T> VolumeImpl::journaled(RecordType type, std::string_view what, Op&& op,
 template <class Op, class Fill>
 Result<Entry> VolumeImpl::make_entry(RecordType type, std::string_view name, Op&& op,
                                      Fill&& fill) {
-    uint64_t counted = 0;
+    uint64_t made = 0;
     auto e = journaled<Entry>(
         type, name,
         [&](Backend& tree) -> Result<Entry> {
-            auto made = op(tree);
-            if (made) {
-                count_hold(made->node.id);
-                counted = made->node.id;
-            }
-            return made;
+            auto r = op(tree);
+            if (r) made = r->node.id;
+            return r;
         },
         fill);
-    if (!e && counted) forget(Node{counted}, 1);  // the journal failed after the call
+    if (!e && made) tree_->forget(Node{made}, 1);  // the journal failed after the call
     return e;
 }
 
-// --- reads ---------------------------------------------------------------------------------------
+// --- reads (the tree's own: node references are the tree's too) ---------------------------------------------------------------------------------------
+
+Result<Entry> VolumeImpl::lookup(Node dir, std::string_view name) {
+    return tree_->lookup(dir, name);
+}
+Result<Entry> VolumeImpl::lookup_ino(uint64_t ino) { return tree_->lookup_ino(ino); }
+void VolumeImpl::forget(Node node, uint64_t count) noexcept { tree_->forget(node, count); }
 
 Result<Stat> VolumeImpl::getattr(Node node) {
-    return on_tree(node, [&](Backend& tree) { return tree.getattr(node); });
+    return tree_->getattr(node);
 }
 Result<std::vector<DirEntry>> VolumeImpl::list(Node dir) {
-    return on_tree(dir, [&](Backend& tree) { return tree.list(dir); });
+    return tree_->list(dir);
 }
 Result<std::string> VolumeImpl::readlink(Node node) {
-    return on_tree(node, [&](Backend& tree) { return tree.readlink(node); });
+    return tree_->readlink(node);
 }
 Result<StatFs> VolumeImpl::statfs(Node node) {
-    return on_tree(node, [&](Backend& tree) { return tree.statfs(node); });
+    return tree_->statfs(node);
 }
 Result<std::string> VolumeImpl::getxattr(Node node, std::string_view name) {
-    return on_tree(node, [&](Backend& tree) { return tree.getxattr(node, name); });
+    return tree_->getxattr(node, name);
 }
 Result<std::vector<std::string>> VolumeImpl::listxattr(Node node) {
-    return on_tree(node, [&](Backend& tree) { return tree.listxattr(node); });
+    return tree_->listxattr(node);
 }
-Backend::InodeNumbering VolumeImpl::inode_numbering() const {
-    rcu::ReadSection section;
-    return tree_now().inode_numbering();
-}
+Backend::InodeNumbering VolumeImpl::inode_numbering() const { return tree_->inode_numbering(); }
 
 // --- changes through open files ------------------------------------------------------------------
 
 // Whether a change through a handle needs a record: not for a file with no name left (after a
 // crash it is gone, as on any filesystem).
+static constexpr std::size_t kMaxWriteRecord = std::size_t{256} << 20;
+static_assert(kMaxWriteRecord + 4096 < kMaxJournalPayload);
+
 static bool named(File& inner) {
     auto st = inner.fstat();
     return st && st->nlink > 0;
@@ -186,17 +187,10 @@ static bool named(File& inner) {
 template <class T, class Change, class Describe>
 Result<T> VolumeImpl::journaled_by_handle(VolumeFile& file, RecordType type, Change&& change,
                                           Describe&& describe) {
-    File* inner = nullptr;
     return journaled<T>(
-        type, {},
-        [&](Backend&) -> Result<T> {
-            auto usable = file.inner_locked();
-            if (!usable) return std::unexpected(usable.error());
-            inner = *usable;
-            return change(*inner);
-        },
+        type, {}, [&](Backend&) -> Result<T> { return change(file.inner()); },
         [&](OpRecord& r, const auto&...) {  // (and the result, when there is one)
-            if (!named(*inner)) return false;
+            if (!named(file.inner())) return false;
             r.ino = file.ino();
             describe(r);
             return true;
@@ -205,6 +199,9 @@ Result<T> VolumeImpl::journaled_by_handle(VolumeFile& file, RecordType type, Cha
 
 Result<std::size_t> VolumeImpl::write_by_handle(VolumeFile& file, std::span<const std::byte> data,
                                                 uint64_t offset) {
+    // One record per write, and a record has a bound: a larger write is made in part (a short
+    // write, as POSIX allows), so the journal never refuses one after it was made.
+    data = data.first(std::min<std::size_t>(data.size(), kMaxWriteRecord));
     return journaled_by_handle<std::size_t>(
         file, RecordType::write, [&](File& inner) { return inner.pwrite(data, offset); },
         [&](OpRecord& r) {
@@ -254,8 +251,7 @@ Result<FileHandle> VolumeImpl::open(Node node, int flags) {
         }
         flags &= ~O_TRUNC;
     }
-    std::shared_lock no_replacement(nodes_mu_);  // between the tree's open and joining files_
-    auto inner = tree_for_locked(node)->open(node, flags);
+    auto inner = tree_->open(node, flags);
     if (!inner) return std::unexpected(inner.error());
     return std::make_unique<VolumeFile>(shared_from_this(), std::move(*inner), node.id, flags);
 }
@@ -276,18 +272,14 @@ void owner_into(OpRecord& r, const std::optional<Owner>& owner) {
 
 Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, uint32_t mode,
                                    std::optional<Owner> owner) {
-    if (unnamed_tree(dir)) return fail(ENOENT, "create", name);  // a removed directory
-    uint64_t counted = 0;
+    uint64_t made_ino = 0;
     auto made = journaled<Created>(
         RecordType::create_at, name,
         [&](Backend& tree) -> Result<Created> {
             // Again under mu_: a compaction since the check above may have orphaned `dir`.
-            if (unnamed_tree(dir)) return fail(ENOENT, "create", name);
-            auto c = tree.create(dir, name, flags, mode, owner);
+                    auto c = tree.create(dir, name, flags, mode, owner);
             if (c) {
-                count_hold(c->entry.node.id);
-                counted = c->entry.node.id;
-                // Joins files_ under mu_: no replacement between the create and the joining.
+                made_ino = c->entry.node.id;
                 c->file = std::make_unique<VolumeFile>(shared_from_this(), std::move(c->file),
                                                        c->entry.node.id, flags);
             }
@@ -302,7 +294,7 @@ Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, u
             return true;
         });
     if (!made) {
-        if (counted) forget(Node{counted}, 1);
+        if (made_ino) tree_->forget(Node{made_ino}, 1);  // the journal failed after the call
         return std::unexpected(made.error());
     }
     return made;
@@ -310,12 +302,10 @@ Result<Created> VolumeImpl::create(Node dir, std::string_view name, int flags, u
 
 Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
                                 std::optional<Owner> owner) {
-    if (unnamed_tree(dir)) return fail(ENOENT, "mkdir", name);  // a removed directory
     return make_entry(
         RecordType::mkdir_at, name,
         [&](Backend& tree) -> Result<Entry> {
-            if (unnamed_tree(dir)) return fail(ENOENT, "mkdir", name);  // orphaned since
-            return tree.mkdir(dir, name, mode, owner);
+                    return tree.mkdir(dir, name, mode, owner);
         },
         [&](OpRecord& r, const Entry&) {
             r.ino = dir.id;
@@ -328,12 +318,10 @@ Result<Entry> VolumeImpl::mkdir(Node dir, std::string_view name, uint32_t mode,
 
 Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, uint32_t mode,
                                 uint64_t rdev, std::optional<Owner> owner) {
-    if (unnamed_tree(dir)) return fail(ENOENT, "mknod", name);  // a removed directory
     return make_entry(
         RecordType::mknod_at, name,
         [&](Backend& tree) -> Result<Entry> {
-            if (unnamed_tree(dir)) return fail(ENOENT, "mknod", name);  // orphaned since
-            return tree.mknod(dir, name, type, mode, rdev, owner);
+                    return tree.mknod(dir, name, type, mode, rdev, owner);
         },
         [&](OpRecord& r, const Entry&) {
             r.ino = dir.id;
@@ -348,12 +336,10 @@ Result<Entry> VolumeImpl::mknod(Node dir, std::string_view name, FileType type, 
 
 Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_view target,
                                   std::optional<Owner> owner) {
-    if (unnamed_tree(dir)) return fail(ENOENT, "symlink", name);  // a removed directory
     return make_entry(
         RecordType::symlink_at, name,
         [&](Backend& tree) -> Result<Entry> {
-            if (unnamed_tree(dir)) return fail(ENOENT, "symlink", name);  // orphaned since
-            return tree.symlink(dir, name, target, owner);
+                    return tree.symlink(dir, name, target, owner);
         },
         [&](OpRecord& r, const Entry&) {
             r.ino = dir.id;
@@ -365,14 +351,12 @@ Result<Entry> VolumeImpl::symlink(Node dir, std::string_view name, std::string_v
 }
 
 Result<Entry> VolumeImpl::link(Node node, Node dir, std::string_view name) {
-    // An object with no name left gets none back (as on Linux), nor a name in a removed
-    // directory.
-    if (unnamed_tree(node) || unnamed_tree(dir)) return fail(ENOENT, "link", name);
+    // (An object with no name left gets none back, as on Linux, nor a name in a removed
+    // directory: the tree refuses both.)
     return make_entry(
         RecordType::link_at, name,
         [&](Backend& tree) -> Result<Entry> {
-            if (unnamed_tree(node) || unnamed_tree(dir)) return fail(ENOENT, "link", name);
-            return tree.link(node, dir, name);
+                    return tree.link(node, dir, name);
         },
         [&](OpRecord& r, const Entry&) {
             r.ino = node.id;
@@ -409,7 +393,6 @@ Result<void> VolumeImpl::rmdir(Node dir, std::string_view name) {
 
 Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
                                 std::string_view to_name, RenameFlags flags) {
-    if (unnamed_tree(to_dir)) return fail(ENOENT, "rename", to_name);  // a removed directory
     auto done = journaled<bool>(
         RecordType::rename_at, name,
         [&](Backend& tree) -> Result<bool> {
@@ -430,14 +413,8 @@ Result<void> VolumeImpl::rename(Node dir, std::string_view name, Node to_dir,
 }
 
 Result<Stat> VolumeImpl::setattr(Node node, const SetAttr& change) {
-    if (auto old = unnamed_tree(node)) return old->setattr(node, change);
     return journaled<Stat>(
-        RecordType::setattr, {},
-        [&](Backend& tree) {
-            // Orphaned by a compaction since the check above: its tree, not journaled (nlink 0).
-            if (auto old = unnamed_tree(node)) return old->setattr(node, change);
-            return tree.setattr(node, change);
-        },
+        RecordType::setattr, {}, [&](Backend& tree) { return tree.setattr(node, change); },
         [&](OpRecord& r, const Stat& st) {
             if (st.nlink == 0) return false;  // unnamed: nothing to recover
             r.ino = node.id;
@@ -465,15 +442,12 @@ static Result<bool> still_named(Backend& tree, Node node) {
 // copy through handles, journaled as the destination's writes; into one, it is not journaled.
 Result<uint64_t> VolumeImpl::copy_range(Node from, uint64_t offset, Node to, uint64_t to_offset,
                                         uint64_t length) {
-    if (unnamed_tree(from) || unnamed_tree(to))
-        return Backend::copy_range(from, offset, to, to_offset, length);
     bool target_named = false;
     auto copied = journaled<std::optional<uint64_t>>(
         RecordType::clone_range, {},
         [&](Backend& tree) -> Result<std::optional<uint64_t>> {
             // Orphaned by a compaction since the check above: through handles, below.
-            if (unnamed_tree(from) || unnamed_tree(to)) return std::optional<uint64_t>();
-            auto source_named = still_named(tree, from);  // under mu_: no race
+                    auto source_named = still_named(tree, from);  // under mu_: no race
             if (!source_named) return std::unexpected(source_named.error());
             if (!*source_named) return std::optional<uint64_t>();
             auto n = tree.copy_range(from, offset, to, to_offset, length);
@@ -499,15 +473,9 @@ Result<uint64_t> VolumeImpl::copy_range(Node from, uint64_t offset, Node to, uin
 
 Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_view value,
                                   XattrMode mode) {
-    if (auto old = unnamed_tree(node)) return old->setxattr(node, name, value, mode);
     auto done = journaled<bool>(
         RecordType::setxattr_at, name,
         [&](Backend& tree) -> Result<bool> {
-            if (auto old = unnamed_tree(node)) {  // orphaned since the check: not journaled
-                if (auto ok = old->setxattr(node, name, value, mode); !ok)
-                    return std::unexpected(ok.error());
-                return false;
-            }
             if (auto ok = tree.setxattr(node, name, value, mode); !ok)
                 return std::unexpected(ok.error());
             return still_named(tree, node);
@@ -525,14 +493,9 @@ Result<void> VolumeImpl::setxattr(Node node, std::string_view name, std::string_
 }
 
 Result<void> VolumeImpl::removexattr(Node node, std::string_view name) {
-    if (auto old = unnamed_tree(node)) return old->removexattr(node, name);
     auto done = journaled<bool>(
         RecordType::removexattr_at, name,
         [&](Backend& tree) -> Result<bool> {
-            if (auto old = unnamed_tree(node)) {  // orphaned since the check: not journaled
-                if (auto ok = old->removexattr(node, name); !ok) return std::unexpected(ok.error());
-                return false;
-            }
             if (auto ok = tree.removexattr(node, name); !ok) return std::unexpected(ok.error());
             return still_named(tree, node);
         },

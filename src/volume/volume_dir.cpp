@@ -104,10 +104,15 @@ Result<void> copy_file(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-Result<void> replay_record(Backend& tree, const JournalRecordView& view) {
+Result<void> apply_journaled(Overlay& tree, const OpRecord& record) {
+    if (record.next_ino > tree.inode_numbering().limit) tree.reserve_inode_numbers(record.next_ino);
+    return apply_record(tree, record);
+}
+
+Result<void> replay_record(Overlay& tree, const JournalRecordView& view) {
     auto record = decode_record(view.type, view.payload);
     if (!record) return std::unexpected(record.error());
-    if (auto ok = apply_record(tree, *record); !ok) {
+    if (auto ok = apply_journaled(tree, *record); !ok) {
         return std::unexpected(Error::corrupt(
             "journal replay", record->path,
             Corruption{view.offset, 0, view.seq,
@@ -117,10 +122,8 @@ Result<void> replay_record(Backend& tree, const JournalRecordView& view) {
     return {};
 }
 
-Result<JournalScan> replay_journal(const std::string& path, Backend& tree,
-                                   std::optional<uint64_t> until) {
+Result<JournalScan> replay_journal(const std::string& path, Overlay& tree) {
     return scan_journal(path, [&](const JournalRecordView& view) -> Result<void> {
-        if (until && view.offset >= *until) return {};
         return replay_record(tree, view);
     });
 }
@@ -192,8 +195,7 @@ Result<void> VolumeImpl::open() {
     recovery_ = report_of(*scan);
     journal_records_ = scan->records;
     journal_bytes_ = scan->valid_end;
-    tree_owner_ = std::move(tree);
-    tree_.store(tree_owner_.get(), std::memory_order_release);
+    tree_ = std::move(tree);
     if (options_.read_only) return {};
     if (!scan->clean()) {
         if (auto ok = truncate_journal(journal, scan->valid_end); !ok) return ok;
@@ -229,7 +231,7 @@ VolumeStatus VolumeImpl::status() const {
     if (::stat(join(dir_, manifest_.journal).c_str(), &st) == 0) s.journal_bytes = uint64_t(st.st_size);
     s.journal_bytes = std::max(s.journal_bytes, journal_bytes_);
     s.journal_records = journal_records_;
-    s.next_ino = tree_owner_->inode_numbering().limit;
+    s.next_ino = tree_->inode_numbering().limit;
     s.pack_digest = pack_.digest;
     s.created = manifest_.created;
     s.last_compaction = manifest_.last_compaction;
@@ -299,7 +301,7 @@ Result<VolumeCheck> check_volume(const std::string& dir) {
     if (!opened) return std::unexpected(opened.error());
     auto made = make_volume_tree(opened->lower, manifest->next_ino);
     if (!made) return std::unexpected(made.error());
-    std::shared_ptr<Backend> scratch = std::move(*made);
+    std::shared_ptr<Overlay> scratch = std::move(*made);
     // Every frame is scanned to the end; records are applied until one does not apply.
     auto scan = scan_journal(join(dir, manifest->journal), [&](const JournalRecordView& view) -> Result<void> {
         if (!check.replay_error.empty()) return {};
@@ -309,7 +311,7 @@ Result<VolumeCheck> check_volume(const std::string& dir) {
                                              record.error().message());
             return {};
         }
-        if (auto ok = apply_record(*scratch, *record); !ok)
+        if (auto ok = apply_journaled(*scratch, *record); !ok)
             check.replay_error = fmt::format("record {} at offset {} ({}) does not apply: {}",
                                              view.seq, view.offset, describe_record(*record),
                                              ok.error().message());

@@ -1,5 +1,5 @@
-// An open file of the volume (volume_impl.hpp): the tree's handle, moved to each new tree by
-// inode number; its changes go through the volume (journaled.cpp) to be journaled by inode.
+// An open file of the volume (volume_impl.hpp): the tree's handle; its changes go through the
+// volume (journaled.cpp) to be journaled by inode.
 #include <fcntl.h>
 
 #include "volume/volume_impl.hpp"
@@ -11,47 +11,14 @@ VolumeFile::VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uin
     : volume_(std::move(volume)),
       inner_(std::move(inner)),
       ino_(ino),
-      flags_(flags & (O_ACCMODE | O_APPEND)) {
-    volume_->add_file(this);
-}
-
-VolumeFile::~VolumeFile() { volume_->remove_file(this); }
-
-bool VolumeFile::move_to(Backend& next) {
-    auto moved = next.open(Node{ino_}, flags_);
-    std::unique_lock lock(mu_);
-    if (!moved) {
-        // Not there: it has no name left and stays on its tree. But a named file that could
-        // not be opened on the new tree (no memory, a lower's I/O error) would read and write
-        // a copy the volume no longer journals against: it fails from now on instead.
-        auto st = inner_->fstat();
-        if (st && st->nlink > 0) lost_ = moved.error().relabeled("volume file", {});
-        return false;
-    }
-    inner_ = std::move(*moved);
-    return true;
-}
-
-template <class Body>
-auto VolumeFile::with_inner(Body&& body) -> decltype(body(std::declval<File&>())) {
-    std::shared_lock lock(mu_);
-    if (lost_) return std::unexpected(*lost_);
-    return body(*inner_);
-}
-
-Result<File*> VolumeFile::inner_locked() {
-    if (lost_) return std::unexpected(*lost_);
-    return inner_.get();
-}
+      flags_(flags & (O_ACCMODE | O_APPEND)) {}
 
 Result<std::size_t> VolumeFile::pread(std::span<std::byte> buf, uint64_t offset) {
-    return with_inner([&](File& f) { return f.pread(buf, offset); });
+    return inner_->pread(buf, offset);
 }
-Result<Stat> VolumeFile::fstat() {
-    return with_inner([&](File& f) { return f.fstat(); });
-}
+Result<Stat> VolumeFile::fstat() { return inner_->fstat(); }
 Result<uint64_t> VolumeFile::seek_data(uint64_t offset, bool data) {
-    return with_inner([&](File& f) { return f.seek_data(offset, data); });
+    return inner_->seek_data(offset, data);
 }
 Result<void> VolumeFile::allocate(int mode, uint64_t offset, uint64_t length) {
     if ((flags_ & O_ACCMODE) == O_RDONLY) return fail(EBADF, "fallocate");

@@ -1,17 +1,16 @@
 // The volume (include/packfs/volume.hpp, docs/VOLUME.md), in these parts: the directory it lives
 // in (volume_dir.cpp: create, open, check, leftovers), the journaled node calls (journaled.cpp),
-// the path calls over them (volume_paths.cpp), open files (volume_file.cpp), replacing the tree
-// (tree_replace.cpp), compaction (compaction.cpp) and the commit interval (commit_timer.cpp).
+// the path calls over them (volume_paths.cpp), open files (volume_file.cpp), putting the tree
+// back after a journal failure (rollback.cpp), compaction (compaction.cpp) and the commit
+// interval (commit_timer.cpp).
 //
 // THE TREE. An overlay (packfs/overlay.hpp, make_volume_tree) over the current pack, holding every change the
-// journal holds: it is a cache of pack + journal, and can always be made again from them. A
-// compaction moves it onto the new pack (Overlay::rebase): nothing is replaced. Only after a
-// journal failure is it replaced whole, by one made from the pack and what the journal kept
-// ("a mutation that fails changes nothing"). Readers find it through an RCU-published pointer
-// (no lock, no count); then open files and node references move to the new tree by inode
-// number, which never changes (DESIGN §10: packs written by compaction keep the volume's
-// numbers). An object with no name left (unlinked while open or held) is not in any journal:
-// it stays in the tree it lived in, which lives on for it.
+// journal holds: it is a cache of pack + journal, and can always be made again from them. It is
+// one tree for the volume's life, so node references and open files are simply the tree's: a
+// compaction moves it onto the new pack (Overlay::rebase), and a journal failure puts it back
+// to a checkpoint taken before the first change the journal lost (Overlay::rollback; "a
+// mutation that fails changes nothing"). An object with no name left (unlinked while open or
+// held) is not in any journal: changes to it are made and not journaled.
 //
 // MUTATIONS. A mutation holds `mu_`, stamps the time, makes its node call on the tree, frames
 // its record (by node: records.hpp) into the journal writer, and releases `mu_`; so records are
@@ -22,18 +21,15 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "core/fd.hpp"
-#include "core/rcu.hpp"
 #include "packfs/overlay.hpp"
 #include "packfs/volume.hpp"
 #include "volume/journal_reader.hpp"
@@ -67,12 +63,13 @@ Result<std::shared_ptr<Overlay>> make_volume_tree(std::shared_ptr<Backend> lower
                                                   uint64_t first_ino);
 std::string join(const std::string& dir, const std::string& name);
 
-// Replays every record of the journal at `path` into `tree`: those before offset `until`
-// (the whole file when absent).
-Result<JournalScan> replay_journal(const std::string& path, Backend& tree,
-                                   std::optional<uint64_t> until = std::nullopt);
+// Replays every record of the journal at `path` into `tree`.
+Result<JournalScan> replay_journal(const std::string& path, Overlay& tree);
 // Applies one record, telling a record that does not apply as the journal's damage.
-Result<void> replay_record(Backend& tree, const JournalRecordView& view);
+Result<void> replay_record(Overlay& tree, const JournalRecordView& view);
+// Applies one decoded record: the inode numbers a rollback left unused (the record's next
+// inode number above the tree's) are skipped first.
+Result<void> apply_journaled(Overlay& tree, const OpRecord& record);
 RecoveryReport report_of(const JournalScan& scan);
 Result<void> check_header(const JournalScan& scan, const Manifest& m);
 void remove_leftovers(const std::string& dir, const Manifest& m);
@@ -158,35 +155,22 @@ public:
     Durability durability() const noexcept { return durability_; }
 
     // --- for VolumeFile ----------------------------------------------------------------------
-    // The current tree (a reference kept by the caller).
-    std::shared_ptr<Backend> current_tree() const;
     Result<std::size_t> write_by_handle(VolumeFile& file, std::span<const std::byte> data,
                                         uint64_t offset);
     Result<void> truncate_by_handle(VolumeFile& file, uint64_t size);
     Result<void> allocate_by_handle(VolumeFile& file, int mode, uint64_t offset, uint64_t length);
-    // An open file joins (leaves) the set replace_tree_locked moves to each new tree. Joining
-    // happens with mu_ or nodes_mu_ held, so no replacement falls between opening the tree's
-    // handle and joining.
-    void add_file(VolumeFile* file);
-    void remove_file(VolumeFile* file) noexcept;
 
 private:
     friend class VolumeFile;
 
-    // The tree readers use now (inside an rcu::ReadSection).
-    Backend& tree_now() const noexcept { return *tree_.load(std::memory_order_acquire); }
-    // Puts `next` in place of the tree (under mu_), moving node references to it; returns the
-    // old one, which readers inside a read section may still be using (see release_tree).
-    std::shared_ptr<Backend> replace_tree_locked(std::shared_ptr<Overlay> next);
-    // Drops a replaced tree once no reader can be using it (not under mu_): its pack goes with
-    // its last user.
-    static void release_tree(std::shared_ptr<Backend> old) noexcept;
-    // A new tree over the current pack with the journal as the writer keeps it replayed: what
-    // the volume holds after a journal failure (under mu_).
-    Result<std::shared_ptr<Overlay>> rebuild_tree_locked();
-    // After the journal refused or discarded records: the tree made again from what it kept,
-    // and the writer resumed. On failure the volume refuses mutations until reopened.
-    void recover_locked();
+    // Before a change the journal may still lose (always, batch: under mu_): a checkpoint of
+    // the tree for the record it will make, unless one is there; those of records already
+    // durable go (rollback.cpp).
+    Result<void> checkpoint_locked();
+    // After the journal refused or discarded records (always, batch): the tree put back to the
+    // checkpoint of the first one it lost, and the writer resumed; `first_lost` is that
+    // record's seq. On failure the volume refuses mutations until reopened.
+    void recover_locked(uint64_t first_lost);
 
     // Applies `op(tree)` and journals the record `fill` completes (see the top of the file):
     // fill(record, value), or fill(record) when T is void; false keeps no record.
@@ -200,22 +184,10 @@ private:
     Result<T> journaled_by_handle(VolumeFile& file, RecordType type, Change&& change,
                                   Describe&& describe);
     void note_appended_locked(std::size_t payload_bytes);
-    // Counts a reference handed out (with nodes_mu_ or mu_ held, so no replacement is between
-    // taking it and counting it).
-    void count_hold(uint64_t ino);
-    // Entry-making node calls: the reference is counted under mu_, given back if the journal
+    // Entry-making node calls: the reference the tree hands out is given back when the journal
     // then fails.
     template <class Op, class Fill>
     Result<Entry> make_entry(RecordType type, std::string_view name, Op&& op, Fill&& fill);
-    // Runs body(tree) on the tree `node` lives in: the current one (inside an RCU read
-    // section), or the old one an unnamed object stayed in.
-    template <class Body>
-    auto on_tree(Node node, Body&& body);
-    // The same choice, with nodes_mu_ or mu_ held (tree_owner_ cannot change meanwhile).
-    std::shared_ptr<Backend> tree_for_locked(Node node) const;
-    // The old tree `node` stayed on with no name left, or null when it is the current tree's:
-    // a change there is made there and not journaled (after a crash it is gone).
-    std::shared_ptr<Backend> unnamed_tree(Node node) const;
 
     // Compaction's steps (compaction.cpp).
     // Step 4's switch: the manifest replaced. `keep_files` is set when the new pack and
@@ -248,9 +220,7 @@ private:
     OpenedPack pack_;
     RecoveryReport recovery_;
 
-    std::atomic<Backend*> tree_{nullptr};  // RCU-published; owned by tree_owner_
-    std::shared_ptr<Overlay> tree_owner_;  // changed under mu_ and nodes_mu_ (either suffices to read)
-    rcu::Reclaimer old_trees_;             // under mu_: trees replaced after a journal failure
+    std::shared_ptr<Overlay> tree_;  // set by open(), then the same for the volume's life
 
     mutable std::mutex mu_;  // mutations, the writer pointer, the manifest, the tree
     // Compactions waiting for mu_. std::mutex is not fair: a writer that releases it and takes
@@ -263,25 +233,17 @@ private:
     std::set<uint64_t> recovered_epochs_;  // of writer_: failures already recovered from
     uint64_t append_epoch_ = 0;            // batch: writer_'s epoch at its last append
     bool broken_ = false;  // the journal could not be put back in order: refuse mutations
-    uint64_t recoveries_ = 0;  // times the tree was made again (a compaction that saw one
+    uint64_t recoveries_ = 0;  // times the tree was put back (a compaction that saw one
                                // meanwhile gives up: its journal copy is void)
+    // always, batch (under mu_): the checkpoint taken before the change that made record
+    // `seq`, for every record not yet known durable, oldest first.
+    struct SeqCheckpoint {
+        uint64_t seq;
+        Overlay::Checkpoint checkpoint;
+    };
+    std::deque<SeqCheckpoint> checkpoints_;
     uint64_t journal_records_ = 0;
     uint64_t journal_bytes_ = 0;  // the journal's length with everything appended
-    // Compaction hands records made while it writes its pack to the tree it builds.
-    std::function<void(const OpRecord&)> on_record_;
-
-    // Node references handed out, by inode, so they move to a new tree; unnamed objects that
-    // stayed in an old tree. `nodes_mu_` is held shared by whoever hands out or gives back a
-    // reference, exclusively by replace_tree_locked; `held_mu_` guards the maps themselves.
-    mutable std::shared_mutex nodes_mu_;
-    mutable std::mutex held_mu_;
-    std::unordered_map<uint64_t, uint64_t> held_;
-    std::unordered_map<uint64_t, std::shared_ptr<Backend>> orphans_;
-    std::atomic<bool> has_orphans_{false};
-    // The open files (under held_mu_): each is moved to a new tree when it replaces the current
-    // one, holding its inode there (an unlink after the replacement leaves it an orphan of the
-    // new tree, as on the old one); a file whose inode has no name stays where it is.
-    std::unordered_set<VolumeFile*> files_;
 
     std::mutex compact_mu_;  // one compaction at a time
     // A thread of the volume's own and what wakes it (under `mu`): stop() makes it end (its
@@ -299,12 +261,11 @@ private:
     bool commit_due_ = false;   // under committer_.mu: the writer asked for a sync
 };
 
-// An open file of the volume: the tree's handle, moved to each new tree by inode number when
-// the tree is replaced (VolumeImpl::files_); writes and truncates are journaled by inode.
+// An open file of the volume: the tree's handle; writes and truncates go through the volume,
+// journaled by inode.
 class VolumeFile final : public File {
 public:
     VolumeFile(std::shared_ptr<VolumeImpl> volume, FileHandle inner, uint64_t ino, int flags);
-    ~VolumeFile() override;
     VolumeFile(const VolumeFile&) = delete;
     VolumeFile& operator=(const VolumeFile&) = delete;
 
@@ -318,21 +279,12 @@ public:
 
     uint64_t ino() const noexcept { return ino_; }
     bool append() const noexcept { return (flags_ & O_APPEND) != 0; }
-    // The tree's handle, for a change made under the volume's mu_ (no replacement meanwhile);
-    // the error that made it unusable when a replacement could not move it.
-    Result<File*> inner_locked();
-    // Reopens the file on `next` (replace_tree_locked, under mu_ and nodes_mu_); false when its
-    // inode is not there (no name left: it stays on its tree).
-    bool move_to(Backend& next);
+    // The tree's handle, for a change the volume makes under its mu_.
+    File& inner() noexcept { return *inner_; }
 
 private:
-    template <class Body>
-    auto with_inner(Body&& body) -> decltype(body(std::declval<File&>()));
-
     std::shared_ptr<VolumeImpl> volume_;
-    std::shared_mutex mu_;  // exclusive only to swap inner_
-    FileHandle inner_;
-    std::optional<Error> lost_;  // set when a named file could not move to a new tree
+    const FileHandle inner_;
     const uint64_t ino_;
     const int flags_;
 };

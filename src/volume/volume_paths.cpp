@@ -1,4 +1,4 @@
-// The volume's path calls: reads straight from the tree (lock-free, in an RCU read section),
+// The volume's path calls: reads straight from the tree (lock-free),
 // mutations through the generic path layer (core/path_api.hpp) over the tree's lookups and the
 // volume's journaled node calls (journaled.cpp), so only the final node call is journaled.
 #include "core/path_api.hpp"
@@ -7,36 +7,28 @@
 namespace packfs::volume {
 
 Result<Stat> VolumeImpl::stat(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().stat(p);
+    return tree_->stat(p);
 }
 Result<Stat> VolumeImpl::lstat(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().lstat(p);
+    return tree_->lstat(p);
 }
 Result<std::vector<DirEntry>> VolumeImpl::readdir(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().readdir(p);
+    return tree_->readdir(p);
 }
 Result<std::string> VolumeImpl::readlink(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().readlink(p);
+    return tree_->readlink(p);
 }
 Result<StatFs> VolumeImpl::statfs(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().statfs(p);
+    return tree_->statfs(p);
 }
 Result<std::string> VolumeImpl::getxattr(std::string_view p, std::string_view n) {
-    rcu::ReadSection section;
-    return tree_now().getxattr(p, n);
+    return tree_->getxattr(p, n);
 }
 Result<std::vector<std::string>> VolumeImpl::listxattr(std::string_view p) {
-    rcu::ReadSection section;
-    return tree_now().listxattr(p);
+    return tree_->listxattr(p);
 }
 Result<std::shared_ptr<Backend>> VolumeImpl::snapshot() {
-    rcu::ReadSection section;
-    return tree_now().snapshot();
+    return tree_->snapshot();
 }
 
 namespace {
@@ -44,35 +36,35 @@ namespace {
 struct VolumeOps {
     using NodeT = Node;
     VolumeImpl& volume;
-    std::shared_ptr<Backend> tree;
+    Backend& tree;
 
     Result<Node> root() const noexcept { return kRootNode; }
     Result<std::optional<walk::Step<Node>>> lookup(Node dir, std::string_view name) const {
-        auto e = tree->lookup(dir, name);
+        auto e = tree.lookup(dir, name);
         if (!e) {
             if (e.error().code() == ENOENT) return std::nullopt;
             return std::unexpected(e.error());
         }
         return walk::Step<Node>{e->node, e->stat.type};
     }
-    Result<std::string> readlink(Node n) const { return tree->readlink(n); }
+    Result<std::string> readlink(Node n) const { return tree.readlink(n); }
     void release(Node n) const noexcept {
-        if (n && n != kRootNode) tree->forget(n, 1);
+        if (n && n != kRootNode) tree.forget(n, 1);
     }
     bool read_only() const noexcept { return volume.read_only(); }
     bool same(Node a, Node b) const noexcept { return a == b; }
     bool has_entries(Node dir) const {
-        auto entries = tree->list(dir);
+        auto entries = tree.list(dir);
         return !entries || !entries->empty();
     }
-    Result<Stat> getattr(Node n) const { return tree->getattr(n); }
-    Result<std::vector<DirEntry>> list(Node n) const { return tree->list(n); }
+    Result<Stat> getattr(Node n) const { return tree.getattr(n); }
+    Result<std::vector<DirEntry>> list(Node n) const { return tree.list(n); }
     Result<FileHandle> open(Node n, int flags) const { return volume.open(n, flags); }
     Result<std::string> getxattr(Node n, std::string_view name) const {
-        return tree->getxattr(n, name);
+        return tree.getxattr(n, name);
     }
-    Result<std::vector<std::string>> listxattr(Node n) const { return tree->listxattr(n); }
-    Result<StatFs> statfs(Node n) const { return tree->statfs(n); }
+    Result<std::vector<std::string>> listxattr(Node n) const { return tree.listxattr(n); }
+    Result<StatFs> statfs(Node n) const { return tree.statfs(n); }
 
     Result<FileHandle> create(Node dir, std::string_view name, int flags, uint32_t mode) const {
         auto made = volume.create(dir, name, flags, mode, std::nullopt);
@@ -121,7 +113,7 @@ struct VolumeOps {
 }  // namespace
 
 #define PACKFS_VOLUME_PATHS                                 \
-    VolumeOps ops{*this, current_tree()};                   \
+    VolumeOps ops{*this, *tree_};                           \
     paths::PathApi<VolumeOps> api(ops)
 
 Result<FileHandle> VolumeImpl::open(std::string_view path, int flags, uint32_t mode) {

@@ -8,7 +8,10 @@
 #include <fcntl.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
+
+#include <fmt/ranges.h>
 
 #include "mem/engine.hpp"
 #include "overlay/lower_view.hpp"
@@ -410,16 +413,25 @@ TEST(OverlayRebase, ReadersRunThroughRebases) {
     std::atomic<bool> stop{false};
     std::atomic<int> turned{0};  // /d/t<i> below this are directories
     std::atomic<uint64_t> reads{0}, wrong{0};
+    std::mutex what_mu;
+    std::vector<std::string> what;  // the first wrong reads, for the failure message
+    const auto note = [&](std::string s) {
+        wrong.fetch_add(1);
+        std::lock_guard lock(what_mu);
+        if (what.size() < 5) what.push_back(std::move(s));
+    };
     std::vector<std::thread> readers;
     for (int t = 0; t < 2; ++t) {
         readers.emplace_back([&, t] {
             for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
                 const int k = static_cast<int>((i + t) % 8);
                 auto data = read_file(*overlay, fmt::format("/d/r{}", k));
-                if (!data || *data != pattern(5000 + k, 'k')) wrong.fetch_add(1);
+                if (!data || *data != pattern(5000 + k, 'k'))
+                    note(fmt::format("/d/r{}: {}", k, data ? "other bytes" : data.error().message()));
                 std::string buf(5000, '\0');
                 auto n = (*held)->pread(std::as_writable_bytes(std::span(buf)), 0);
-                if (!n || buf != pattern(5000, 'k')) wrong.fetch_add(1);
+                if (!n || buf != pattern(5000, 'k'))
+                    note(fmt::format("held: {}", n ? "other bytes" : n.error().message()));
                 auto entries = overlay->readdir("/d");  // (a t name is briefly absent)
                 const auto listed = [&](const std::string& name) {
                     return std::any_of(entries->begin(), entries->end(),
@@ -427,10 +439,13 @@ TEST(OverlayRebase, ReadersRunThroughRebases) {
                 };
                 if (!entries || entries->size() < 8 + 3 + kRounds * kTurns - 1 ||
                     !listed(fmt::format("r{}", k)) || !listed("sub"))
-                    wrong.fetch_add(1);
+                    note(entries ? fmt::format("readdir /d: {} entries", entries->size())
+                                 : "readdir /d: " + entries.error().message());
                 for (int j = 0, n_dirs = turned.load(); j < n_dirs; ++j) {
                     auto st = overlay->lstat(fmt::format("/d/t{}", j));
-                    if (!st || st->type != FileType::directory) wrong.fetch_add(1);
+                    if (!st || st->type != FileType::directory)
+                        note(fmt::format("/d/t{}: {}", j,
+                                         st ? "not a directory" : st.error().message()));
                 }
                 reads.fetch_add(1, std::memory_order_relaxed);
             }
@@ -450,7 +465,7 @@ TEST(OverlayRebase, ReadersRunThroughRebases) {
     stop = true;
     for (auto& r : readers) r.join();
     EXPECT_GT(reads.load(), 0u);
-    EXPECT_EQ(wrong.load(), 0u);
+    EXPECT_EQ(wrong.load(), 0u) << fmt::format("{}", fmt::join(what, "; "));
 }
 
 }  // namespace
