@@ -1,7 +1,7 @@
 // The mem engine (DESIGN §5, §6, §9): the tree of a mem backend, and of an overlay (the same
 // tree over a lower: lower.hpp, the one interface through which the engine reaches it, which
 // src/overlay implements over a read-only Backend). The Backend classes over it are in
-// mem_backend.cpp, snapshot_backend.cpp and mem_files.hpp; this is the state and every
+// live_tree.hpp, snapshot_backend.cpp and mem_files.hpp; this is the state and every
 // operation on it, by inode (engine.cpp: versions and holds; engine_read.cpp; engine_write.cpp:
 // names and attributes; engine_inodes.cpp; engine_content.cpp; engine_rebase.cpp).
 //
@@ -18,8 +18,8 @@
 //   inode's cell is complete and in the table before an entry names it; an entry is removed
 //   before its inode is freed; a cell's state changes in one seqlocked write.
 // - A path walk (the generic walker, core/walker.hpp) makes several lookups; a directory rename
-//   between them could make it combine two trees. Renames of directories (and rebases) bump `rename_seq_`,
-//   and a walk that saw it move starts again (Linux's rename_lock).
+//   between them could make it combine two trees. Renames of directories (and rebases) bump
+//   `rename_seq_`, and a walk that saw it move starts again (Linux's rename_lock).
 // - snapshot() (under the writer lock) records the current generation and starts the next:
 //   O(1). What changes after it keeps the state it replaced for the snapshot (cell.hpp). A
 //   snapshot is frozen, contents included; dropping one frees what only it kept.
@@ -68,7 +68,7 @@ struct Ref {
     Cell* cell = nullptr;  // null: the lower's inode, unchanged
     uint64_t lower = 0;    // its lower node (a lower inode, or what a cell was copied up from)
     FileType type = FileType::regular;
-    uint16_t layer = 0;    // the layer `lower` is a node of (Engine::Layer)
+    uint16_t layer = 0;  // the layer `lower` is a node of (Engine::Layer)
     bool is_dir() const noexcept { return type == FileType::directory; }
 };
 
@@ -369,7 +369,7 @@ private:
     // left as an orphan while held; a lower inode nobody holds only needs a tombstone.
     struct LinkDrop {
         uint64_t ino = 0;
-        Cell* cell = nullptr;   // the tree's own cell to drop a link of; null: bury `ino`
+        Cell* cell = nullptr;  // the tree's own cell to drop a link of; null: bury `ino`
     };
     Result<LinkDrop> prepare_drop(const Ref& node);
     void drop_link(const LinkDrop& drop, Time now);
@@ -433,9 +433,9 @@ private:
     // reclaimer keeps the arena alive until its last batch ran.
     const std::shared_ptr<Arena> arena_ = std::make_shared<Arena>();
     rcu::Reclaimer reclaimer_{arena_};
-    LowerFiles writer_files_;  // the lower files the writer reads chunks from
+    LowerFiles writer_files_;                       // the lower files the writer reads chunks from
     std::atomic<uint64_t> next_ino_{kRootIno + 1};  // changed by the writer; read by anyone
-    uint64_t gen_ = 1;                     // the generation mutations make now
+    uint64_t gen_ = 1;                              // the generation mutations make now
     uint64_t last_snapshot_ = 0;           // the newest live snapshot's generation (0: none)
     std::atomic<uint64_t> bytes_used_{0};  // the writer's, read by statfs
     std::atomic<uint64_t> inodes_{0};      // the tree's own live inodes (likewise)

@@ -1,4 +1,4 @@
-// A frozen generation of a mem tree as a read-only Backend (MemBackend::snapshot).
+// A frozen generation of a mem tree as a read-only Backend (LiveTree::snapshot).
 #pragma once
 
 #include <memory>

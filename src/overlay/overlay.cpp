@@ -1,9 +1,9 @@
-// make_overlay (overlay.hpp): the mem engine (src/mem/engine.hpp) over a lower Backend, which
-// it reaches only through a LowerView (lower_view.hpp), or over several stacked.
+// make_overlay (overlay.hpp): the overlay's live tree (overlay_backend.hpp) over a lower Backend,
+// which the engine reaches only through a LowerView (lower_view.hpp), or over several stacked.
 #include "packfs/overlay.hpp"
 
-#include "mem/mem_backend.hpp"
 #include "overlay/lower_view.hpp"
+#include "overlay/overlay_backend.hpp"
 #include "overlay/stacked_backend.hpp"
 
 namespace packfs {
@@ -32,7 +32,7 @@ Result<std::shared_ptr<Overlay>> make_overlay(std::shared_ptr<Backend> lower,
     if (auto ok = check_lower(lower); !ok) return std::unexpected(ok.error());
     auto view = std::make_shared<overlay::LowerView>(std::move(lower));
     // A rebase keeps every inode number: both lowers must number as the overlay does.
-    mem::LowerMaker rebase_onto;
+    overlay::LowerMaker rebase_onto;
     if (view->keeps_numbers()) {
         rebase_onto = [](std::shared_ptr<Backend> next) -> Result<std::shared_ptr<mem::Lower>> {
             if (auto ok = check_lower(next); !ok) return std::unexpected(ok.error());
@@ -42,8 +42,8 @@ Result<std::shared_ptr<Overlay>> make_overlay(std::shared_ptr<Backend> lower,
             return next_view;
         };
     }
-    return mem::make_mem_backend_over(std::move(view), mem_options_of(options), options.first_ino,
-                                      std::move(rebase_onto));
+    return overlay::make_overlay_backend(std::move(view), mem_options_of(options),
+                                         options.first_ino, std::move(rebase_onto));
 }
 
 Result<std::shared_ptr<Backend>> make_overlay(std::vector<std::shared_ptr<Backend>> lowers,
@@ -52,7 +52,7 @@ Result<std::shared_ptr<Backend>> make_overlay(std::vector<std::shared_ptr<Backen
     if (lowers.size() == 1) return make_overlay(std::move(lowers.front()), options);
     for (auto& lower : lowers)
         if (auto ok = check_lower(lower); !ok) return std::unexpected(ok.error());
-    return mem::make_mem_backend_over(
+    return overlay::make_overlay_backend(
         std::make_shared<overlay::LowerView>(overlay::make_stacked_backend(std::move(lowers))),
         mem_options_of(options), options.first_ino);
 }

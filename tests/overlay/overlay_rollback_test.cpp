@@ -4,9 +4,8 @@
 // with snapshots taken in between still reading as they did, open files and node references
 // of inodes that existed going on, those of inodes made since holding unnamed files, and the
 // overlay usable after: further changes, another rollback, a rebase.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 
 #include <random>
 
@@ -49,24 +48,45 @@ public:
 
 private:
     std::string path() {
-        static const char* const pool[] = {"/d/a", "/d/b", "/d/a2", "/d/sub/x", "/d/sub", "/link",
-                                           "/n1", "/n2", "/d/n3", "/e", "/e/f", "/e/g", "/d/sub/y"};
+        static const char* const pool[] = {"/d/a",  "/d/b", "/d/a2",   "/d/sub/x", "/d/sub",
+                                           "/link", "/n1",  "/n2",     "/d/n3",    "/e",
+                                           "/e/f",  "/e/g", "/d/sub/y"};
         return pool[rng_() % std::size(pool)];
     }
     void one(Backend& fs) {
         const std::string p = path(), q = path();
         const std::string data(static_cast<std::size_t>(rng_() % 70'000), char('a' + rng_() % 26));
         switch (rng_() % 11) {
-            case 0: (void)write_file(fs, p, data); break;
-            case 1: (void)fs.mkdir(p, 0750); break;
-            case 2: (void)fs.unlink(p); break;
-            case 3: (void)fs.rmdir(p); break;
-            case 4: (void)fs.rename(p, q, RenameFlags::none); break;
-            case 5: (void)fs.chmod(p, 0600 + rng_() % 0100); break;
-            case 6: (void)fs.setxattr(p, "user.k", data.substr(0, 9)); break;
-            case 7: (void)fs.truncate(p, rng_() % 200'000); break;
-            case 8: (void)fs.symlink(q, p); break;
-            case 9: (void)fs.link(p, q); break;
+            case 0:
+                (void)write_file(fs, p, data);
+                break;
+            case 1:
+                (void)fs.mkdir(p, 0750);
+                break;
+            case 2:
+                (void)fs.unlink(p);
+                break;
+            case 3:
+                (void)fs.rmdir(p);
+                break;
+            case 4:
+                (void)fs.rename(p, q, RenameFlags::none);
+                break;
+            case 5:
+                (void)fs.chmod(p, 0600 + rng_() % 0100);
+                break;
+            case 6:
+                (void)fs.setxattr(p, "user.k", data.substr(0, 9));
+                break;
+            case 7:
+                (void)fs.truncate(p, rng_() % 200'000);
+                break;
+            case 8:
+                (void)fs.symlink(q, p);
+                break;
+            case 9:
+                (void)fs.link(p, q);
+                break;
             case 10: {
                 auto f = fs.open(p, O_WRONLY);
                 if (f) (void)(*f)->pwrite(std::as_bytes(std::span(data)), rng_() % 160'000);
