@@ -58,6 +58,10 @@ touch -d '2010-10-10 10:10:10.987654321' "$src/docs/deep"
 # --- build ----------------------------------------------------------------------------------
 check "build raw" "$packfs" build "$src" raw.pack
 check "build zstd" "$packfs" build --compress zstd --block-size 64K "$src" zstd.pack
+# A command that opens no URL loads no network library (libcurl is loaded with the first URL).
+LD_DEBUG=libs "$packfs" info zstd.pack >/dev/null 2>"$work/ld.log" || true
+check "  a local command loads no libcurl" test "$(grep -c 'libcurl' "$work/ld.log")" -eq 0
+check "  (the loader's log is there to look at)" grep -q 'libzstd' "$work/ld.log"
 check "build --format 2" "$packfs" build --format 2 --compress zstd "$src" v2.pack
 check "info names format version 2" bash -c "'$packfs' info v2.pack | grep -q 'pack format version 2'"
 check "verify a format 2 pack" "$packfs" verify v2.pack

@@ -182,6 +182,8 @@ check "  saying how to fix it" grep -q "packfs convert" "$work/last.err"
 
 # ---- 4. failures ---------------------------------------------------------------------------
 expect_code "404" 1 "$packfs" ls "$NGINX_URL/missing.pack" /
+LD_DEBUG=libs "$packfs" ls "$NGINX_URL/missing.pack" / >/dev/null 2>"$work/ld.log" || true
+check "  a URL loads libcurl, when it is opened" grep -q 'libcurl' "$work/ld.log"
 check "  is 'No such file'" grep -qi "no such file" "$work/last.err"
 start=$(date +%s.%N)
 expect_code "500 answers: EIO at the timeout" 1 "$packfs" --timeout 2 ls "$NGINX_URL/err500.pack" /
