@@ -17,6 +17,8 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "PackFS developers")
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # packfs_VERSION_ARCH.deb
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libcurl is loaded when a URL is opened (src/remote/curl_api.cpp), so dpkg-shlibdeps cannot see it.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "fuse3")  # fusermount3: mounts by users other than root
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_COMPRESSION_TYPE zstd)

@@ -58,13 +58,14 @@ struct PackWriteOptions {
     // inode-numbers feature). The build fails with EINVAL, naming the path, when an st_ino is 0
     // or two different inodes of the source report the same one.
     bool keep_inode_numbers = false;
-    // Where contents go in the data stream. `inodes`: in inode order (breadth-first, each
-    // directory's entries by name). `walk`: in the order a depth-first walk of the finished pack
-    // meets them (format 2: each directory in its listing order, by name hash), which is the
-    // order find, tar and cp -r read files in; their reads are then sequential, which a remote
-    // pack's readahead (docs/REMOTE.md) and a cold page cache both reward. Format 2 only.
+    // Where contents go in the data stream. `walk` (the default): in the order a depth-first
+    // walk of the finished pack meets them (each directory in its listing order, by name hash),
+    // which is the order find, tar and cp -r read files in; their reads then stream the pack
+    // front to back, which a cold page cache and a remote pack's readahead (docs/REMOTE.md)
+    // both reward. `inodes`: in inode order (breadth-first, each directory's entries by name).
+    // Format 2 only: a format 1 pack is laid out in inode order whatever this says.
     enum class Layout : uint8_t { inodes, walk };
-    Layout layout = Layout::inodes;
+    Layout layout = Layout::walk;
     // Format 2: store a SHA-256 of each stored block (docs/FORMAT.md, "Block digests"), so a
     // reader that fetches blocks one at a time (a remote pack) can check each before using it.
     // 32 bytes of metadata per block, and one more SHA-256 pass over the data while building.

@@ -1,6 +1,7 @@
 #include "remote/http_client.hpp"
 
-#include <curl/curl.h>
+#include "remote/curl_api.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -17,11 +18,6 @@ namespace {
 constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
 constexpr auto kBackoffCap = std::chrono::milliseconds(2000);
 constexpr auto kConnectCap = std::chrono::milliseconds(10'000);
-
-void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 // One attempt's view of the answer, filled by the callbacks.
 struct Transfer {
@@ -196,12 +192,10 @@ long remaining_ms(Clock::time_point deadline) {
 
 }  // namespace
 
-HttpClient::HttpClient(unsigned connections) : max_handles_(std::max(1u, connections)) {
-    global_init();
-}
+HttpClient::HttpClient(unsigned connections) : max_handles_(std::max(1u, connections)) {}
 
 HttpClient::~HttpClient() {
-    for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+    for (void* h : idle_) curl().easy_cleanup(static_cast<CURL*>(h));
 }
 
 void* HttpClient::acquire(Clock::time_point deadline) {
@@ -215,7 +209,7 @@ void* HttpClient::acquire(Clock::time_point deadline) {
         if (created_ < max_handles_) {
             ++created_;
             lock.unlock();
-            CURL* h = curl_easy_init();
+            CURL* h = curl().easy_init();
             if (h == nullptr) {
                 lock.lock();
                 --created_;
@@ -244,15 +238,15 @@ HttpClient::Outcome HttpClient::attempt(void* handle, const std::string& url, ui
     t.out = out;
     const std::string range = fmt::format("{}-{}", offset, offset + out.size() - 1);
     set_common(h, url, deadline);
-    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    curl().easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl().easy_setopt(h, CURLOPT_HEADERDATA, &t);
+    curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl().easy_setopt(h, CURLOPT_WRITEDATA, &t);
     if (stop.stop_possible()) {
-        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, &stop);
+        curl().easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl().easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl().easy_setopt(h, CURLOPT_XFERINFODATA, &stop);
     }
     const auto code = static_cast<CURLcode>(perform(h, {}));
     if (stop.stop_requested()) {
@@ -312,24 +306,24 @@ HttpClient::Outcome HttpClient::send_once(void* handle, const HttpRequest& reque
     response = HttpResponse{};
     Exchange x{.request = &request, .response = &response};
     set_common(h, request.url, deadline);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_exchange_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_exchange_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+    curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, on_exchange_header);
+    curl().easy_setopt(h, CURLOPT_HEADERDATA, &x);
+    curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, on_exchange_body);
+    curl().easy_setopt(h, CURLOPT_WRITEDATA, &x);
     if (request.stall_seconds > 0) {
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, request.stall_seconds);
+        curl().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, request.stall_seconds);
     }
     const uint64_t body_size = request.in_fd >= 0 ? request.in_size : request.body.size();
     if (request.method == "HEAD") {
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        curl().easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (request.method == "PUT" || request.method == "POST" || request.method == "PATCH") {
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT, with the body from the read callback
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_exchange_read);
-        curl_easy_setopt(h, CURLOPT_READDATA, &x);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body_size));
+        curl().easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT, with the body from the read callback
+        curl().easy_setopt(h, CURLOPT_READFUNCTION, on_exchange_read);
+        curl().easy_setopt(h, CURLOPT_READDATA, &x);
+        curl().easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body_size));
         if (request.method != "PUT")
-            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+            curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
     const auto code = static_cast<CURLcode>(perform(h, request.headers));
     if (!x.failed.empty()) {
@@ -357,6 +351,10 @@ bool HttpClient::send(const HttpRequest& request, Clock::time_point deadline,
 bool HttpClient::with_retries(Clock::time_point deadline, HttpFailure& why,
                               const std::function<Outcome(void*)>& once,
                               const std::stop_token& stop) {
+    if (auto loaded = load_curl(); !loaded) {  // (the first request of the process loads it)
+        why = {EIO, std::string(loaded.error().message())};
+        return false;
+    }
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     for (;;) {
         void* handle = acquire(deadline);
@@ -390,16 +388,16 @@ bool HttpClient::with_retries(Clock::time_point deadline, HttpFailure& why,
 void HttpClient::set_common(void* handle, const std::string& url, Clock::time_point deadline) {
     CURL* h = static_cast<CURL*>(handle);
     const long left = remaining_ms(deadline);
-    curl_easy_reset(h);  // keeps the live connection, drops the last request's options
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "packfs");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+    curl().easy_reset(h);  // keeps the live connection, drops the last request's options
+    curl().easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl().easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl().easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    curl().easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl().easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl().easy_setopt(h, CURLOPT_USERAGENT, "packfs");
+    curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
+    curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                      std::min<long>(left, static_cast<long>(kConnectCap.count())));
 }
 
@@ -408,13 +406,13 @@ int HttpClient::perform(void* handle, const std::vector<std::string>& extra) {
     curl_slist* headers = nullptr;
     {
         std::lock_guard lock(mutex_);
-        for (const std::string& line : headers_) headers = curl_slist_append(headers, line.c_str());
+        for (const std::string& line : headers_) headers = curl().slist_append(headers, line.c_str());
     }
-    for (const std::string& line : extra) headers = curl_slist_append(headers, line.c_str());
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    const CURLcode code = curl_easy_perform(h);
-    curl_slist_free_all(headers);
+    for (const std::string& line : extra) headers = curl().slist_append(headers, line.c_str());
+    headers = curl().slist_append(headers, "Expect:");  // no 100-continue round trip
+    curl().easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    const CURLcode code = curl().easy_perform(h);
+    curl().slist_free_all(headers);
     return code;
 }
 
@@ -422,22 +420,22 @@ HttpClient::Outcome HttpClient::transport_failure(void* handle, int code, std::s
                                                   HttpFailure& why) {
     const auto c = static_cast<CURLcode>(code);
     long os_errno = 0;
-    curl_easy_getinfo(static_cast<CURL*>(handle), CURLINFO_OS_ERRNO, &os_errno);
+    curl().easy_getinfo(static_cast<CURL*>(handle), CURLINFO_OS_ERRNO, &os_errno);
     if (c == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) {
         why = {ECONNREFUSED, "connection refused"};
         return Outcome::fail;
     }
     if (c == CURLE_URL_MALFORMAT || c == CURLE_UNSUPPORTED_PROTOCOL) {
-        why = {EINVAL, curl_easy_strerror(c)};
+        why = {EINVAL, curl().easy_strerror(c)};
         return Outcome::fail;
     }
     if (c == CURLE_COULDNT_RESOLVE_HOST) {
-        why = {EHOSTUNREACH, curl_easy_strerror(c)};
+        why = {EHOSTUNREACH, curl().easy_strerror(c)};
         return Outcome::fail;
     }
     why = {c == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
-           detail.empty() ? std::string(curl_easy_strerror(c))
-                          : fmt::format("{} {}", curl_easy_strerror(c), detail)};
+           detail.empty() ? std::string(curl().easy_strerror(c))
+                          : fmt::format("{} {}", curl().easy_strerror(c), detail)};
     return Outcome::retry;
 }
 

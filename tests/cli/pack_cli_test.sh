@@ -58,10 +58,21 @@ touch -d '2010-10-10 10:10:10.987654321' "$src/docs/deep"
 # --- build ----------------------------------------------------------------------------------
 check "build raw" "$packfs" build "$src" raw.pack
 check "build zstd" "$packfs" build --compress zstd --block-size 64K "$src" zstd.pack
+# A command that opens no URL loads no network library (libcurl is loaded with the first URL).
+LD_DEBUG=libs "$packfs" info zstd.pack >/dev/null 2>"$work/ld.log" || true
+check "  a local command loads no libcurl" test "$(grep -c 'libcurl' "$work/ld.log")" -eq 0
+check "  (the loader's log is there to look at)" grep -q 'libzstd' "$work/ld.log"
 check "build --format 2" "$packfs" build --format 2 --compress zstd "$src" v2.pack
 check "info names format version 2" bash -c "'$packfs' info v2.pack | grep -q 'pack format version 2'"
 check "verify a format 2 pack" "$packfs" verify v2.pack
 expect_code "--format takes 1 or 2" 2 "$packfs" build --format 3 "$src" v3.pack
+# Layouts: walk is the default, inodes the other; both hold the same tree; format 1 has no walk.
+check "build --layout walk is the default" bash -c "'$packfs' build --layout walk '$src' walk.pack && cmp walk.pack raw.pack"
+check "build --layout inodes" "$packfs" build --layout inodes "$src" inodes.pack
+check "  holds the same tree" "$packfs" diff raw.pack inodes.pack
+check "  laid out otherwise" bash -c "! cmp -s raw.pack inodes.pack"
+expect_code "--layout walk needs --format 2" 2 "$packfs" build --layout walk --format 1 "$src" x.pack
+expect_code "--layout takes walk or inodes" 2 "$packfs" build --layout bfs "$src" x.pack
 check "build lz4:9 --json" bash -c "'$packfs' build --json --compress lz4:9 '$src' lz4.pack > build.json"
 check "build --json is JSON with the counts" python3 - <<'PY'
 import json

@@ -21,7 +21,7 @@
 #   then reads those files with the server gone;
 # - the cache: two mounts of one pack fetch each block once between them; a bound prunes the
 #   least recently used pack not in use, and one in use evicts its own blocks;
-#   `packfs cache ls|prune|clear`.
+#   `packfs cache ls|prune|clear`; a relative --cache of a daemonized mount is the caller's.
 set -euo pipefail
 export LC_ALL=C
 packfs=$(realpath "$1")
@@ -182,6 +182,8 @@ check "  saying how to fix it" grep -q "packfs convert" "$work/last.err"
 
 # ---- 4. failures ---------------------------------------------------------------------------
 expect_code "404" 1 "$packfs" ls "$NGINX_URL/missing.pack" /
+LD_DEBUG=libs "$packfs" ls "$NGINX_URL/missing.pack" / >/dev/null 2>"$work/ld.log" || true
+check "  a URL loads libcurl, when it is opened" grep -q 'libcurl' "$work/ld.log"
 check "  is 'No such file'" grep -qi "no such file" "$work/last.err"
 start=$(date +%s.%N)
 expect_code "500 answers: EIO at the timeout" 1 "$packfs" --timeout 2 ls "$NGINX_URL/err500.pack" /
@@ -287,6 +289,15 @@ do_umount "$work/m1"
 # umount returns once the daemon has exited, so its cache file is let go already.
 "$packfs" --cache "$work/c8" cache clear >/dev/null
 check "and removes it once it is closed (umount waited for the daemon)" test -z "$(ls "$work/c8")"
+# A relative --cache names the directory beside the caller, though the daemon serves from /.
+mkdir -p "$work/here"
+(cd "$work/here" && do_mount "$NGINX_URL/raw.pack" "$work/m1" --cache c10)
+check "a mount with a relative --cache reads" cmp -s "$work/m1/a/b/random" "$src/a/b/random"
+do_umount "$work/m1"
+"$packfs" --cache "$work/here/c10" cache ls --json >"$work/ls.json"
+check "  and caches the pack's blocks under the caller's directory" \
+    python3 -c "import json; d = json.load(open('$work/ls.json')); assert len(d['packs']) == 1 and d['packs'][0]['cached_bytes'] > 0, d"
+check "  not under /" test ! -e /c10
 
 # ---- 6. an OCI registry --------------------------------------------------------------------
 start_registry "$work/registry"

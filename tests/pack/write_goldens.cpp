@@ -102,6 +102,8 @@ void write_set(Backend& tree, const fs::path& dir, const std::string& infix,
         options.block_digests = kind.block_digests;
         options.metadata_digests = kind.metadata_digests;
         options.block_size = 16384;  // several blocks for the 70,000-byte file
+        // The layout of the goldens' first writer (walk became the default later).
+        options.layout = PackWriteOptions::Layout::inodes;
         const std::string name = stem + "-" + kind.name + ".pack";
         ok(write_pack(tree, (dir / name).string(), options));
         std::printf("{\"%s\", \"%s\"},\n", name.c_str(),

@@ -241,13 +241,22 @@ TEST(PackWriter, FixtureTreeDecodesWithEveryChecksumRight) {
 TEST(PackWriter, SameTreeGivesTheSameBytesWhateverTheListingOrder) {
     TempDir dir;
     auto mem = fixture_backend();
-    for (auto [c, format] : {std::pair{Compression::none, 1u},
-                             {Compression::zstd, 1u},
-                             {Compression::none, 2u},
-                             {Compression::zstd, 2u}}) {
+    using Layout = PackWriteOptions::Layout;
+    struct Case {
+        Compression c;
+        uint32_t format;
+        Layout layout;
+    };
+    for (auto [c, format, layout] : {Case{Compression::none, 1u, Layout::inodes},
+                                     Case{Compression::zstd, 1u, Layout::inodes},
+                                     Case{Compression::none, 2u, Layout::walk},
+                                     Case{Compression::zstd, 2u, Layout::walk},
+                                     Case{Compression::none, 2u, Layout::inodes},
+                                     Case{Compression::zstd, 2u, Layout::inodes}}) {
         PackWriteOptions options;
         options.compression = c;
         options.format = format;
+        options.layout = layout;
         ASSERT_TRUE(write_pack(*mem, (dir.path / "1.pack").string(), options));
         ASSERT_TRUE(write_pack(*mem, (dir.path / "2.pack").string(), options));
         auto source = make_backend_source(*mem, "/");

@@ -33,7 +33,7 @@ struct BuildArgs {
     unsigned jobs = 0;
     bool no_dedup = false;
     bool no_block_digests = false;
-    std::string layout = "inodes";
+    std::string layout;  // empty: walk (format 2; a format 1 pack is in inode order)
     bool json = false;
     std::string keep_times = "mtime";
     std::string metadata = "compressed";
@@ -93,8 +93,10 @@ int run_build(const BuildArgs& args) {
     options.jobs = args.jobs;
     options.dedup = !args.no_dedup;
     options.block_digests = !args.no_block_digests;
-    options.layout =
-        args.layout == "walk" ? PackWriteOptions::Layout::walk : PackWriteOptions::Layout::inodes;
+    if (args.layout == "walk" && args.format < 2)
+        return out.usage("build: --layout walk needs --format 2");
+    options.layout = args.layout == "inodes" ? PackWriteOptions::Layout::inodes
+                                             : PackWriteOptions::Layout::walk;
     options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
     options.format = args.format;
     options.compress_metadata = args.metadata == "compressed";
@@ -199,8 +201,10 @@ Command add_build_command(CLI::App& parent) {
         ->check(kInlineMaxValidator);
     sub->add_flag("--no-dedup", args->no_dedup, "Store duplicate contents again");
     sub->add_option("--layout", args->layout,
-                    "Where contents go: inodes (breadth-first, by name; the default) or walk "
-                    "(the order find and tar read them: sequential reads, for remote packs)")
+                    "Where contents go: walk (the default: the order find, tar and cp -r read "
+                    "them, so a cold read of the whole tree streams the pack front to back) or "
+                    "inodes (breadth-first, each directory by name; what --format 1 always "
+                    "uses)")
         ->check(CLI::IsMember({"inodes", "walk"}));
     sub->add_flag("--no-block-digests", args->no_block_digests,
                   "Leave out the SHA-256 of each block (32 bytes per block) and of each 16 KiB "

@@ -8,8 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "content.hpp"
@@ -37,6 +42,90 @@ struct EntryRef {
     const char* name = nullptr;
 };
 
+// Copies files' contents on a pool of threads while the caller's thread walks the tree and makes
+// every entry in order: inflating a compressed pack's blocks is most of an extract's CPU, and
+// this puts every core on it. A job owns its file's fd and writes the content and then the
+// file's metadata. Jobs go in batches (kBatchJobs files or kBatchBytes of content), so a tree of
+// small files does not pay a wake-up per file; the queue holds two batches a thread, so few fds
+// stay open and the walk never runs far ahead. With one CPU, jobs run on the caller's thread as
+// they come.
+class FilePool {
+public:
+    explicit FilePool(unsigned threads) {
+        if (threads < 2) return;
+        for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    }
+    ~FilePool() {
+        {
+            std::lock_guard lock(mu_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+    }  // (the jthreads join here, after the queue ran dry)
+    FilePool(const FilePool&) = delete;
+    FilePool& operator=(const FilePool&) = delete;
+
+    static constexpr std::size_t kBatchJobs = 64;
+    static constexpr uint64_t kBatchBytes = 4 << 20;
+
+    // A job for a file of `bytes`: run at once without workers, else batched.
+    void submit(std::function<void()> job, uint64_t bytes) {
+        if (workers_.empty()) return job();
+        batch_.push_back(std::move(job));
+        batch_bytes_ += bytes;
+        if (batch_.size() >= kBatchJobs || batch_bytes_ >= kBatchBytes) flush();
+    }
+    // Until every job submitted so far is done.
+    void wait() {
+        flush();
+        std::unique_lock lock(mu_);
+        done_.wait(lock, [&] { return pending_ == 0; });
+    }
+
+private:
+    using Batch = std::vector<std::function<void()>>;
+
+    void flush() {
+        if (batch_.empty()) return;
+        std::unique_lock lock(mu_);
+        room_.wait(lock, [&] { return queue_.size() < 2 * workers_.size(); });
+        queue_.push_back(std::move(batch_));
+        ++pending_;
+        lock.unlock();
+        wake_.notify_one();
+        batch_ = {};
+        batch_bytes_ = 0;
+    }
+    void work() {
+        std::unique_lock lock(mu_);
+        for (;;) {
+            wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) return;  // stopping, nothing left
+            Batch batch = std::move(queue_.front());
+            queue_.pop_front();
+            room_.notify_one();
+            lock.unlock();
+            for (auto& job : batch) job();
+            lock.lock();
+            if (--pending_ == 0) done_.notify_all();
+        }
+    }
+
+    Batch batch_;  // the caller's, not yet queued
+    uint64_t batch_bytes_ = 0;
+    std::mutex mu_;
+    std::condition_variable wake_, room_, done_;
+    std::deque<Batch> queue_;
+    std::size_t pending_ = 0;
+    bool stopping_ = false;
+    std::vector<std::jthread> workers_;  // last: joined before the rest goes
+};
+
+unsigned pool_threads() {
+    const unsigned cpus = std::thread::hardware_concurrency();
+    return std::clamp(cpus, 1u, 8u);
+}
+
 class Extractor {
 public:
     Extractor(Backend& fs, const std::function<void(const ExtractReport&)>& progress)
@@ -57,6 +146,7 @@ public:
             error(Failure::from(root.error()));
         } else {
             fill_directory("/", dest_fd, "");
+            pool_.wait();
             apply_metadata("/", {dest_fd, -1, nullptr}, *root);
         }
         if (report_.owners_kept) {
@@ -68,13 +158,25 @@ public:
     }
 
 private:
-    void error(Failure failure) { report_.errors.push_back(std::move(failure)); }
+    // The report is shared with the pool's jobs: every change to it and every look at it
+    // (progress) is made under report_mu_.
+    void error(Failure failure) {
+        std::lock_guard lock(report_mu_);
+        report_.errors.push_back(std::move(failure));
+    }
     void error(int code, std::string_view op, const std::string& path) {
         error({code, std::string(op), path, std::strerror(code)});
     }
     void warning(int code, std::string_view op, const std::string& path, std::string_view why) {
+        std::lock_guard lock(report_mu_);
         report_.warnings.push_back(
             {code, std::string(op), path, fmt::format("{} ({})", std::strerror(code), why)});
+    }
+    // Adds `n` to a counter of the report, and shows progress.
+    void count(uint64_t ExtractReport::*counter, uint64_t n = 1) {
+        std::lock_guard lock(report_mu_);
+        report_.*counter += n;
+        if (progress_) progress_(report_);
     }
 
     void fill_directory(const std::string& dir, int dir_fd, const std::string& rel) {
@@ -93,7 +195,6 @@ private:
             }
             make_entry(path, rel.empty() ? entry.name : rel + "/" + entry.name, entry.name, dir_fd,
                        *st);
-            if (progress_) progress_(report_);
         }
     }
 
@@ -136,7 +237,7 @@ private:
             error(errno, "open", path);
             return false;
         }
-        ++report_.directories;
+        count(&ExtractReport::directories);
         fill_directory(path, fd.get(), rel);
         apply_metadata(path, {fd.get(), -1, nullptr}, st);
         return true;
@@ -149,16 +250,17 @@ private:
             error(errno, "create", path);
             return false;
         }
-        ++report_.files;
-        auto reader = ContentReader::open(fs_, path);
-        // With its holes: those the source keeps, and aligned 4 KiB blocks of zeros.
-        auto copied = !reader ? Result<void>(std::unexpected(reader.error()))
-                              : reader->write_sparse_to(fd.get(), [&](std::size_t bytes) {
-                                    report_.bytes += bytes;
-                                    if (progress_) progress_(report_);
-                                });
-        if (!copied) error(Failure::from(copied.error()));
-        apply_metadata(path, {fd.get(), -1, nullptr}, st);
+        count(&ExtractReport::files);
+        pool_.submit([this, path, st, file = std::make_shared<UniqueFd>(std::move(fd))] {
+            auto reader = ContentReader::open(fs_, path);
+            // With its holes: those the source keeps, and aligned 4 KiB blocks of zeros.
+            auto copied = !reader ? Result<void>(std::unexpected(reader.error()))
+                                  : reader->write_sparse_to(file->get(), [&](std::size_t bytes) {
+                                        count(&ExtractReport::bytes, bytes);
+                                    });
+            if (!copied) error(Failure::from(copied.error()));
+            apply_metadata(path, {file->get(), -1, nullptr}, st);
+        }, st.size);
         return true;
     }
 
@@ -173,7 +275,7 @@ private:
             error(errno, "symlink", path);
             return false;
         }
-        ++report_.symlinks;
+        count(&ExtractReport::symlinks);
         apply_metadata(path, {-1, dir_fd, name.c_str()}, st);
         return true;
     }
@@ -192,7 +294,7 @@ private:
             }
             return false;
         }
-        ++report_.specials;
+        count(&ExtractReport::specials);
         apply_metadata(path, {-1, dir_fd, name.c_str()}, st);
         return true;
     }
@@ -221,7 +323,7 @@ private:
         if (::linkat(parent_fd, leaf.c_str(), dir_fd, name.c_str(), 0) != 0) {
             return error(errno, "link", path);
         }
-        ++report_.hard_links;
+        count(&ExtractReport::hard_links);
     }
 
     bool may_chown(const Stat& st) const {
@@ -235,6 +337,7 @@ private:
     void apply_metadata(const std::string& path, const EntryRef& ref, const Stat& st) {
         apply_xattrs(path, ref);
         if (!may_chown(st)) {
+            std::lock_guard lock(report_mu_);
             ++report_.owners_kept;
         } else if ((ref.fd >= 0 ? ::fchown(ref.fd, st.uid, st.gid)
                                 : ::fchownat(ref.dir_fd, ref.name, st.uid, st.gid,
@@ -284,7 +387,9 @@ private:
     std::vector<gid_t> groups_;
     int dest_fd_ = -1;
     std::unordered_map<uint64_t, std::string> first_names_;  // ino -> path below dest
+    std::mutex report_mu_;
     ExtractReport report_;
+    FilePool pool_{pool_threads()};  // last: its jobs are done before the rest goes
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <syslog.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 
 #include "format.hpp"
@@ -86,7 +87,16 @@ void add_remote_options(CLI::App& app) {
     app.fallthrough();  // so `packfs ls --timeout 5 URL` works as well
     app.parse_complete_callback([texts] {
         RemoteOptions& o = remote_settings();
+        // Named from here, now: `mount` serves from / once it has become a daemon, and a
+        // relative DIR must still mean the one beside the caller.
         o.cache_dir = texts->cache;
+        if (!o.cache_dir.empty() && o.cache_dir != "none" && o.cache_dir.front() != '/') {
+            std::error_code ec;
+            auto full = std::filesystem::absolute(o.cache_dir, ec);
+            if (ec) throw CLI::ValidationError("--cache", fmt::format("{}: {}", o.cache_dir,
+                                                                      ec.message()));
+            o.cache_dir = full.lexically_normal().string();
+        }
         o.digest = texts->digest;
         o.timeout = std::chrono::milliseconds(static_cast<int64_t>(texts->timeout * 1000));
         o.connections = texts->connections;

@@ -32,8 +32,6 @@ Result<void> check_options(const PackWriteOptions& o) {
     if (o.inline_max > kMaxInline) return fail(EINVAL, "build: inline limit over 4096 bytes");
     if (o.format < kOldestFormatVersion || o.format > kFormatVersion)
         return fail(EINVAL, "build: pack format version must be 1 or 2");
-    if (o.layout == PackWriteOptions::Layout::walk && o.format < 2)
-        return fail(EINVAL, "build: the walk layout needs pack format 2");
     if (o.clamp_time && (o.clamp_time->nsec < 0 || o.clamp_time->nsec >= 1'000'000'000))
         return fail(EINVAL, "build: clamp time's nanoseconds outside 0 ..= 999,999,999");
     return {};
