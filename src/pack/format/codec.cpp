@@ -20,10 +20,11 @@ ZSTD_CCtx* thread_zstd_cctx() {
     return ctx.get();
 }
 
-// Decompression contexts (about 160 KiB each) are shared through a small pool rather than kept
-// one per thread: a FUSE daemon has up to 64 worker threads, and each would keep its own for
-// good. A decompression takes one (or makes one when none is idle) and gives it back; at most
-// kIdleMax stay idle, so the contexts alive are the decompressions running now, plus that many.
+// Decompression contexts (96 KiB each with libzstd 1.5) are shared through a small pool rather
+// than kept one per thread: a FUSE daemon has up to 64 worker threads, and each would keep its
+// own for good. A decompression takes one (or makes one when none is idle) and gives it back; at
+// most kIdleMax stay idle, so the contexts alive are the decompressions running now, plus that
+// many.
 class DctxPool {
 public:
     ZSTD_DCtx* take() {
