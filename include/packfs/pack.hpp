@@ -137,9 +137,17 @@ PACKFS_API Result<PackStats> write_pack_from_host(std::string_view host_dir,
 // with pread, so nothing can fault; for packs on storage that can fail or shrink underneath.
 enum class PackAccess : uint8_t { mmap, pread };
 
+// The decompressed blocks a compressed pack's reader keeps by default: 8 MiB, 64 blocks of the
+// default 128 KiB. The kernel's page cache keeps what a FUSE mount has read, so this cache only
+// has to serve reads that land on a block again soon (a file read in pieces, small files
+// sharing a block); a larger one mostly costs memory (docs/FUSE.md, "Memory").
+inline constexpr std::size_t kDefaultBlockCacheBytes = std::size_t{8} << 20;
+
 struct PackOpenOptions {
     PackAccess access = PackAccess::mmap;
-    std::size_t block_cache_bytes = 64 << 20;  // decompressed blocks kept (compressed packs)
+    // Decompressed blocks kept (compressed packs): the cache never holds more. Below one block,
+    // nothing is kept.
+    std::size_t block_cache_bytes = kDefaultBlockCacheBytes;
 };
 
 // The header's facts, for `packfs info`.

@@ -139,13 +139,21 @@ Result<std::shared_ptr<Backend>> open_source(std::string_view spec) {
     return std::move(source->backend);
 }
 
-Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec) {
+Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec,
+                                                     std::optional<std::size_t> block_cache_bytes) {
     auto kind = source_kind(spec);
     if (!kind) return std::unexpected(kind.error());
-    if (*kind == SourceKind::remote) return open_remote_pack(spec, remote_settings());
+    if (*kind == SourceKind::remote) {
+        if (!block_cache_bytes) return open_remote_pack(spec, remote_settings());
+        RemoteOptions options = remote_settings();
+        options.block_cache_bytes = *block_cache_bytes;
+        return open_remote_pack(spec, options);
+    }
     // A PACK argument: a directory is simply the wrong kind of file.
     if (*kind != SourceKind::pack) return fail(EISDIR, kOpen, spec);  // a directory or volume
-    return open_pack(spec);
+    PackOpenOptions options;
+    if (block_cache_bytes) options.block_cache_bytes = *block_cache_bytes;
+    return open_pack(spec, options);
 }
 
 Failure source_failure(const Error& error) {

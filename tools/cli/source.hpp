@@ -5,7 +5,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "packfs/backend.hpp"
@@ -29,8 +31,10 @@ void set_remote_log(std::function<void(std::string_view)> log);
 // pointing out is EXDEV, a magic link ELOOP).
 Result<std::shared_ptr<Backend>> open_source(std::string_view spec);
 
-// For the commands that take a PACK only (verify, info).
-Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec);
+// For the commands that take a PACK only (verify, info, mount); `block_cache_bytes`, when set,
+// bounds its cache of decompressed blocks instead of the default.
+Result<std::shared_ptr<PackBackend>> open_pack_file(
+    std::string_view spec, std::optional<std::size_t> block_cache_bytes = std::nullopt);
 
 // The failure to show for an error of open_source/open_pack_file: the error itself, with a
 // sentence instead of strerror where the code alone would mislead (a SOURCE that is neither

@@ -13,8 +13,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "fuse_ops_shared.hpp"
 
@@ -209,8 +213,46 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     }
 }
 
+// The replies of reads that are copied (not spliced) are made in pooled buffers rather than one
+// per worker thread, so that 64 workers do not each keep one as large as the largest read they
+// served (docs/FUSE.md, "Memory"). A read takes an idle buffer or a new one and gives it back;
+// at most 8 stay idle, so the buffers alive are the reads running now plus 8. (The pack
+// reader pools its buffers alike: src/core/buffer_pool.hpp, out of this driver's reach.)
+class ReadBuffers {
+public:
+    using Buffer = std::vector<std::byte>;
+    std::unique_ptr<Buffer> take() {
+        {
+            std::lock_guard lock(mutex_);
+            if (count_ > 0) return std::move(idle_[--count_]);
+        }
+        return std::make_unique<Buffer>();
+    }
+    void give(std::unique_ptr<Buffer> buffer) {
+        std::lock_guard lock(mutex_);
+        if (count_ < idle_.size()) idle_[count_++] = std::move(buffer);
+    }
+
+private:
+    std::mutex mutex_;
+    std::array<std::unique_ptr<Buffer>, 8> idle_;
+    std::size_t count_ = 0;
+};
+
+ReadBuffers& read_buffers() {
+    static ReadBuffers* pool = new ReadBuffers();  // never destroyed: workers may outlive it
+    return *pool;
+}
+
+struct ReadBuffer {
+    std::unique_ptr<ReadBuffers::Buffer> buffer = read_buffers().take();
+    ReadBuffer() = default;
+    ReadBuffer(const ReadBuffer&) = delete;
+    ReadBuffer& operator=(const ReadBuffer&) = delete;
+    ~ReadBuffer() { read_buffers().give(std::move(buffer)); }
+};
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-    thread_local std::vector<std::byte> scratch;
     FileHandle opened;
     File* file = file_or_open(req, ino, fi, opened);
     if (!file) return;
@@ -223,10 +265,12 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
         fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
         return;
     }
-    if (scratch.size() < size) scratch.resize(size);
-    auto n = file->pread(std::span(scratch.data(), size), static_cast<uint64_t>(off));
+    ReadBuffer scratch;
+    if (scratch.buffer->size() < size) scratch.buffer->resize(size);
+    std::byte* bytes = scratch.buffer->data();
+    auto n = file->pread(std::span(bytes, size), static_cast<uint64_t>(off));
     if (!n) return reply_error(req, n.error());
-    fuse_reply_buf(req, reinterpret_cast<const char*>(scratch.data()), *n);
+    fuse_reply_buf(req, reinterpret_cast<const char*>(bytes), *n);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,

@@ -4,8 +4,10 @@
 #include <lz4hc.h>
 #include <zstd.h>
 
+#include <array>
 #include <climits>
 #include <memory>
+#include <mutex>
 
 namespace packfs::pack {
 
@@ -18,11 +20,53 @@ ZSTD_CCtx* thread_zstd_cctx() {
     return ctx.get();
 }
 
-ZSTD_DCtx* thread_zstd_dctx() {
-    thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(ZSTD_createDCtx(),
-                                                                          &ZSTD_freeDCtx);
-    return ctx.get();
+// Decompression contexts (96 KiB each with libzstd 1.5) are shared through a small pool rather
+// than kept one per thread: a FUSE daemon has up to 64 worker threads, and each would keep its
+// own for good. A decompression takes one (or makes one when none is idle) and gives it back; at
+// most kIdleMax stay idle, so the contexts alive are the decompressions running now, plus that
+// many.
+class DctxPool {
+public:
+    ZSTD_DCtx* take() {
+        {
+            std::lock_guard lock(mutex_);
+            if (count_ > 0) return idle_[--count_];
+        }
+        return ZSTD_createDCtx();
+    }
+    void give(ZSTD_DCtx* ctx) {
+        {
+            std::lock_guard lock(mutex_);
+            if (count_ < idle_.size()) {
+                idle_[count_++] = ctx;
+                return;
+            }
+        }
+        ZSTD_freeDCtx(ctx);
+    }
+
+private:
+    static constexpr std::size_t kIdleMax = 8;
+    std::mutex mutex_;
+    std::array<ZSTD_DCtx*, kIdleMax> idle_{};
+    std::size_t count_ = 0;
+};
+
+// Never destroyed: a thread may still decompress while the process exits.
+DctxPool& dctx_pool() {
+    static DctxPool* pool = new DctxPool();
+    return *pool;
 }
+
+struct PooledDctx {
+    ZSTD_DCtx* ctx = dctx_pool().take();
+    PooledDctx() = default;
+    PooledDctx(const PooledDctx&) = delete;
+    PooledDctx& operator=(const PooledDctx&) = delete;
+    ~PooledDctx() {
+        if (ctx != nullptr) dctx_pool().give(ctx);
+    }
+};
 
 }  // namespace
 
@@ -62,10 +106,10 @@ bool compress_block(Codec codec, int level, std::span<const std::byte> input,
 bool decompress_block(Codec codec, std::span<const std::byte> stored, std::span<std::byte> out) {
     switch (codec) {
         case Codec::zstd: {
-            ZSTD_DCtx* ctx = thread_zstd_dctx();
-            if (!ctx) return false;
-            std::size_t n =
-                ZSTD_decompressDCtx(ctx, out.data(), out.size(), stored.data(), stored.size());
+            const PooledDctx pooled;
+            if (!pooled.ctx) return false;
+            std::size_t n = ZSTD_decompressDCtx(pooled.ctx, out.data(), out.size(), stored.data(),
+                                                stored.size());
             return !ZSTD_isError(n) && n == out.size();
         }
         case Codec::lz4: {

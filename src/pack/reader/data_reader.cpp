@@ -8,9 +8,21 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/buffer_pool.hpp"
 #include "pack/format/codec.hpp"
 
 namespace packfs::pack {
+
+namespace {
+
+// Buffers for stored blocks read with pread (decompress): 8 kept idle, of at most 1 MiB (a
+// block of the default 128 KiB is stored in at most that; larger ones are allocated each time).
+BufferPool& staging_pool() {
+    static BufferPool* pool = new BufferPool(8, 1 << 20);  // never destroyed: threads may outlive
+    return *pool;
+}
+
+}  // namespace
 
 void DataReader::open(const PackImage& image, const MetaReader& meta,
                       const PackOpenOptions& options) {
@@ -118,16 +130,15 @@ std::optional<uint64_t> DataReader::raw_offset(uint64_t offset, uint64_t length)
 Result<void> DataReader::decompress(uint64_t index, const StoredBlock& where,
                                     std::span<std::byte> out, const Ctx& ctx,
                                     uint64_t content_end) const {
-    std::span<const std::byte> stored;
-    thread_local std::vector<std::byte> staging;  // pread access: the stored bytes
-    if (const std::byte* map = image_->mapping()) {
-        stored = std::span(map + where.stored_offset, where.stored_length);
-    } else {
-        staging.resize(where.stored_length);
-        if (auto got = image_->read_at(where.stored_offset, staging, content_end); !got)
-            return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
-        stored = staging;
-    }
+    // The stored bytes are read with pread into a pooled buffer even when the pack is mapped:
+    // pages of the mapping once touched stay in the process's RSS (as file pages) for as long
+    // as the kernel keeps them cached, so reading a whole compressed pack through the mapping
+    // made the whole pack part of a daemon's RSS. The copy costs little beside the
+    // decompression. Pooled rather than one per thread: a daemon has up to 64 worker threads.
+    BufferPool::Lease staging = staging_pool().take();
+    const std::span<std::byte> stored(staging.resize(where.stored_length), where.stored_length);
+    if (auto got = image_->read_at(where.stored_offset, stored, content_end); !got)
+        return std::unexpected(got.error().relabeled(ctx.op, ctx.path));
     if (!decompress_block(codec_, stored, out)) [[unlikely]] {
         return std::unexpected(Error::corrupt(
             ctx.op, ctx.path,
@@ -172,7 +183,9 @@ Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out, 
         if (where->hole()) {
             std::memset(part.data(), 0, n);
         } else if (where->raw()) {  // stored raw: no need to cache
-            if (map != nullptr) {
+            // A compressed pack's raw blocks are read with pread too, so that none of its
+            // data region is mapped into the process (decompress).
+            if (map != nullptr && codec_ == Codec::none) {
                 std::memcpy(part.data(), map + where->stored_offset + in_block, n);
             } else if (auto got =
                            image_->read_at(where->stored_offset + in_block, part, content_end);

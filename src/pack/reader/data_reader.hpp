@@ -80,6 +80,12 @@ public:
     // content_index) and may lie in hole blocks: 512-byte units of its bytes outside them.
     uint64_t allocated_blocks(const ContentRef& content, uint64_t index) const noexcept;
 
+    // The decompressed-block cache's bound, what it holds and the most it ever held (a
+    // compressed pack; zeros otherwise).
+    BlockCache::Stats cache_stats() const noexcept {
+        return cache_ ? cache_->stats() : BlockCache::Stats{};
+    }
+
     // --- stored blocks, for a source that fetches them one by one (a remote pack) ---------
     // Format 2 with the block-digests feature: every stream block's stored bytes have a SHA-256.
     bool has_block_digests() const noexcept { return block_digests_; }

@@ -1,0 +1,157 @@
+// The decompressed-block cache (src/pack/reader/block_cache.hpp) never holds more than its bound:
+// the cache alone under 8 threads inserting and finding blocks, and a compressed pack's reader
+// under 8 threads reading its files at random (each read checked), with a cache far smaller than
+// the pack's blocks. The bound is checked on the cache's own count of the bytes it holds, after
+// every operation and as its high-water mark at the end.
+#include "pack/reader/block_cache.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pack/reader/reader.hpp"
+#include "packfs/mem.hpp"
+#include "packfs/pack.hpp"
+#include "support/files.hpp"
+
+namespace packfs::pack {
+namespace {
+
+using test_support::TempDir;
+
+constexpr int kThreads = 8;
+
+TEST(BlockCache, NeverExceedsItsBoundUnderParallelInserts) {
+    constexpr uint32_t kBlock = 4096;
+    constexpr std::size_t kCapacity = 40 * kBlock;  // 2 shards of 5 blocks: eviction throughout
+    BlockCache cache(kCapacity, kBlock);
+    ASSERT_TRUE(cache.enabled());
+    ASSERT_LE(cache.stats().capacity, kCapacity);
+    std::atomic<bool> over{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            std::mt19937 rng(static_cast<uint32_t>(t) + 1);
+            for (int i = 0; i < 20000; ++i) {
+                const uint64_t index = rng() % 400;
+                if (CachedBlock hit = cache.find(index)) {
+                    // A block is never changed: its bytes still say which it is.
+                    if (hit.bytes[0] != static_cast<std::byte>(index & 0xff)) over = true;
+                } else {
+                    // Blocks of every size up to a whole one (a pack's last block is shorter).
+                    const std::size_t size = 1 + rng() % kBlock;
+                    auto bytes = std::make_shared_for_overwrite<std::byte[]>(size);
+                    bytes[0] = static_cast<std::byte>(index & 0xff);
+                    cache.insert(index, CachedBlock{std::move(bytes), size});
+                }
+                if (cache.stats().bytes > kCapacity) over = true;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    const BlockCache::Stats s = cache.stats();
+    EXPECT_FALSE(over);
+    EXPECT_LE(s.peak_bytes, kCapacity);
+    EXPECT_LE(s.bytes, s.peak_bytes);
+    EXPECT_GT(s.peak_bytes, kCapacity / 2);  // it did fill up
+}
+
+TEST(BlockCache, BelowOneBlockKeepsNothing) {
+    BlockCache cache(4095, 4096);
+    EXPECT_FALSE(cache.enabled());
+    auto bytes = std::make_shared_for_overwrite<std::byte[]>(10);
+    cache.insert(1, CachedBlock{std::move(bytes), 10});
+    EXPECT_FALSE(cache.find(1));
+    EXPECT_EQ(cache.stats().peak_bytes, 0u);
+}
+
+// Text that compresses (so its blocks are stored compressed and go through the cache), and
+// differs from file to file and block to block.
+std::string content_of(int file, std::size_t size) {
+    std::string out;
+    out.reserve(size + 64);
+    for (int line = 0; out.size() < size; ++line)
+        out += fmt::format("file {} line {} of a compressible text\n", file, line);
+    out.resize(size);
+    return out;
+}
+
+TEST(BlockCache, PackReaderStaysWithinItsBoundUnderEightReaders) {
+    constexpr int kFiles = 64;
+    constexpr uint32_t kBlock = 4096;
+    constexpr std::size_t kCapacity = 16 * kBlock;  // 4 shards of 4 blocks; the pack has ~800
+    const TempDir dir;
+    auto mem = make_mem_backend();
+    std::vector<std::string> contents;
+    std::mt19937 sizes(7);
+    for (int f = 0; f < kFiles; ++f) {
+        contents.push_back(content_of(f, 1000 + sizes() % (100 * 1024)));
+        ASSERT_TRUE(write_file(*mem, fmt::format("/f{}", f), contents.back()));
+    }
+    const std::string path = (dir.path / "cache.pack").string();
+    for (Compression codec : {Compression::zstd, Compression::lz4}) {
+        SCOPED_TRACE(static_cast<int>(codec));
+        PackWriteOptions options;
+        options.compression = codec;
+        options.block_size = kBlock;
+        auto built = write_pack(*mem, path, options);
+        ASSERT_TRUE(built) << built.error().message();
+        for (PackAccess access : {PackAccess::mmap, PackAccess::pread}) {
+            auto reader = PackReader::open(
+                path, PackOpenOptions{.access = access, .block_cache_bytes = kCapacity});
+            ASSERT_TRUE(reader) << reader.error().message();
+            const PackReader& r = **reader;
+            ASSERT_LE(r.data().cache_stats().capacity, kCapacity);
+            ASSERT_GT(r.data().cache_stats().capacity, 0u);
+            const Ctx ctx{"read", {}};
+            auto root = r.root(ctx);
+            ASSERT_TRUE(root);
+            std::vector<ContentRef> refs;
+            for (int f = 0; f < kFiles; ++f) {
+                auto node = r.lookup(*root, fmt::format("f{}", f), ctx);
+                ASSERT_TRUE(node && *node);
+                auto content = r.content(**node, ctx);
+                ASSERT_TRUE(content);
+                refs.push_back(*content);
+            }
+            std::atomic<int> wrong{0}, over{0};
+            std::vector<std::thread> threads;
+            for (int t = 0; t < kThreads; ++t) {
+                threads.emplace_back([&, t] {
+                    std::mt19937 rng(static_cast<uint32_t>(t) * 31 + 5);
+                    std::vector<std::byte> buf(3 * kBlock);
+                    for (int i = 0; i < 1500; ++i) {
+                        const int f = static_cast<int>(rng() % kFiles);
+                        const std::string& want = contents[static_cast<std::size_t>(f)];
+                        const uint64_t offset = rng() % want.size();
+                        const std::size_t length = 1 + rng() % buf.size();
+                        auto n = r.read(refs[static_cast<std::size_t>(f)], offset,
+                                        std::span(buf.data(), length), Ctx{"read", {}});
+                        const std::size_t expect =
+                            std::min<std::size_t>(length, want.size() - offset);
+                        if (!n || *n != expect ||
+                            std::memcmp(buf.data(), want.data() + offset, expect) != 0)
+                            ++wrong;
+                        if (r.data().cache_stats().bytes > kCapacity) ++over;
+                    }
+                });
+            }
+            for (auto& t : threads) t.join();
+            const BlockCache::Stats s = r.data().cache_stats();
+            EXPECT_EQ(wrong.load(), 0);
+            EXPECT_EQ(over.load(), 0);
+            EXPECT_LE(s.peak_bytes, kCapacity);
+            EXPECT_GT(s.peak_bytes, kCapacity / 2);  // the cache was used, and filled
+        }
+    }
+}
+
+}  // namespace
+}  // namespace packfs::pack
