@@ -52,6 +52,9 @@ struct FetchOptions {
     uint64_t readahead_bytes = 8 << 20;
     std::function<void(std::string_view)> log;  // never empty
     std::vector<std::string> headers;           // sent with every request (a registry's auth)
+    // How long the open's requests (the header, the metadata region) wait, when shorter than
+    // `timeout` (0: `timeout`): an open that has a cached copy to fall back on.
+    std::chrono::milliseconds open_timeout{0};
     // A registry's: fresh auth headers once a request was refused (401/403: its token expired
     // or was revoked), or an error. Empty: a refusal is final.
     std::function<Result<std::vector<std::string>>()> reauthorize;
@@ -110,6 +113,15 @@ private:
     void mark_verified(std::size_t i) noexcept {
         verified_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_acq_rel);
     }
+    // Blocks whose bytes the cache file held (as data, not holes) when the blocks were set: not
+    // checked yet, but no request is needed for them, so neither readahead nor a walk's
+    // prefetch schedules them (their first reader checks them; a cached pack is read like a
+    // local one). Cleared for a block that fails its check, and for all once blocks were
+    // evicted.
+    bool held(std::size_t i) const noexcept {
+        return held_ != nullptr &&
+               ((held_[i / 64].load(std::memory_order_acquire) >> (i % 64)) & 1);
+    }
     void forget_verified() noexcept;
     // The cache file's eviction epoch once no eviction runs; what this process had checked is
     // forgotten when it moved since the last call.
@@ -120,7 +132,9 @@ private:
     bool matches(std::size_t i, std::span<const std::byte> bytes) const noexcept;
     // Blocks this thread claimed (in in_flight_) given back, and their waiters woken.
     void unclaim(std::span<const std::size_t> blocks);
-    bool in_cache(std::size_t i) const;
+    // Block i from the cache file when its bytes there match its digest: the bytes (so that the
+    // read that checked them need not read them again), else null.
+    std::shared_ptr<std::vector<std::byte>> from_cache(std::size_t i);
     // read_data() with the cause's own code (ETIMEDOUT, ENOENT, ...).
     Result<void> read_blocks(uint64_t offset, std::span<std::byte> out, uint64_t content_end);
     Result<void> resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
@@ -155,6 +169,7 @@ private:
     std::vector<pack::StoredBlockRef> blocks_;           // in offset order
     std::vector<uint64_t> ends_;                         // blocks_[i].offset + length, for lookups
     std::unique_ptr<std::atomic<uint64_t>[]> verified_;  // bit i: block i is good in the cache
+    std::unique_ptr<std::atomic<uint64_t>[]> held_;      // bit i: held(i)
     std::atomic<uint64_t> seen_epoch_{0};                // the cache's epoch verified_ holds for
     // With a bound: block i's last read (a tick of use_clock_), the order eviction follows, and
     // the bytes written to the cache since the bound was last checked.

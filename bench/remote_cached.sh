@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# A remote pack whose every block is in the cache against the same pack local (docs/BENCH.md
+# "Remote packs", "Fully cached"): nginx on 127.0.0.1 (no emulated link: what is left is
+# PackFS's own cost), a zstd pack of TREE (default /usr/include), the cache filled by one
+# read-all, then each run reads everything again, alternating local / pinned / unpinned:
+#   - through a mount: find . -type f -print0 | xargs -0 -P 8 -n 64 cat
+#   - in process: packfs extract SOURCE into a tmpfs
+# and the same with nginx stopped (unpinned: the cached copy, with a notice). Requests are
+# counted from nginx's access log; the page cache is left warm (both packs' files in it).
+#
+#   bench/remote_cached.sh PACKFS [RUNS] [TREE]      (root: it mounts FUSE)
+set -euo pipefail
+export LC_ALL=C
+packfs=$(realpath "$1")
+runs=${2:-5}
+tree=${3:-/usr/include}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d /var/tmp/packfs-cached-bench-XXXXXX)
+out=$(mktemp -d /dev/shm/packfs-cached-bench-XXXXXX)
+source "$here/../tests/support/nginx.sh"
+cleanup() {
+    set +e
+    mountpoint -q "$work/mnt" && "$packfs" umount "$work/mnt" >/dev/null 2>&1
+    stop_nginx
+    rm -rf --one-file-system "$work" "$out"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+median() { sort -g | awk '{ a[NR] = $1 } END { printf "%.3f", a[int((NR + 1) / 2)] }'; }
+requests() { awk '$2 == "/tree.pack"' "$NGINX_DIR/access.log" | wc -l; }
+
+mkdir -p "$work/www" "$work/mnt"
+"$packfs" build --compress zstd "$tree" "$work/www/tree.pack" >/dev/null
+digest=$("$packfs" info --json "$work/www/tree.pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["digest"])')
+start_nginx "$work/www" "$work/nginx"
+url="$NGINX_URL/tree.pack"
+local_src="$work/www/tree.pack"
+pinned_src="$url#sha256:$digest"
+cached() { "$packfs" --cache "$work/cache" "$@"; }
+
+# mount_read NAME SOURCE: a fresh mount, every file read by 8 readers; appends the time.
+mount_read() {
+    reset_nginx_log
+    cached mount "$2" "$work/mnt" 2>>"$work/notices"
+    local t0 t1
+    t0=$(now)
+    (cd "$work/mnt" && find . -type f -print0 | xargs -0 -P 8 -n 64 cat >/dev/null)
+    t1=$(now)
+    "$packfs" umount "$work/mnt" >/dev/null
+    echo "$t1 - $t0" | bc >>"$work/mount.$1"
+    requests >"$work/mount.$1.requests"
+}
+# extract_all NAME SOURCE: packfs extract into a tmpfs; appends the time.
+extract_all() {
+    reset_nginx_log
+    rm -rf "$out/x"
+    local t0 t1
+    t0=$(now)
+    cached extract "$2" "$out/x" >/dev/null 2>>"$work/notices"
+    t1=$(now)
+    echo "$t1 - $t0" | bc >>"$work/extract.$1"
+    requests >"$work/extract.$1.requests"
+}
+
+cached extract "$url" "$out/x" >/dev/null  # fills the cache (and remembers what the URL holds)
+for run in $(seq "$runs"); do
+    echo "[remote-cached] run $run" >&2
+    for kind in local pinned unpinned; do
+        case $kind in local) src=$local_src ;; pinned) src=$pinned_src ;; unpinned) src=$url ;; esac
+        mount_read "$kind" "$src"
+        extract_all "$kind" "$src"
+    done
+done
+stop_nginx
+: >"$work/notices"
+for run in $(seq "$runs"); do
+    echo "[remote-cached] server stopped, run $run" >&2
+    mount_read stopped "$url"
+    extract_all stopped "$url"
+done
+diff -r --no-dereference "$tree" "$out/x" >/dev/null || echo "remote_cached: the tree extracted with the server stopped differs" >&2
+
+row() {  # row LABEL NAME
+    local m e
+    m=$(median <"$work/mount.$2")
+    e=$(median <"$work/extract.$2")
+    local ml el
+    ml=$(median <"$work/mount.local")
+    el=$(median <"$work/extract.local")
+    echo "| $1 | $m s ($(echo "scale=2; $m / $ml" | bc)x), $(cat "$work/mount.$2.requests") requests | $e s ($(echo "scale=2; $e / $el" | bc)x), $(cat "$work/extract.$2.requests") requests |"
+}
+echo "remote_cached: zstd pack of $tree ($(stat -c %s "$work/www/tree.pack") bytes), medians of $runs runs"
+echo "| source | mount read-all (8 readers) | packfs extract |"
+echo "| --- | --- | --- |"
+row "local pack" local
+row "URL, digest pinned, every block cached" pinned
+row "URL, unpinned, every block cached" unpinned
+row "URL, unpinned, nginx stopped" stopped
+echo "notices with the server stopped: $(wc -l <"$work/notices") for $((2 * runs)) opens; e.g.: $(head -1 "$work/notices")"
