@@ -181,14 +181,19 @@ void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
         // What an earlier run (or another process) left in the cache file: a few lseeks for
         // a file that holds most of the pack.
         held_ = std::make_unique<std::atomic<uint64_t>[]>((blocks_.size() + 63) / 64);
+        std::size_t held = 0, stored = 0;
         for (const auto& [from, to] : cache_.data_extents(blocks_.front().offset, ends_.back())) {
             auto i = static_cast<std::size_t>(std::upper_bound(ends_.begin(), ends_.end(), from) -
                                               ends_.begin());
             for (; i < blocks_.size() && ends_[i] <= to; ++i) {
-                if (blocks_[i].offset >= from && blocks_[i].length != 0)
+                if (blocks_[i].offset >= from && blocks_[i].length != 0) {
                     held_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_relaxed);
+                    ++held;
+                }
             }
         }
+        for (const pack::StoredBlockRef& b : blocks_) stored += b.length != 0 ? 1 : 0;
+        all_held_ = held == stored;
     }
     if (options_.cache_bound != 0) {
         last_use_ = std::make_unique<std::atomic<uint32_t>[]>(blocks_.size());

@@ -8,7 +8,10 @@
 // 1. claims them in this process (a thread that finds a block claimed waits for it instead of
 //    fetching it again);
 // 2. looks for each in the cache file (another process, or an earlier run, may have fetched it),
-//    which counts only when its bytes match the digest;
+//    which counts only when its bytes match the digest (blocks the file held at open, held(),
+//    are only checked so: no readahead or prefetch is scheduled over them, and a pack whose
+//    every block is cached reads with no request, each block checked once by its first
+//    reader);
 // 3. takes the cache file's lock over each run of adjacent blocks still missing, so another
 //    process that misses them too waits and then finds them, and fetches the run in one ranged
 //    GET; a run that starts where the last fetch ended (a sequential reader) is extended by a
@@ -92,6 +95,9 @@ public:
     // Stored bytes of the data region a walk will read soon (walk_prefetch.hpp): fetched in the
     // background, best effort, into the cache. Ranges in the order they will be wanted.
     void prefetch(std::span<const pack::StoredRange> ranges) noexcept;
+    // Whether the cache file held every block when the blocks were set: nothing to fetch ahead
+    // of a walk (unless blocks are evicted meanwhile, which a read then fetches itself).
+    bool all_held() const noexcept { return all_held_; }
     // How far ahead of a reader the server is asked for more (RemoteOptions::readahead_bytes).
     uint64_t readahead_bytes() const noexcept { return options_.readahead_bytes; }
 
@@ -170,6 +176,7 @@ private:
     std::vector<uint64_t> ends_;                         // blocks_[i].offset + length, for lookups
     std::unique_ptr<std::atomic<uint64_t>[]> verified_;  // bit i: block i is good in the cache
     std::unique_ptr<std::atomic<uint64_t>[]> held_;      // bit i: held(i)
+    bool all_held_ = false;
     std::atomic<uint64_t> seen_epoch_{0};                // the cache's epoch verified_ holds for
     // With a bound: block i's last read (a tick of use_clock_), the order eviction follows, and
     // the bytes written to the cache since the bound was last checked.

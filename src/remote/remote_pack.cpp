@@ -13,6 +13,11 @@
 // image digest is recomputed over the header and the whole metadata (or the table of its
 // blocks' digests) and must equal the header's and the pinned one, so every block digest the
 // metadata holds is vouched for.
+//
+// Unpinned, the URL's pack is whatever its header names, and the cache remembers it
+// (<cache>/urls/<SHA-256 of the URL>: the digest). When the server cannot be reached at open
+// (refused, or no answer within kRevalidateTimeout) and the cache holds the pack remembered,
+// that copy is opened as if pinned, with a one-line notice (docs/REMOTE.md "Offline").
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -288,8 +293,9 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     auto blocks = reader.stored_blocks(ctx);
     if (!blocks) return std::unexpected(blocks.error());
     opened->bytes->set_blocks(std::move(*blocks));
-    // A walk's files fetched ahead of it (walk_prefetch.hpp), unless readahead is off.
-    if (options.readahead_bytes != 0)
+    // A walk's files fetched ahead of it (walk_prefetch.hpp), unless readahead is off or the
+    // cache holds every block (then following listings and opens would only cost time).
+    if (options.readahead_bytes != 0 && !opened->bytes->all_held())
         reader.set_observer(
             std::make_shared<remote::WalkPrefetch>(opened->bytes, options.readahead_bytes));
     // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.
