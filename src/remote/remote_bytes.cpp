@@ -346,6 +346,8 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
         for (std::size_t i = first; i <= last; ++i)
             if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
         std::vector<Fetched> fetched;
+        std::vector<std::size_t> direct;  // read and checked in `out` already
+        if (!missing.empty() && held_ != nullptr) read_held(missing, offset, out, direct);
         if (!missing.empty()) {
             auto got = resolve(std::move(missing), fetched, content_end,
                                Clock::now() + options_.timeout);
@@ -355,7 +357,7 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
         for (std::size_t i = first; i <= last; ++i) {
             const pack::StoredBlockRef& b = blocks_[i];
             const uint64_t from = std::max(offset, b.offset), to = std::min(end, ends_[i]);
-            if (from >= to) continue;
+            if (from >= to || std::binary_search(direct.begin(), direct.end(), i)) continue;
             auto part = out.subspan(from - offset, to - from);
             auto mine = std::find_if(fetched.begin(), fetched.end(),
                                      [i](const Fetched& f) { return f.index == i; });
@@ -394,6 +396,43 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
     return {};
 } catch (const std::bad_alloc&) {
     return fail(ENOMEM, "read");
+}
+
+void HttpPackBytes::read_held(std::vector<std::size_t>& missing, uint64_t offset,
+                              std::span<std::byte> out, std::vector<std::size_t>& direct) {
+    const uint64_t end = offset + out.size();
+    std::vector<std::size_t> mine;
+    {
+        // Claimed as a fetch would claim them: no eviction by this process punches them and
+        // no other thread checks them meanwhile (one that wants them waits, then has them).
+        std::lock_guard lock(mutex_);
+        for (std::size_t i : missing) {
+            if (held(i) && blocks_[i].offset >= offset && ends_[i] <= end && !verified(i) &&
+                !in_flight_.contains(i)) {
+                in_flight_.insert(i);
+                mine.push_back(i);
+            }
+        }
+    }
+    if (mine.empty()) return;
+    {
+        // And locked against another process's eviction, as a fetch is.
+        const uint64_t begin = blocks_[mine.front()].offset;
+        const auto lock = cache_.lock(begin, ends_[mine.back()] - begin);
+        for (std::size_t i : mine) {
+            auto part = out.subspan(blocks_[i].offset - offset, blocks_[i].length);
+            if (cache_.read(blocks_[i].offset, part) && matches(i, part)) {
+                mark_verified(i);
+                direct.push_back(i);
+            } else {  // a hole punched since, or damage: fetched as a missing block
+                held_[i / 64].fetch_and(~(uint64_t{1} << (i % 64)), std::memory_order_acq_rel);
+            }
+        }
+    }
+    unclaim(mine);
+    std::erase_if(missing, [&](std::size_t i) {
+        return std::binary_search(direct.begin(), direct.end(), i);
+    });
 }
 
 Result<void> HttpPackBytes::resolve(std::vector<std::size_t> missing,

@@ -141,6 +141,11 @@ private:
     // Block i from the cache file when its bytes there match its digest: the bytes (so that the
     // read that checked them need not read them again), else null.
     std::shared_ptr<std::vector<std::byte>> from_cache(std::size_t i);
+    // The blocks of `missing` that the cache file held at open and that [offset, offset +
+    // out.size()) covers whole, claimed, read from the file straight into `out` and checked
+    // there: those that match are marked checked and moved from `missing` to `direct`.
+    void read_held(std::vector<std::size_t>& missing, uint64_t offset, std::span<std::byte> out,
+                   std::vector<std::size_t>& direct);
     // read_data() with the cause's own code (ETIMEDOUT, ENOENT, ...).
     Result<void> read_blocks(uint64_t offset, std::span<std::byte> out, uint64_t content_end);
     Result<void> resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
