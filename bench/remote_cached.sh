@@ -46,7 +46,7 @@ drop() { if [ "${DROP:-0}" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; f
 mount_read() {
     reset_nginx_log
     drop
-    cached mount "$2" "$work/mnt" 2>>"$work/notices"
+    cached mount "$2" "$work/mnt" 2>>"$work/notices" || return 1
     local t0 t1 t2
     t0=$(now)
     ls -lR "$work/mnt" >/dev/null
@@ -69,7 +69,7 @@ extract_all() {
     drop
     local t0 t1
     t0=$(now)
-    /usr/bin/time -f "%U %S" -o "$work/time.out" "$packfs" --cache "$work/cache" extract "$2" "$out/x" >/dev/null 2>>"$work/notices"
+    /usr/bin/time -f "%U %S" -o "$work/time.out" "$packfs" --cache "$work/cache" extract "$2" "$out/x" >/dev/null 2>>"$work/notices" || return 1
     awk '{ print $1 + $2 }' "$work/time.out" >>"$work/cpu.extract.$1"
     t1=$(now)
     echo "$t1 - $t0" | bc >>"$work/extract.$1"
@@ -89,10 +89,11 @@ stop_nginx
 : >"$work/notices"
 for run in $(seq "$runs"); do
     echo "[remote-cached] server stopped, run $run" >&2
-    mount_read stopped "$url"
-    extract_all stopped "$url"
+    # (A PackFS before the offline fallback fails these opens: the row says so.)
+    mount_read stopped "$url" && extract_all stopped "$url" || { : >"$work/stopped.failed"; break; }
 done
-diff -r --no-dereference "$tree" "$out/x" >/dev/null || echo "remote_cached: the tree extracted with the server stopped differs" >&2
+[ -e "$work/stopped.failed" ] || diff -r --no-dereference "$tree" "$out/x" >/dev/null ||
+    echo "remote_cached: the tree extracted with the server stopped differs" >&2
 
 ratio() { echo "scale=2; $1 / $2" | bc | sed 's/^\./0./'; }
 row() {  # row LABEL NAME
@@ -114,5 +115,9 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 row "local pack" local
 row "URL, digest pinned, every block cached" pinned
 row "URL, unpinned, every block cached" unpinned
-row "URL, unpinned, nginx stopped" stopped
-echo "notices with the server stopped: $(wc -l <"$work/notices") for $((2 * runs)) opens; e.g.: $(head -1 "$work/notices")"
+if [ -e "$work/stopped.failed" ]; then
+    echo "| URL, unpinned, nginx stopped | the open fails: $(grep -m1 -v '^packfs: remote:' "$work/notices" || true) |"
+else
+    row "URL, unpinned, nginx stopped" stopped
+fi
+[ -e "$work/stopped.failed" ] || echo "notices with the server stopped: $(wc -l <"$work/notices") for $((2 * runs)) opens; e.g.: $(head -1 "$work/notices")"
