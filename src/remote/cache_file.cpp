@@ -311,6 +311,34 @@ Result<std::vector<CachedPack>> list_cache(const std::string& dir) {
     return out;
 }
 
+namespace {
+
+// The records of which pack a URL held (remote_pack.cpp, <dir>/urls/<hash of the URL>, the
+// digest in hex) that name a pack no longer cached go with it; the directory too once empty.
+void drop_url_records(const std::string& dir) {
+    const std::string urls = dir + "/urls";
+    DIR* d = ::opendir(urls.c_str());
+    if (d == nullptr) return;
+    while (const dirent* e = ::readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        const std::string path = fmt::format("{}/{}", urls, e->d_name);
+        char digest[64];
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        const ssize_t n = ::read(fd, digest, sizeof digest);
+        ::close(fd);
+        const std::string name = fmt::format(
+            "{}{}", std::string_view(digest, n > 0 ? static_cast<std::size_t>(n) : 0), kSuffix);
+        struct stat st {};
+        if (!is_digest_name(name) || ::stat(fmt::format("{}/{}", dir, name).c_str(), &st) != 0)
+            ::unlink(path.c_str());
+    }
+    ::closedir(d);
+    ::rmdir(urls.c_str());  // only when empty
+}
+
+}  // namespace
+
 Result<uint64_t> prune_cache(const std::string& dir, uint64_t bound) {
     auto packs = list_cache(dir);
     if (!packs) return std::unexpected(packs.error());
@@ -328,6 +356,7 @@ Result<uint64_t> prune_cache(const std::string& dir, uint64_t bound) {
         }
         ::close(fd);
     }
+    if (freed != 0 || bound == 0) drop_url_records(dir);
     return freed;
 }
 

@@ -121,7 +121,10 @@ Result<void> HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) {
     // A warm open: from the cache when it holds all of it (metadata fetched by block leaves
     // holes in the region, which would read as zeros), else from the server.
     if (prefer_cache_ && cache_.valid() && cache_.read_held(offset, out) == out.size()) return {};
-    const auto deadline = Clock::now() + options_.timeout;
+    const auto deadline =
+        Clock::now() + (options_.open_timeout.count() > 0
+                            ? std::min(options_.open_timeout, options_.timeout)
+                            : options_.timeout);
     if (size_ == 0 && offset == 0) {
         // The first request: the size is not known yet, and a pack smaller than what is asked
         // answers 416. Ask for the first byte alone when the whole header would not fit.
@@ -133,7 +136,9 @@ Result<void> HttpPackBytes::read(uint64_t offset, std::span<std::byte> out) {
                     "open_pack", url_,
                     Corruption{0, out.size(), 0, "resource size (shorter than a pack header)"}));
             }
-            log(fmt::format("{}: bytes 0-{}: {}", url_, out.size() - 1, why.detail));
+            // With a cached copy to fall back on, the open says what it did instead.
+            if (options_.open_timeout.count() == 0)
+                log(fmt::format("{}: bytes 0-{}: {}", url_, out.size() - 1, why.detail));
             return fail(why.code, "open_pack", fmt::format("{} ({})", url_, why.detail));
         }
         size_ = total;
@@ -172,6 +177,24 @@ void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
     for (std::size_t i = 0; i < blocks_.size(); ++i)
         ends_[i] = blocks_[i].offset + blocks_[i].length;
     verified_ = std::make_unique<std::atomic<uint64_t>[]>((blocks_.size() + 63) / 64);
+    if (cache_.valid() && cache_.existed() && !blocks_.empty()) {
+        // What an earlier run (or another process) left in the cache file: a few lseeks for
+        // a file that holds most of the pack.
+        held_ = std::make_unique<std::atomic<uint64_t>[]>((blocks_.size() + 63) / 64);
+        std::size_t held = 0, stored = 0;
+        for (const auto& [from, to] : cache_.data_extents(blocks_.front().offset, ends_.back())) {
+            auto i = static_cast<std::size_t>(std::upper_bound(ends_.begin(), ends_.end(), from) -
+                                              ends_.begin());
+            for (; i < blocks_.size() && ends_[i] <= to; ++i) {
+                if (blocks_[i].offset >= from && blocks_[i].length != 0) {
+                    held_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_relaxed);
+                    ++held;
+                }
+            }
+        }
+        for (const pack::StoredBlockRef& b : blocks_) stored += b.length != 0 ? 1 : 0;
+        all_held_ = held == stored;
+    }
     if (options_.cache_bound != 0) {
         last_use_ = std::make_unique<std::atomic<uint32_t>[]>(blocks_.size());
         // The first read checks the bound: the file may hold more than it allows already (an
@@ -182,8 +205,10 @@ void HttpPackBytes::set_blocks(std::vector<pack::StoredBlockRef> blocks) {
 }
 
 void HttpPackBytes::forget_verified() noexcept {
-    for (std::size_t w = 0; w < (blocks_.size() + 63) / 64; ++w)
+    for (std::size_t w = 0; w < (blocks_.size() + 63) / 64; ++w) {
         verified_[w].store(0, std::memory_order_release);
+        if (held_ != nullptr) held_[w].store(0, std::memory_order_release);
+    }
 }
 
 uint64_t HttpPackBytes::settle_epoch() noexcept {
@@ -262,12 +287,18 @@ bool HttpPackBytes::matches(std::size_t i, std::span<const std::byte> bytes) con
     return std::memcmp(got.data(), blocks_[i].digest.data(), got.size()) == 0;
 }
 
-bool HttpPackBytes::in_cache(std::size_t i) const {
-    if (!cache_.valid()) return false;
+std::shared_ptr<std::vector<std::byte>> HttpPackBytes::from_cache(std::size_t i) {
+    if (!cache_.valid()) return nullptr;
     // What the file holds as data only: a block never fetched is a hole, and reading it as
-    // zeros to hash them was a read and a SHA-256 of every block fetched cold.
-    std::vector<std::byte> bytes(blocks_[i].length);
-    return cache_.read_held(blocks_[i].offset, bytes) == bytes.size() && matches(i, bytes);
+    // zeros to hash them was a read and a SHA-256 of every block fetched cold. A block held at
+    // open is read at once (a hole punched since reads as zeros, which do not match).
+    auto bytes = std::make_shared<std::vector<std::byte>>(blocks_[i].length);
+    const bool read = held(i) ? cache_.read(blocks_[i].offset, *bytes)
+                              : cache_.read_held(blocks_[i].offset, *bytes) == bytes->size();
+    if (read && matches(i, *bytes)) return bytes;
+    if (held_ != nullptr)
+        held_[i / 64].fetch_and(~(uint64_t{1} << (i % 64)), std::memory_order_acq_rel);
+    return nullptr;
 }
 
 void HttpPackBytes::unclaim(std::span<const std::size_t> blocks) {
@@ -315,6 +346,8 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
         for (std::size_t i = first; i <= last; ++i)
             if (blocks_[i].length != 0 && !verified(i)) missing.push_back(i);
         std::vector<Fetched> fetched;
+        std::vector<std::size_t> direct;  // read and checked in `out` already
+        if (!missing.empty() && held_ != nullptr) read_held(missing, offset, out, direct);
         if (!missing.empty()) {
             auto got = resolve(std::move(missing), fetched, content_end,
                                Clock::now() + options_.timeout);
@@ -324,7 +357,7 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
         for (std::size_t i = first; i <= last; ++i) {
             const pack::StoredBlockRef& b = blocks_[i];
             const uint64_t from = std::max(offset, b.offset), to = std::min(end, ends_[i]);
-            if (from >= to) continue;
+            if (from >= to || std::binary_search(direct.begin(), direct.end(), i)) continue;
             auto part = out.subspan(from - offset, to - from);
             auto mine = std::find_if(fetched.begin(), fetched.end(),
                                      [i](const Fetched& f) { return f.index == i; });
@@ -363,6 +396,43 @@ Result<void> HttpPackBytes::read_blocks(uint64_t offset, std::span<std::byte> ou
     return {};
 } catch (const std::bad_alloc&) {
     return fail(ENOMEM, "read");
+}
+
+void HttpPackBytes::read_held(std::vector<std::size_t>& missing, uint64_t offset,
+                              std::span<std::byte> out, std::vector<std::size_t>& direct) {
+    const uint64_t end = offset + out.size();
+    std::vector<std::size_t> mine;
+    {
+        // Claimed as a fetch would claim them: no eviction by this process punches them and
+        // no other thread checks them meanwhile (one that wants them waits, then has them).
+        std::lock_guard lock(mutex_);
+        for (std::size_t i : missing) {
+            if (held(i) && blocks_[i].offset >= offset && ends_[i] <= end && !verified(i) &&
+                !in_flight_.contains(i)) {
+                in_flight_.insert(i);
+                mine.push_back(i);
+            }
+        }
+    }
+    if (mine.empty()) return;
+    {
+        // And locked against another process's eviction, as a fetch is.
+        const uint64_t begin = blocks_[mine.front()].offset;
+        const auto lock = cache_.lock(begin, ends_[mine.back()] - begin);
+        for (std::size_t i : mine) {
+            auto part = out.subspan(blocks_[i].offset - offset, blocks_[i].length);
+            if (cache_.read(blocks_[i].offset, part) && matches(i, part)) {
+                mark_verified(i);
+                direct.push_back(i);
+            } else {  // a hole punched since, or damage: fetched as a missing block
+                held_[i / 64].fetch_and(~(uint64_t{1} << (i % 64)), std::memory_order_acq_rel);
+            }
+        }
+    }
+    unclaim(mine);
+    std::erase_if(missing, [&](std::size_t i) {
+        return std::binary_search(direct.begin(), direct.end(), i);
+    });
 }
 
 Result<void> HttpPackBytes::resolve(std::vector<std::size_t> missing,
@@ -481,7 +551,7 @@ Result<void> HttpPackBytes::fetch_run(std::size_t first, std::size_t last,
         }
         for (std::size_t i = last + 1;
              i < blocks_.size() && ends_[i] <= reach && ends_[i] - begin <= kMaxRequestBytes &&
-             !verified(i) && !in_flight_.contains(i);
+             !verified(i) && !held(i) && !in_flight_.contains(i);
              ++i) {
             in_flight_.insert(i);
             extra.push_back(i);
@@ -513,8 +583,10 @@ Result<void> HttpPackBytes::fetch_claimed(std::size_t first, std::size_t last,
     std::vector<std::size_t> missing;
     for (std::size_t i = first; i <= last; ++i) {
         if (blocks_[i].length == 0 || verified(i)) continue;
-        if (in_cache(i)) {
+        if (auto bytes = from_cache(i)) {
             mark_verified(i);
+            if (i >= wanted_first && i <= wanted_last)
+                fetched.push_back(Fetched{i, std::move(bytes), 0});
             continue;
         }
         missing.push_back(i);
@@ -535,13 +607,15 @@ void HttpPackBytes::prefetch(std::span<const pack::StoredRange> ranges) noexcept
             std::upper_bound(ends_.begin(), ends_.end(), r.offset) - ends_.begin());
         // Cut into requests of about kPrefetchRequestBytes, skipping what is here already.
         while (first < blocks_.size() && blocks_[first].offset < r.end) {
-            if (verified(first) || blocks_[first].length == 0) {
+            // Blocks the cache file holds need no request: their reader checks them.
+            if (verified(first) || held(first) || blocks_[first].length == 0) {
                 ++first;
                 continue;
             }
             std::size_t last = first;
             while (last + 1 < blocks_.size() && blocks_[last + 1].offset < r.end &&
-                   ends_[last + 1] - blocks_[first].offset <= kPrefetchRequestBytes)
+                   ends_[last + 1] - blocks_[first].offset <= kPrefetchRequestBytes &&
+                   !held(last + 1))
                 ++last;
             if (prefetch_queue_.size() == kMaxPrefetchQueue) prefetch_queue_.pop_front();
             prefetch_queue_.emplace_back(first, last);
@@ -568,7 +642,8 @@ void HttpPackBytes::prefetch_loop(std::stop_token stop) {
             const auto [first, last] = prefetch_queue_.front();
             prefetch_queue_.pop_front();
             for (std::size_t i = first; i <= last; ++i) {
-                if (blocks_[i].length == 0 || verified(i) || in_flight_.contains(i)) continue;
+                if (blocks_[i].length == 0 || verified(i) || held(i) || in_flight_.contains(i))
+                    continue;
                 in_flight_.insert(i);
                 mine.push_back(i);
             }

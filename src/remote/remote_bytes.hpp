@@ -8,7 +8,10 @@
 // 1. claims them in this process (a thread that finds a block claimed waits for it instead of
 //    fetching it again);
 // 2. looks for each in the cache file (another process, or an earlier run, may have fetched it),
-//    which counts only when its bytes match the digest;
+//    which counts only when its bytes match the digest (blocks the file held at open, held(),
+//    are only checked so: no readahead or prefetch is scheduled over them, and a pack whose
+//    every block is cached reads with no request, each block checked once by its first
+//    reader);
 // 3. takes the cache file's lock over each run of adjacent blocks still missing, so another
 //    process that misses them too waits and then finds them, and fetches the run in one ranged
 //    GET; a run that starts where the last fetch ended (a sequential reader) is extended by a
@@ -52,6 +55,9 @@ struct FetchOptions {
     uint64_t readahead_bytes = 8 << 20;
     std::function<void(std::string_view)> log;  // never empty
     std::vector<std::string> headers;           // sent with every request (a registry's auth)
+    // How long the open's requests (the header, the metadata region) wait, when shorter than
+    // `timeout` (0: `timeout`): an open that has a cached copy to fall back on.
+    std::chrono::milliseconds open_timeout{0};
     // A registry's: fresh auth headers once a request was refused (401/403: its token expired
     // or was revoked), or an error. Empty: a refusal is final.
     std::function<Result<std::vector<std::string>>()> reauthorize;
@@ -89,6 +95,9 @@ public:
     // Stored bytes of the data region a walk will read soon (walk_prefetch.hpp): fetched in the
     // background, best effort, into the cache. Ranges in the order they will be wanted.
     void prefetch(std::span<const pack::StoredRange> ranges) noexcept;
+    // Whether the cache file held every block when the blocks were set: nothing to fetch ahead
+    // of a walk (unless blocks are evicted meanwhile, which a read then fetches itself).
+    bool all_held() const noexcept { return all_held_; }
     // How far ahead of a reader the server is asked for more (RemoteOptions::readahead_bytes).
     uint64_t readahead_bytes() const noexcept { return options_.readahead_bytes; }
 
@@ -110,6 +119,15 @@ private:
     void mark_verified(std::size_t i) noexcept {
         verified_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_acq_rel);
     }
+    // Blocks whose bytes the cache file held (as data, not holes) when the blocks were set: not
+    // checked yet, but no request is needed for them, so neither readahead nor a walk's
+    // prefetch schedules them (their first reader checks them; a cached pack is read like a
+    // local one). Cleared for a block that fails its check, and for all once blocks were
+    // evicted.
+    bool held(std::size_t i) const noexcept {
+        return held_ != nullptr &&
+               ((held_[i / 64].load(std::memory_order_acquire) >> (i % 64)) & 1);
+    }
     void forget_verified() noexcept;
     // The cache file's eviction epoch once no eviction runs; what this process had checked is
     // forgotten when it moved since the last call.
@@ -120,7 +138,14 @@ private:
     bool matches(std::size_t i, std::span<const std::byte> bytes) const noexcept;
     // Blocks this thread claimed (in in_flight_) given back, and their waiters woken.
     void unclaim(std::span<const std::size_t> blocks);
-    bool in_cache(std::size_t i) const;
+    // Block i from the cache file when its bytes there match its digest: the bytes (so that the
+    // read that checked them need not read them again), else null.
+    std::shared_ptr<std::vector<std::byte>> from_cache(std::size_t i);
+    // The blocks of `missing` that the cache file held at open and that [offset, offset +
+    // out.size()) covers whole, claimed, read from the file straight into `out` and checked
+    // there: those that match are marked checked and moved from `missing` to `direct`.
+    void read_held(std::vector<std::size_t>& missing, uint64_t offset, std::span<std::byte> out,
+                   std::vector<std::size_t>& direct);
     // read_data() with the cause's own code (ETIMEDOUT, ENOENT, ...).
     Result<void> read_blocks(uint64_t offset, std::span<std::byte> out, uint64_t content_end);
     Result<void> resolve(std::vector<std::size_t> missing, std::vector<Fetched>& fetched,
@@ -155,6 +180,8 @@ private:
     std::vector<pack::StoredBlockRef> blocks_;           // in offset order
     std::vector<uint64_t> ends_;                         // blocks_[i].offset + length, for lookups
     std::unique_ptr<std::atomic<uint64_t>[]> verified_;  // bit i: block i is good in the cache
+    std::unique_ptr<std::atomic<uint64_t>[]> held_;      // bit i: held(i)
+    bool all_held_ = false;
     std::atomic<uint64_t> seen_epoch_{0};                // the cache's epoch verified_ holds for
     // With a bound: block i's last read (a tick of use_clock_), the order eviction follows, and
     // the bytes written to the cache since the bound was last checked.

@@ -13,12 +13,18 @@
 // image digest is recomputed over the header and the whole metadata (or the table of its
 // blocks' digests) and must equal the header's and the pinned one, so every block digest the
 // metadata holds is vouched for.
+//
+// Unpinned, the URL's pack is whatever its header names, and the cache remembers it
+// (<cache>/urls/<SHA-256 of the URL>: the digest). When the server cannot be reached at open
+// (refused, or no answer within kRevalidateTimeout) and the cache holds the pack remembered,
+// that copy is opened as if pinned, with a one-line notice (docs/REMOTE.md "Offline").
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "pack/format/digest.hpp"
@@ -53,7 +59,53 @@ std::unexpected<Error> mismatch(std::string_view url, std::string_view what,
 struct Opened {
     std::shared_ptr<HttpPackBytes> bytes;
     std::unique_ptr<pack::PackReader> reader;
+    std::string digest;  // the image digest, hex
+    bool from_server = false;  // the header came from the server (not a warm open)
 };
+
+// How long an open without a pin waits for the server when the cache holds the pack the URL
+// held when it was last reached: past this (or at once when the connection is refused), the
+// cached copy is read.
+constexpr std::chrono::milliseconds kRevalidateTimeout{3'000};
+
+// The pack a URL held when the server was last reached (an open that fetched its header):
+// <cache>/urls/<SHA-256 of the URL>, its image digest in hex. Only the hash names the URL, so a
+// token in a presigned URL is not written down.
+std::string url_record(const std::string& cache_dir, const std::string& url) {
+    const auto key = pack::sha256(std::as_bytes(std::span(url.data(), url.size())));
+    return fmt::format("{}/urls/{}", cache_dir, pack::to_hex(key));
+}
+
+std::string read_url_record(const std::string& cache_dir, const std::string& url) {
+    std::FILE* f = std::fopen(url_record(cache_dir, url).c_str(), "re");
+    if (f == nullptr) return {};
+    char text[65] = {};
+    const std::size_t n = std::fread(text, 1, 64, f);
+    std::fclose(f);
+    const auto digest = remote::parse_digest_hex(std::string_view(text, n));
+    return digest ? *digest : std::string();
+}
+
+// Best effort: without the record, an open while the server is away fails as it did before.
+void write_url_record(const std::string& cache_dir, const std::string& url,
+                      const std::string& digest) {
+    if (read_url_record(cache_dir, url) == digest) return;
+    const std::string path = url_record(cache_dir, url);
+    ::mkdir(fmt::format("{}/urls", cache_dir).c_str(), 0700);
+    const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "we");
+    if (f == nullptr) return;
+    const bool ok = std::fwrite(digest.data(), 1, digest.size(), f) == digest.size();
+    if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+        std::remove(tmp.c_str());
+}
+
+// A failure that says the server could not be reached (rather than that it answered).
+bool unreachable(const Error& e) {
+    const int code = e.code();
+    return code == ECONNREFUSED || code == EHOSTUNREACH || code == ENETUNREACH ||
+           code == ETIMEDOUT;
+}
 
 // One attempt. `warm`: the header and metadata from the cache file named by `pin`. Else the
 // header from the server, and the metadata from the cache file when it has one and
@@ -110,7 +162,7 @@ Result<Opened> open_once(const std::string& url, const RemoteOptions& options,
         if (auto ok = (*reader)->check_metadata_digests(ctx); !ok)
             return std::unexpected(ok.error());
     }
-    return Opened{std::move(bytes), std::move(*reader)};
+    return Opened{std::move(bytes), std::move(*reader), named, !warm};
 }
 
 }  // namespace
@@ -186,6 +238,21 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
                                      .cache_bound = cache_bound,
                                      .cache_dir = cache_dir};
 
+    // Without a pin, the server says which pack the URL holds now (one request). When the cache
+    // holds the one it held when last reached, that request waits at most kRevalidateTimeout,
+    // and a server that cannot be reached is no failure: the cached copy is read, with a notice.
+    std::string remembered;
+    remote::FetchOptions first_fetch = fetch;
+    if (pin.empty() && cache_dir != "none" && pinned_by_manifest.empty()) {
+        remembered = read_url_record(cache_dir, url);
+        if (!remembered.empty() &&
+            remote::cached_pack_size(fmt::format("{}/{}.pack", cache_dir, remembered)) >=
+                pack::kHeaderSize)
+            first_fetch.open_timeout = kRevalidateTimeout;
+        else
+            remembered.clear();
+    }
+
     Result<Opened> opened = fail(ENOENT, kOp);
     if (!pin.empty() && cache_dir != "none") {
         opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/true, true);
@@ -193,13 +260,28 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
             fetch.log(fmt::format("{}: the cached copy is unusable ({}); fetching it again", url,
                                   opened.error().message()));
     }
-    if (!opened) opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/false, true);
+    if (!opened) {
+        opened = open_once(url, options, first_fetch, cache_dir, pin, /*warm=*/false, true);
+        if (!opened && !remembered.empty() && unreachable(opened.error())) {
+            auto cached =
+                open_once(url, options, fetch, cache_dir, remembered, /*warm=*/true, true);
+            if (cached) {
+                fetch.log(fmt::format(
+                    "{}: the server cannot be reached ({}); reading the cached copy of the "
+                    "pack it held when last reached (sha256:{})",
+                    url, std::strerror(opened.error().code()), remembered));
+                opened = std::move(cached);
+            }
+        }
+    }
     if (!opened && opened.error().code() == kErrCorrupt) {
         // Perhaps a metadata copy in the cache that does not check out: once more, all of it
         // from the server (which, if it is the server's copy that is bad, fails the same way).
         opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/false, false);
     }
     if (!opened) return std::unexpected(opened.error());
+    if (opened->from_server && cache_dir != "none")
+        write_url_record(cache_dir, url, opened->digest);
 
     pack::PackReader& reader = *opened->reader;
     const pack::Ctx ctx{kOp, url};
@@ -211,8 +293,9 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     auto blocks = reader.stored_blocks(ctx);
     if (!blocks) return std::unexpected(blocks.error());
     opened->bytes->set_blocks(std::move(*blocks));
-    // A walk's files fetched ahead of it (walk_prefetch.hpp), unless readahead is off.
-    if (options.readahead_bytes != 0)
+    // A walk's files fetched ahead of it (walk_prefetch.hpp), unless readahead is off or the
+    // cache holds every block (then following listings and opens would only cost time).
+    if (options.readahead_bytes != 0 && !opened->bytes->all_held())
         reader.set_observer(
             std::make_shared<remote::WalkPrefetch>(opened->bytes, options.readahead_bytes));
     // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.

@@ -3,7 +3,8 @@
 // server's access log shows no byte range asked twice); a pack over the cache's bound evicts
 // blocks, and one opener's evictions never show another reader a hole; a pinned digest, given
 // by the option or the URL's fragment, is checked, and malformed ones are refused before any
-// request.
+// request; a pack whose every block is cached is walked and read whole with no request pinned,
+// one unpinned, and a damaged cached block is fetched again alone.
 #include "packfs/remote.hpp"
 
 #include <fcntl.h>
@@ -339,6 +340,79 @@ TEST(RemoteDigest, ConnectionRefusedFailsAtOnce) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), ECONNREFUSED);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// The requests the server got for `name`, the header's included.
+std::size_t requests_for(const std::string& name) {
+    std::istringstream log(NginxServer::shared().access_log());
+    std::size_t n = 0;
+    for (std::string line; std::getline(log, line);) {
+        std::istringstream words(line);
+        std::string method, uri;
+        words >> method >> uri;
+        n += uri == "/" + name ? 1 : 0;
+    }
+    return n;
+}
+
+// Lists / and reads every file in the listing's order (a walk, which a remote pack follows to
+// fetch ahead of it), checking their bytes.
+void walk_and_read(PackBackend& pack, const Served& served) {
+    auto entries = pack.readdir("/");
+    ASSERT_TRUE(entries) << entries.error().message();
+    ASSERT_EQ(entries->size(), served.files.size());
+    for (const DirEntry& e : *entries) {
+        const std::string path = "/" + e.name;
+        auto it = std::find_if(served.files.begin(), served.files.end(),
+                               [&](const auto& f) { return f.first == path; });
+        ASSERT_NE(it, served.files.end()) << path;
+        EXPECT_TRUE(read_all(pack, path) == it->second) << path;
+    }
+}
+
+TEST(RemoteCache, AFullyCachedPackIsReadWithNoRequest) {
+    const std::string name = "all-cached.pack";
+    const Served served = serve_pack(name, Compression::zstd);
+    ASSERT_FALSE(served.url.empty());
+    test_support::TempDir cache;
+    RemoteOptions options;
+    options.cache_dir = cache.path.string();
+    {
+        auto pack = open_remote_pack(served.url, options);
+        ASSERT_TRUE(pack) << pack.error().message();
+        walk_and_read(**pack, served);
+        settle(name);
+    }
+    const std::size_t cold = requests_for(name);
+    EXPECT_GT(cold, 2u);
+    {  // Pinned: nothing asked of the server, the walk followed or not.
+        auto pack = open_remote_pack(served.url + "#sha256:" + served.digest, options);
+        ASSERT_TRUE(pack) << pack.error().message();
+        walk_and_read(**pack, served);
+        settle(name);
+        EXPECT_EQ(requests_for(name), cold);
+    }
+    {  // Unpinned: the header alone, which names the pack cached.
+        auto pack = open_remote_pack(served.url, options);
+        ASSERT_TRUE(pack) << pack.error().message();
+        walk_and_read(**pack, served);
+        settle(name);
+        EXPECT_EQ(requests_for(name), cold + 1);
+    }
+    // A cached block damaged on disk: its first reader's check fails, and it alone is fetched.
+    const std::string file = (cache.path / (served.digest + ".pack")).string();
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << file;
+    ASSERT_EQ(::pwrite(fd, "damage", 6, 4096 + 10), 6);
+    ::close(fd);
+    const std::size_t ranges = ranges_fetched(name).size();
+    {
+        auto pack = open_remote_pack(served.url + "#sha256:" + served.digest, options);
+        ASSERT_TRUE(pack) << pack.error().message();
+        walk_and_read(**pack, served);
+        settle(name);
+        EXPECT_EQ(ranges_fetched(name).size(), ranges + 1);
+    }
 }
 
 }  // namespace
