@@ -2,7 +2,8 @@
 // at open (whole, or with large metadata what follows its frames, the frames then fetched as
 // the reader uses them: fetch_metadata, in windows FrameWindows decides), data fetched by stored
 // block, each block checked against its SHA-256 before it is used or written to the cache file,
-// and read from the cache file once it is there.
+// and read from the cache file once it is there. remote_bytes.cpp has the reads, block_fetch.cpp
+// the fetches and the prefetch threads.
 //
 // A read of blocks that are not here yet:
 // 1. claims them in this process (a thread that finds a block claimed waits for it instead of
