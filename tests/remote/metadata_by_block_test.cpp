@@ -181,7 +181,9 @@ TEST(RemoteMetadata, FramesTheServerAltersAreRefusedNeverCachedAndReadOnceFixed)
         if (data < 0 || data >= static_cast<off_t>(frames_end)) break;
         const off_t hole = std::min<off_t>(::lseek(fd, data, SEEK_HOLE), frames_end);
         for (off_t i = data; i < hole; ++i) {
-            if (altered[i] != original[i] && kept[i] == altered[i]) {
+            // (An altered byte that is zero reads like the zeros around a kept frame: about
+            // one in 256 of them, so a frame kept altered is told by its other altered bytes.)
+            if (altered[i] != original[i] && altered[i] != 0 && kept[i] == altered[i]) {
                 ADD_FAILURE() << "an altered byte was kept at " << i;
                 break;
             }
