@@ -11,7 +11,7 @@
 #   bench/fuse_compare.sh [--packfs PATH] [--runs N] [--volume-runs N] [--work DIR]
 #                         [--source DIR]... [--fresh-tree] [--quick] [--only ITEMS]
 #                         [--volume-sizes N,N] [--batch-sizes N,N] [--volume-peers LIST]
-#                         [--append] [--report-only]
+#                         [--append] [--report-only] [--compressed]
 #
 # --packfs       the packfs binary (default build/tools/cli/packfs beside this script, or
 #                $PACKFS); copy it somewhere stable first if another build may replace it
@@ -38,9 +38,14 @@
 # --volume-peers the volume section's peers (default vol-batch,vol-explicit,host)
 # --append       keep the rows of results.tsv from an earlier run (e.g. one --only section)
 # --report-only  print the tables again from WORK/results.tsv
+# --compressed   every image compressed, as a user who wants small images builds them: the
+#                pack with zstd (`packfs build --compress zstd`, 128 KiB blocks), a second pack
+#                with lz4 (peer packfs-lz4), squashfs with zstd (mksquashfs -comp zstd, for the
+#                kernel and squashfuse), erofs with lz4hc (mkfs.erofs -zlz4hc); results in
+#                WORK/results-compressed.tsv, images and trees shared with the raw runs
 #
-# Every image is uncompressed (packfs build; mksquashfs -noI -noId -noD -noF -noX;
-# mkfs.erofs), so the figures compare the filesystems and not the codecs. Per tree, round and
+# Without --compressed every image is uncompressed (packfs build; mksquashfs -noI -noId -noD
+# -noF -noX; mkfs.erofs), so the figures compare the filesystems and not the codecs. Per tree, round and
 # peer there are three mounts, one per workload, each preceded by `sync; echo 3 >
 # /proc/sys/vm/drop_caches` and followed by another drop, then the workload cold and at once
 # warm:
@@ -54,7 +59,10 @@
 # "mount warm" three more mounts with the image cached.
 # "peak RSS" is VmHWM of the FUSE daemon (packfs, squashfuse) after the random workload plus
 # an untimed ls -lR and read-all in the same mount; beside it RssAnon and RssFile at that
-# point (a daemon that maps its image counts the mapped page-cache pages it touched as RSS). The source directory has no mount: its
+# point (a daemon that maps its image counts the mapped page-cache pages it touched as RSS).
+# "requests per file" (PackFS only, first round, untimed): a mount with the request log on
+# (`packfs mount -d`), the page cache dropped, then read-all (its listing included) or the
+# random workload; every request the daemon got, over the files read. The source directory has no mount: its
 # cold runs only follow the drop.
 # Volume section: `packfs volume init` + `packfs mount`; the C helper creates f0000000.. with
 # open(O_CREAT|O_EXCL) + close in one directory, then `rm -rf`; "settle" is `sync` for the host
@@ -76,6 +84,7 @@ vol_peers_arg="vol-batch,vol-explicit,host"
 batch_sizes_arg=""
 append=0
 report_only=0
+compressed=0
 
 die() { echo "fuse_compare: $*" >&2; exit 2; }
 note() { echo "$*" >&2; }
@@ -94,6 +103,7 @@ while [ $# -gt 0 ]; do
     --batch-sizes) batch_sizes_arg=$2; shift 2 ;;
     --append) append=1; shift ;;
     --report-only) report_only=1; shift ;;
+    --compressed) compressed=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -114,6 +124,7 @@ synth_files=100   # per directory
 synth_size=128
 
 all_peers=(packfs squashfuse squashfs erofs dir)
+[ "$compressed" = 0 ] || all_peers=(packfs packfs-lz4 squashfuse squashfs erofs)
 all_sections=(real synth big volume)
 peers=(); sections=()
 for item in ${only//,/ }; do
@@ -129,6 +140,9 @@ has_section() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 results=$work/results.tsv
+[ "$compressed" = 0 ] || results=$work/results-compressed.tsv
+zsuffix=""   # the images' names
+[ "$compressed" = 0 ] || zsuffix=-z
 mnt_root=$work/mnt
 images=$work/images
 bin=$work/bin
@@ -207,6 +221,7 @@ now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.6f", b - a}'; }
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$results"; }   # TREE PEER METRIC ROUND VALUE
+recorded() { awk -F'\t' -v t="$1" -v k="$2" '$1 == t && $2 == "info" && $3 == k {v = $5} END {print v}' "$results"; }
 rounds_order() {  # round index -> the items in this round's order
   local r=$1; shift
   if [ $((r % 2)) = 0 ]; then printf '%s\n' "$@"; else printf '%s\n' "$@" | tac; fi
@@ -337,7 +352,8 @@ describe_tree() {  # TREE: one line of counts, also recorded as info rows
 
 # --- images and mounts --------------------------------------------------------------------
 needs_image() {  # PEER -> the image kind, or nothing
-  case "$1" in packfs) echo pack ;; squashfuse|squashfs) echo sqfs ;; erofs) echo erofs ;; esac
+  case "$1" in packfs) echo pack ;; packfs-lz4) echo pack-lz4 ;; squashfuse|squashfs) echo sqfs ;;
+    erofs) echo erofs ;; esac
 }
 build_images() {  # TREE
   local t=$1 dir kinds=() k p t0 t1 img
@@ -347,16 +363,21 @@ build_images() {  # TREE
   done
   mkdir -p "$images"
   for k in ${kinds[@]+"${kinds[@]}"}; do
-    img=$images/$t.$k
+    img=$images/$t$zsuffix.$k
     rm -f "$img"
     t0=$(now)
+    local z=()
     case "$k" in
-      pack) "$packfs" build "$dir" "$img" ;;
+      pack) [ "$compressed" = 0 ] || z=(--compress zstd)
+            "$packfs" build "${z[@]}" "$dir" "$img" ;;
+      pack-lz4) "$packfs" build --compress lz4 "$dir" "$img" ;;
       sqfs) # every synthetic file differs, and mksquashfs's duplicate check is quadratic in
             # files of one size (76 s for 80,000 files of 128 bytes): skip it there
             local dup=(); case "$t" in synth*) dup=(-no-duplicates) ;; esac
-            mksquashfs "$dir" "$img" -noI -noId -noD -noF -noX "${dup[@]}" -noappend -quiet -no-progress ;;
-      erofs) mkfs.erofs --quiet "$img" "$dir" ;;
+            z=(-noI -noId -noD -noF -noX); [ "$compressed" = 0 ] || z=(-comp zstd)
+            mksquashfs "$dir" "$img" "${z[@]}" "${dup[@]}" -noappend -quiet -no-progress ;;
+      erofs) [ "$compressed" = 0 ] || z=(-zlz4hc)
+             mkfs.erofs --quiet "${z[@]}" "$img" "$dir" ;;
     esac > "$work/last.log" 2>&1 || { cat "$work/last.log" >&2; die "building the $k image of $t failed"; }
     t1=$(now)
     record "$t" "$k" image-bytes 0 "$(stat -c %s "$img")"
@@ -370,10 +391,11 @@ where() {  # PEER TREE -> the directory the workloads run in
 mount_peer() {  # PEER TREE
   local m=$mnt_root/$1
   case "$1" in
-    packfs) "$packfs" mount "$images/$2.pack" "$m" ;;
-    squashfuse) squashfuse "$images/$2.sqfs" "$m" ;;
-    squashfs) mount -t squashfs -o loop,ro "$images/$2.sqfs" "$m" ;;
-    erofs) mount -t erofs -o loop,ro "$images/$2.erofs" "$m" ;;
+    packfs) "$packfs" mount "$images/$2$zsuffix.pack" "$m" ;;
+    packfs-lz4) "$packfs" mount "$images/$2$zsuffix.pack-lz4" "$m" ;;
+    squashfuse) squashfuse "$images/$2$zsuffix.sqfs" "$m" ;;
+    squashfs) mount -t squashfs -o loop,ro "$images/$2$zsuffix.sqfs" "$m" ;;
+    erofs) mount -t erofs -o loop,ro "$images/$2$zsuffix.erofs" "$m" ;;
     dir) ;;
   esac
 }
@@ -381,7 +403,7 @@ umount_peer() {  # PEER
   local m=$mnt_root/$1 pid=""
   case "$1" in
     dir) return 0 ;;
-    packfs) pid=$(pid_of_mount "$m" || true); "$packfs" umount "$m" ;;
+    packfs|packfs-lz4) pid=$(pid_of_mount "$m" || true); "$packfs" umount "$m" ;;
     squashfuse) pid=$(pid_of_mount "$m" || true); umount "$m" ;;
     *) umount "$m" ;;
   esac
@@ -423,6 +445,23 @@ timed_workload() {  # TREE PEER ROUND NAME DIR LIST
   printf ' %s-%s %.3f' "$4" "$7" "$(elapsed "$t0" "$t1")" >&2
 }
 
+# Requests per file (PackFS peers): a mount with the request log on, the workload cold, the
+# requests it took over the files it read. Untimed (the log slows the daemon).
+count_requests() {  # TREE PEER WORKLOAD LIST FILES
+  local m=$mnt_root/$2 log=$work/requests.log img n0 n1
+  case "$2" in packfs) img=$images/$1$zsuffix.pack ;; packfs-lz4) img=$images/$1$zsuffix.pack-lz4 ;; *) return 0 ;; esac
+  drop
+  "$packfs" mount -d "$img" "$m" 2> "$log" &
+  for ((n0 = 0; n0 < 200; n0++)); do mountpoint -q "$m" && break; sleep 0.05; done
+  mountpoint -q "$m" || { cat "$log" >&2; die "mounting $img with the request log failed"; }
+  n0=$(grep -ac "opcode: " "$log" || true)
+  workload "$3" "$m" "$4" || note "  warning: $3 on $2 (request log) failed"
+  n1=$(grep -ac "opcode: " "$log" || true)
+  "$packfs" umount "$m"
+  wait
+  record "$1" "$2" "req-$3" 0 "$(awk -v n=$((n1 - n0)) -v f="$5" 'BEGIN {printf "%.4f", n / f}')"
+}
+
 # --- the read-only section: one tree ------------------------------------------------------
 run_tree() {  # TREE
   local t=$1 dir list r p w m kb i
@@ -459,6 +498,10 @@ run_tree() {  # TREE
         umount_peer "$p"
       done
       for i in 1 2 3; do timed_mount "$p" "$t" "$r" mount-warm; umount_peer "$p"; done
+      if [ "$r" = 0 ]; then
+        count_requests "$t" "$p" cat "" "$(recorded "$t" files)"
+        count_requests "$t" "$p" rand "$list" "$(recorded "$t" random-files)"
+      fi
       echo >&2
     done < <(rounds_order "$r" "${peers[@]}")
   done
@@ -574,6 +617,7 @@ fmt() {  # UNIT MEDIAN MIN MAX
   awk -v u="$1" -v m="$2" -v lo="$3" -v hi="$4" 'BEGIN {
     if (u == "ms") printf "%.1f ms [%.1f-%.1f]", m * 1000, lo * 1000, hi * 1000
     else if (u == "MiB") printf "%.1f MiB [%.1f-%.1f]", m / 1024, lo / 1024, hi / 1024
+    else if (u == "n") printf "%.2f", m
     else if (m < 10) printf "%.3f s [%.3f-%.3f]", m, lo, hi
     else printf "%.1f s [%.1f-%.1f]", m, lo, hi }'
 }
@@ -586,13 +630,16 @@ present_peers() {  # TREE: the peers with rows for TREE, in the usual order
   return 0
 }
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+# The ratio columns: PackFS over each peer (and the lz4 pack over erofs's lz4hc).
+ratio_pairs=(packfs:erofs packfs:squashfuse packfs:squashfs packfs:dir packfs-lz4:erofs)
+has_pair() { [[ " ${ps[*]} " == *" ${1#*:} "* ]] && [[ " ${ps[*]} " == *" ${1%:*} "* ]]; }
 
 echo
 wall=$(awk -F'\t' '$1 == "run" && $3 == "wall-s" {s += $5} END {printf "%dm%02ds", s / 60, s % 60}' "$results")
 invocations=$(awk -F'\t' '$1 == "run" && $3 == "wall-s"' "$results" | wc -l)
 echo "fuse_compare: $(awk -F'\t' '$1 == "run" && $3 == "start" {print $5; exit}' "$results") -> $(info run end); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); kernel $(uname -r); wall $wall ($invocations invocation(s))"
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
-echo "tools: $(info run packfs) | squashfuse $(pkg_version squashfuse) | squashfs-tools $(pkg_version squashfs-tools) | erofs-utils $(pkg_version erofs-utils); every image uncompressed"
+echo "tools: $(info run packfs) | squashfuse $(pkg_version squashfuse) | squashfs-tools $(pkg_version squashfs-tools) | erofs-utils $(pkg_version erofs-utils); $(if [ "$compressed" = 1 ]; then echo "images compressed: pack zstd, pack-lz4 lz4, squashfs zstd, erofs lz4hc"; else echo "every image uncompressed"; fi)"
 echo "cells: median [min-max] over the rounds; ratio columns: PackFS median over the peer's median"
 for t in real synth; do
   ps=($(present_peers "$t"))
@@ -603,26 +650,29 @@ for t in real synth; do
   echo
   hdr="| figure |"; sep="| --- |"
   for p in "${ps[@]}"; do hdr="$hdr $p |"; sep="$sep --- |"; done
-  for p in erofs squashfuse squashfs dir; do [[ " ${ps[*]} " == *" $p "* ]] && [[ " ${ps[*]} " == *" packfs "* ]] && { hdr="$hdr packfs/$p |"; sep="$sep --- |"; }; done
+  for pair in "${ratio_pairs[@]}"; do
+    has_pair "$pair" && { hdr="$hdr ${pair%:*}/${pair#*:} |"; sep="$sep --- |"; }
+  done
   echo "$hdr"; echo "$sep"
   for row in "mount:mount:ms" "mount-warm:mount, image cached:ms" "lsR-cold:ls -lR cold:s" "lsR-warm:ls -lR warm:s" \
              "cat-cold:read-all cold:s" "cat-warm:read-all warm:s" "rand-cold:random read cold:s" \
              "rand-warm:random read warm:s" "rss-kb:daemon peak RSS (VmHWM):MiB" \
-             "rss-anon-kb:daemon RSS at the end, anonymous:MiB" "rss-file-kb:daemon RSS at the end, file pages (mapped image):MiB"; do
+             "rss-anon-kb:daemon RSS at the end, anonymous:MiB" "rss-file-kb:daemon RSS at the end, file pages (mapped image):MiB" \
+             "req-cat:requests per file, read-all cold:n" "req-rand:requests per file, random read cold:n"; do
     k=${row%%:*}; rest=${row#*:}; label=${rest%%:*}; unit=${rest##*:}
     awk -F'\t' -v t="$t" -v k="$k" '$1 == t && $3 == k {f = 1; exit} END {exit !f}' "$results" || continue
     line="| $label |"
     for p in "${ps[@]}"; do
       if read -r m lo hi < <(stat_of "$t" "$p" "$k"); then line="$line $(fmt "$unit" "$m" "$lo" "$hi") |"; else line="$line - |"; fi
     done
-    for p in erofs squashfuse squashfs dir; do
-      [[ " ${ps[*]} " == *" $p "* ]] && [[ " ${ps[*]} " == *" packfs "* ]] || continue
-      line="$line $(ratio "$(med "$t" packfs "$k")" "$(med "$t" "$p" "$k")") |"
+    for pair in "${ratio_pairs[@]}"; do
+      has_pair "$pair" || continue
+      line="$line $(ratio "$(med "$t" "${pair%:*}" "$k")" "$(med "$t" "${pair#*:}" "$k")") |"
     done
     echo "$line"
   done
   echo
-  echo "image sizes: $(for k in pack sqfs erofs; do s=$(med "$t" "$k" image-bytes); [ -n "$s" ] && printf '%s %s; ' "$k" "$(mib "$s")"; done)"
+  echo "image sizes: $(for k in pack pack-lz4 sqfs erofs; do s=$(med "$t" "$k" image-bytes); [ -n "$s" ] && printf '%s %s; ' "$k" "$(mib "$s")"; done)"
 done
 
 if awk -F'\t' '$1 == "synth4" || $1 == "real4" {f = 1; exit} END {exit !f}' "$results"; then
@@ -708,6 +758,14 @@ for t in real synth; do
   mt=$(med "$t" packfs mount)
   echo "  $t: mount < 20 ms: $(awk -v v="$mt" 'BEGIN {printf "%.1f ms", v * 1000}'): $(verdict "$mt" 0.02)"
   target "$t: peak RSS <= squashfuse" "$(med "$t" packfs rss-kb)" "$(med "$t" squashfuse rss-kb)" 1.0
+  if [ "$compressed" = 1 ]; then  # a zstd pack against the kernel's compressed images
+    target "$t: read-all cold, zstd <= 0.8x squashfs zstd" "$(med "$t" packfs cat-cold)" "$(med "$t" squashfs cat-cold)" 0.8
+    target "$t: read-all cold, lz4 <= 1.1x erofs lz4hc" "$(med "$t" packfs-lz4 cat-cold)" "$(med "$t" erofs cat-cold)" 1.1
+    target "$t: random read cold, zstd <= 1.2x erofs lz4hc" "$(med "$t" packfs rand-cold)" "$(med "$t" erofs rand-cold)" 1.2
+    target "$t: peak RSS <= 64 MiB" "$(med "$t" packfs rss-kb)" 65536 1.0
+  else
+    target "$t: read-all cold <= 1.0x erofs" "$(med "$t" packfs cat-cold)" "$(med "$t" erofs cat-cold)" 1.0
+  fi
 done
 for p in vol-batch vol-explicit; do  # at the largest N both the volume and the host have
   for n in $(awk -F'\t' -v p="$p" '$1 == "volume" && $2 == p && $3 ~ /^rm-/ {sub(/^rm-/, "", $3); if (!s[$3]++) print $3}' "$results" | sort -rn); do
