@@ -2,7 +2,9 @@
 // the cache alone under 8 threads inserting and finding blocks, and a compressed pack's reader
 // under 8 threads reading its files at random (each read checked), with a cache far smaller than
 // the pack's blocks. The bound is checked on the cache's own count of the bytes it holds, after
-// every operation and as its high-water mark at the end.
+// every operation and as its high-water mark at the end. And the decompression ahead of a
+// sequential reader (src/pack/reader/decompress_ahead.hpp), which fills the same cache: a read
+// from block to block has the next one inflated on its thread, a read that jumps about does not.
 #include "pack/reader/block_cache.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -151,6 +155,74 @@ TEST(BlockCache, PackReaderStaysWithinItsBoundUnderEightReaders) {
             EXPECT_GT(s.peak_bytes, kCapacity / 2);  // the cache was used, and filled
         }
     }
+}
+
+// One compressible file of kBlocks blocks in a zstd pack, read through a PackReader.
+struct OneFilePack {
+    static constexpr uint32_t kBlock = 4096;
+    static constexpr int kBlocks = 64;
+    TempDir dir;
+    std::string content = content_of(1, kBlocks * kBlock);
+    std::string path = (dir.path / "ahead.pack").string();
+
+    OneFilePack() {
+        auto mem = make_mem_backend();
+        EXPECT_TRUE(write_file(*mem, "/f", content));
+        PackWriteOptions options;
+        options.compression = Compression::zstd;
+        options.block_size = kBlock;
+        auto built = write_pack(*mem, path, options);
+        EXPECT_TRUE(built) << built.error().message();
+    }
+    // Reads block after block in `order` (each checked); the reader's ahead stats then.
+    DecompressAhead::Stats read_blocks(const std::vector<int>& order) const {
+        auto reader = PackReader::open(path, PackOpenOptions{});
+        EXPECT_TRUE(reader) << reader.error().message();
+        if (!reader) return {};
+        const PackReader& r = **reader;
+        const Ctx ctx{"read", {}};
+        auto root = r.root(ctx);
+        auto node = r.lookup(*root, "f", ctx);
+        EXPECT_TRUE(node && *node);
+        auto ref = r.content(**node, ctx);
+        EXPECT_TRUE(ref);
+        EXPECT_EQ(ref->offset % kBlock, 0u);  // file block b is stream block b + a constant
+        std::vector<std::byte> buf(kBlock);
+        for (int b : order) {
+            const uint64_t offset = static_cast<uint64_t>(b) * kBlock;
+            auto n = r.read(*ref, offset, buf, ctx);
+            EXPECT_TRUE(n && *n == kBlock &&
+                        std::memcmp(buf.data(), content.data() + offset, kBlock) == 0)
+                << "block " << b;
+        }
+        return r.data().ahead_stats();
+    }
+};
+
+TEST(DecompressAhead, ASequentialReaderHasTheNextBlockInflatedAhead) {
+    const OneFilePack pack;
+    std::vector<int> order(OneFilePack::kBlocks);
+    std::iota(order.begin(), order.end(), 0);
+    // Whether the thread is first to a block is the scheduler's call: a few tries (it is first
+    // to most blocks on the first).
+    DecompressAhead::Stats s;
+    for (int attempt = 0; attempt < 5 && s.inflated == 0; ++attempt) s = pack.read_blocks(order);
+    EXPECT_GT(s.inflated, 0u);
+    EXPECT_LE(s.inflated, static_cast<uint64_t>(OneFilePack::kBlocks - 2));
+}
+
+TEST(DecompressAhead, ReadsThatJumpAboutInflateAheadOnlyAfterASteps) {
+    const OneFilePack pack;
+    std::vector<int> order(OneFilePack::kBlocks);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937(11));
+    uint64_t steps = 0;  // reads of the block after the one read before
+    for (std::size_t i = 1; i < order.size(); ++i) steps += order[i] == order[i - 1] + 1 ? 1 : 0;
+    const DecompressAhead::Stats s = pack.read_blocks(order);
+    EXPECT_LE(s.inflated, steps);
+    // Backwards: no step at all.
+    std::sort(order.begin(), order.end(), std::greater<>());
+    EXPECT_EQ(pack.read_blocks(order).inflated, 0u);
 }
 
 }  // namespace

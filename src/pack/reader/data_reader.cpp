@@ -44,6 +44,9 @@ void DataReader::open(const PackImage& image, const MetaReader& meta,
     if (codec_ != Codec::none)
         cache_ = std::make_unique<BlockCache>(options.block_cache_bytes, block_size_);
     if (codec_ != Codec::none && holes_) allocated_ = std::make_unique<AllocatedCache>();
+    // Not for a remote pack: its source fetches ahead of a reader already, by its own policy.
+    if (codec_ != Codec::none && cache_->enabled() && image.source() == nullptr)
+        ahead_ = std::make_unique<DecompressAhead>([this](uint64_t i) { return inflate_ahead(i); });
 }
 
 Result<DataReader::StoredBlock> DataReader::stored_block(uint64_t index, const Ctx& ctx) const {
@@ -150,13 +153,28 @@ Result<void> DataReader::decompress(uint64_t index, const StoredBlock& where,
 
 Result<CachedBlock> DataReader::cached_block(uint64_t index, const StoredBlock& where,
                                              const Ctx& ctx, uint64_t content_end) const {
+    if (ahead_) ahead_->at(index, block_count_);
     if (CachedBlock hit = cache_->find(index)) return hit;
+    if (ahead_ && ahead_->wait_for(index)) {
+        if (CachedBlock hit = cache_->find(index)) return hit;
+    }
     auto bytes = std::make_shared_for_overwrite<std::byte[]>(where.stream_length);
     if (auto ok =
             decompress(index, where, std::span(bytes.get(), where.stream_length), ctx, content_end);
         !ok)
         return std::unexpected(ok.error());
     return cache_->insert(index, CachedBlock{std::move(bytes), where.stream_length});
+}
+
+bool DataReader::inflate_ahead(uint64_t index) const {
+    const Ctx ctx{"read", {}};
+    auto where = stored_block(index, ctx);
+    if (!where || where->hole() || where->raw() || cache_->find(index)) return false;
+    auto bytes = std::make_shared_for_overwrite<std::byte[]>(where->stream_length);
+    if (!decompress(index, *where, std::span(bytes.get(), where->stream_length), ctx))
+        return false;
+    cache_->insert(index, CachedBlock{std::move(bytes), where->stream_length});
+    return true;
 }
 
 Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx,

@@ -4,8 +4,9 @@
 // the block digests are metadata, read through the MetaReader's checked accessor; the bytes of
 // the data region through the PackImage.
 //
-// Concurrency. Immutable after open() except for the block cache (sharded mutexes) and the
-// allocated-blocks table (atomics). Safe to share between threads.
+// Concurrency. Immutable after open() except for the block cache (sharded mutexes), the
+// allocated-blocks table (atomics) and the decompress-ahead thread's queue (a mutex). Safe to
+// share between threads.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "pack/format/format.hpp"
 #include "pack/reader/allocated_cache.hpp"
 #include "pack/reader/block_cache.hpp"
+#include "pack/reader/decompress_ahead.hpp"
 #include "pack/reader/image.hpp"
 #include "pack/reader/meta_reader.hpp"
 #include "packfs/error.hpp"
@@ -85,6 +87,10 @@ public:
     BlockCache::Stats cache_stats() const noexcept {
         return cache_ ? cache_->stats() : BlockCache::Stats{};
     }
+    // Blocks inflated ahead of a sequential reader (a local compressed pack; zeros otherwise).
+    DecompressAhead::Stats ahead_stats() const noexcept {
+        return ahead_ ? ahead_->stats() : DecompressAhead::Stats{};
+    }
 
     // --- stored blocks, for a source that fetches them one by one (a remote pack) ---------
     // Format 2 with the block-digests feature: every stream block's stored bytes have a SHA-256.
@@ -134,6 +140,9 @@ private:
                             const Ctx& ctx, uint64_t content_end = 0) const;
     Result<CachedBlock> cached_block(uint64_t index, const StoredBlock& where, const Ctx& ctx,
                                      uint64_t content_end) const;
+    // DecompressAhead's work: block `index` into the cache, unless it is there or stored raw
+    // (a failure is left for the reader to meet and report); true when it inflated it.
+    bool inflate_ahead(uint64_t index) const;
 
     const PackImage* image_ = nullptr;
     const MetaReader* meta_ = nullptr;  // the blocks and block_digests sections
@@ -147,6 +156,9 @@ private:
     uint64_t block_digests_rel_ = 0;
     std::unique_ptr<BlockCache> cache_;
     std::unique_ptr<AllocatedCache> allocated_;  // compressed with holes: st_blocks walked once
+    // A local compressed pack with a cache: the next block inflated ahead of a sequential
+    // reader. Last, so that its thread stops before the cache goes.
+    std::unique_ptr<DecompressAhead> ahead_;
 };
 
 }  // namespace packfs::pack
