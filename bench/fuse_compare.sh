@@ -39,7 +39,7 @@
 # --append       keep the rows of results.tsv from an earlier run (e.g. one --only section)
 # --report-only  print the tables again from WORK/results.tsv
 # --compressed   every image compressed, as a user who wants small images builds them: the
-#                pack with zstd (`packfs build --compress zstd`, 128 KiB blocks), a second pack
+#                pack with zstd (`packfs build --compress zstd`, 64 KiB blocks, the default), a second pack
 #                with lz4 (peer packfs-lz4), squashfs with zstd (mksquashfs -comp zstd, for the
 #                kernel and squashfuse), erofs with lz4hc (mkfs.erofs -zlz4hc); results in
 #                WORK/results-compressed.tsv, images and trees shared with the raw runs

@@ -45,7 +45,10 @@ struct PackWriteOptions {
     uint32_t format = 2;
     Compression compression = Compression::none;
     int level = 0;                      // codec level; 0 = the codec's default
-    uint32_t block_size = 128 * 1024;   // compression block: power of two, 4 KiB .. 16 MiB
+    // Compression block: a power of two, 4 KiB .. 16 MiB. 64 KiB by default: a small file read
+    // at random inflates half of what 128 KiB blocks cost it, for a pack ~2% larger
+    // (docs/BENCH.md, "Compressed packs through a mount").
+    uint32_t block_size = 64 * 1024;
     unsigned jobs = 0;                  // worker threads for hashing and compression; 0 = cores
     uint32_t inline_max = 64;           // contents up to this size are stored in the metadata
     bool dedup = true;                  // store exact-duplicate contents once
@@ -137,8 +140,8 @@ PACKFS_API Result<PackStats> write_pack_from_host(std::string_view host_dir,
 // with pread, so nothing can fault; for packs on storage that can fail or shrink underneath.
 enum class PackAccess : uint8_t { mmap, pread };
 
-// The decompressed blocks a compressed pack's reader keeps by default: 8 MiB, 64 blocks of the
-// default 128 KiB. The kernel's page cache keeps what a FUSE mount has read, so this cache only
+// The decompressed blocks a compressed pack's reader keeps by default: 8 MiB, 128 blocks of the
+// default 64 KiB. The kernel's page cache keeps what a FUSE mount has read, so this cache only
 // has to serve reads that land on a block again soon (a file read in pieces, small files
 // sharing a block); a larger one mostly costs memory (docs/FUSE.md, "Memory").
 inline constexpr std::size_t kDefaultBlockCacheBytes = std::size_t{8} << 20;

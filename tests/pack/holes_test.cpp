@@ -34,7 +34,7 @@ constexpr uint64_t kMiB = 1 << 20;
 const char* compression_name(Compression c) {
     return c == Compression::none ? "none" : c == Compression::zstd ? "zstd" : "lz4";
 }
-constexpr uint32_t kBlock = 128 * 1024;  // the default block size
+const uint32_t kBlock = PackWriteOptions{}.block_size;  // the default block size
 
 // Bytes no block of zeros can hide in: every 4 KiB has non-zero bytes.
 std::string dense_bytes(std::size_t n, char seed) {

@@ -41,7 +41,7 @@ inline constexpr const char* kMetadataHelp =
 // "scanning: N entries", "hashing: i/n files", "writing: x / y (p%)", "finishing".
 std::string build_progress_text(const BuildProgress& progress);
 
-// "zstd:19, 128 KiB blocks", "zstd (default level), 128 KiB blocks", "none".
+// "zstd:19, 64 KiB blocks", "zstd (default level), 64 KiB blocks", "none".
 std::string compression_text(const CompressionSpec& compression, uint32_t block_size);
 
 }  // namespace packfs::cli

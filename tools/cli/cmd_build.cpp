@@ -28,7 +28,7 @@ namespace {
 struct BuildArgs {
     std::string source, out;
     std::string compress = "none";
-    std::string block_size = "128K";
+    std::string block_size = "64K";
     std::string inline_max = "64";
     unsigned jobs = 0;
     bool no_dedup = false;
@@ -193,7 +193,7 @@ Command add_build_command(CLI::App& parent) {
                     "default none")
         ->check(kCompressionValidator);
     sub->add_option("--block-size", args->block_size,
-                    "Compression block size, a power of two from 4K to 16M (default 128K)")
+                    "Compression block size, a power of two from 4K to 16M (default 64K)")
         ->check(kBlockSizeValidator);
     sub->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per core)");
     sub->add_option("--inline-max", args->inline_max,

@@ -16,7 +16,7 @@ namespace packfs::pack {
 namespace {
 
 // Buffers for stored blocks read with pread (decompress): 8 kept idle, of at most 1 MiB (a
-// block of the default 128 KiB is stored in at most that; larger ones are allocated each time).
+// block of the default 64 KiB is stored in at most that; larger ones are allocated each time).
 BufferPool& staging_pool() {
     static BufferPool* pool = new BufferPool(8, 1 << 20);  // never destroyed: threads may outlive
     return *pool;
@@ -46,7 +46,8 @@ void DataReader::open(const PackImage& image, const MetaReader& meta,
     if (codec_ != Codec::none && holes_) allocated_ = std::make_unique<AllocatedCache>();
     // Not for a remote pack: its source fetches ahead of a reader already, by its own policy.
     if (codec_ != Codec::none && cache_->enabled() && image.source() == nullptr)
-        ahead_ = std::make_unique<DecompressAhead>([this](uint64_t i) { return inflate_ahead(i); });
+        ahead_ = std::make_unique<DecompressAhead>([this](uint64_t i) { return inflate_ahead(i); },
+                                                   block_size_, block_count_);
 }
 
 Result<DataReader::StoredBlock> DataReader::stored_block(uint64_t index, const Ctx& ctx) const {
@@ -153,7 +154,7 @@ Result<void> DataReader::decompress(uint64_t index, const StoredBlock& where,
 
 Result<CachedBlock> DataReader::cached_block(uint64_t index, const StoredBlock& where,
                                              const Ctx& ctx, uint64_t content_end) const {
-    if (ahead_) ahead_->at(index, block_count_);
+    if (ahead_) ahead_->at(index);
     if (CachedBlock hit = cache_->find(index)) return hit;
     if (ahead_ && ahead_->wait_for(index)) {
         if (CachedBlock hit = cache_->find(index)) return hit;

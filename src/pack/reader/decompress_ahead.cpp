@@ -1,11 +1,16 @@
 #include "pack/reader/decompress_ahead.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace packfs::pack {
 
-DecompressAhead::DecompressAhead(std::function<bool(uint64_t)> inflate)
-    : inflate_(std::move(inflate)) {}
+DecompressAhead::DecompressAhead(std::function<bool(uint64_t)> inflate, uint32_t block_size,
+                                 uint64_t count)
+    : inflate_(std::move(inflate)),
+      count_(count),
+      run_steps_(static_cast<uint32_t>(std::max<uint64_t>(2, kRunBytes / block_size))),
+      ahead_(std::max<uint64_t>(1, kAheadBytes / block_size)) {}
 
 DecompressAhead::~DecompressAhead() {
     if (thread_.joinable()) {
@@ -14,16 +19,25 @@ DecompressAhead::~DecompressAhead() {
     }
 }
 
-void DecompressAhead::at(uint64_t index, uint64_t count) {
+void DecompressAhead::at(uint64_t index) {
     const uint64_t before = last_.exchange(index, std::memory_order_relaxed);
-    if (before == kNone || before + 1 != index || index + 1 >= count) return;
+    if (before == index) return;  // another read in the same block
+    const bool step = before != kNone && before + 1 == index;
+    const uint32_t in_a_row = step ? steps_.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+    if (!step) steps_.store(0, std::memory_order_relaxed);
+    if (in_a_row < run_steps_ || index + 1 >= count_) return;
+    const uint64_t until = std::min(count_, index + 1 + ahead_);
+    bool wake = false;
     {
         std::lock_guard lock(mu_);
-        if (busy_ == index + 1 || queued_ == index + 1) return;
-        queued_ = index + 1;  // a step elsewhere meanwhile replaces what was queued
-        if (!thread_.joinable()) thread_ = std::jthread([this](std::stop_token s) { run(s); });
+        // Not behind the reader; the range of a reader elsewhere is replaced.
+        if (next_ < index + 1 || next_ > until) next_ = index + 1;
+        until_ = until;
+        wake = idle_ && next_ < until_;
+        if (wake && !thread_.joinable())
+            thread_ = std::jthread([this](std::stop_token s) { run(s); });
     }
-    cv_.notify_all();
+    if (wake) cv_.notify_all();
 }
 
 bool DecompressAhead::wait_for(uint64_t index) {
@@ -37,15 +51,19 @@ bool DecompressAhead::wait_for(uint64_t index) {
 void DecompressAhead::run(std::stop_token stop) {
     std::unique_lock lock(mu_);
     while (true) {
-        cv_.wait(lock, stop, [&] { return queued_ != kNone; });
+        idle_ = true;
+        cv_.wait(lock, stop, [&] { return next_ < until_; });
         if (stop.stop_requested()) return;
-        const uint64_t index = std::exchange(queued_, kNone);
-        busy_ = index;
-        lock.unlock();
-        if (inflate_(index)) inflated_.fetch_add(1, std::memory_order_relaxed);
-        lock.lock();
-        busy_ = kNone;
-        cv_.notify_all();  // readers waiting for it
+        idle_ = false;
+        while (next_ < until_ && !stop.stop_requested()) {
+            const uint64_t index = next_++;
+            busy_ = index;
+            lock.unlock();
+            if (inflate_(index)) inflated_.fetch_add(1, std::memory_order_relaxed);
+            lock.lock();
+            busy_ = kNone;
+            cv_.notify_all();  // a reader waiting for it (no system call when none waits)
+        }
     }
 }
 

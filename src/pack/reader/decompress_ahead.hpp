@@ -1,12 +1,14 @@
-// Decompression ahead of a sequential reader of a compressed pack (DataReader): when reads step
-// from one stream block to the next, the block after is decompressed into the block cache on a
-// thread of its own while the reader is busy with the one it has (its reply, the kernel, the
-// next request). A read of every file in walk order is such a step from block to block, and a
-// FUSE reader keeps one request in flight, so otherwise one CPU inflates while the other waits.
+// Decompression ahead of a sequential reader of a compressed pack (DataReader): once reads have
+// stepped from stream block to stream block over kRunBytes (two steps at least), the blocks of
+// the next kAheadBytes are decompressed into the block cache on a thread of its own while the
+// reader is busy with the one it has (its reply, the kernel, the next request). A read of every
+// file in walk order steps so, and a FUSE reader keeps one request in flight, so otherwise one
+// CPU inflates while the other waits.
 //
-// One block ahead, one thread per pack, started at the first step. A reader that misses the
-// block being decompressed ahead waits for it instead of inflating it twice. Reads that jump
-// about (random small files, 8 readers at once) make few steps and so cost little here.
+// One thread per pack, started at the first run; it works through its range without a wake-up
+// per block. A reader that misses the block being inflated ahead waits for it instead of
+// inflating it twice. Reads that jump about (random small files, 8 readers at once) seldom make
+// such a run: a small file that straddles blocks is shorter than kRunBytes.
 #pragma once
 
 #include <atomic>
@@ -20,15 +22,20 @@ namespace packfs::pack {
 
 class DecompressAhead {
 public:
+    static constexpr uint64_t kRunBytes = 128 * 1024;
+    static constexpr uint64_t kAheadBytes = 256 * 1024;
+
     // `inflate(index)` puts block `index` in the cache; false when it did nothing (the block
     // was there, is stored raw, or failed: the reader meets the failure and reports it).
-    explicit DecompressAhead(std::function<bool(uint64_t)> inflate);
+    // Blocks are `block_size` bytes of the stream, `count` of them.
+    DecompressAhead(std::function<bool(uint64_t)> inflate, uint32_t block_size, uint64_t count);
     ~DecompressAhead();  // stops the thread; a block it is inflating is finished first
     DecompressAhead(const DecompressAhead&) = delete;
     DecompressAhead& operator=(const DecompressAhead&) = delete;
 
-    // A read is at block `index` of `count`: a step from the block before queues the next.
-    void at(uint64_t index, uint64_t count);
+    // A read is at block `index`: within a run of steps from each block to the next, the
+    // blocks after it up to kAheadBytes are queued.
+    void at(uint64_t index);
     // Waits while block `index` is being inflated ahead; true if it waited (the block is then
     // in the cache, unless inflating it failed or it was evicted at once).
     bool wait_for(uint64_t index);
@@ -44,11 +51,16 @@ private:
     void run(std::stop_token stop);
 
     std::function<bool(uint64_t)> inflate_;
+    uint64_t count_;
+    uint32_t run_steps_;                 // steps in a row that make a run
+    uint64_t ahead_;                     // blocks inflated ahead of the reader
     std::atomic<uint64_t> last_{kNone};  // the block the last read was at
+    std::atomic<uint32_t> steps_{0};     // steps in a row to it from the block before
     std::mutex mu_;
     std::condition_variable_any cv_;
-    uint64_t queued_ = kNone;  // the next block to inflate
-    uint64_t busy_ = kNone;    // the block being inflated
+    uint64_t next_ = 0, until_ = 0;  // the blocks left to inflate: [next_, until_)
+    uint64_t busy_ = kNone;          // the block being inflated
+    bool idle_ = true;               // the thread waits for work (or has not started)
     std::atomic<uint64_t> inflated_{0}, waits_{0};
     std::jthread thread_;  // last: stopped and joined before the rest goes
 };
