@@ -10,6 +10,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -240,6 +243,54 @@ TEST(DecompressAhead, ReadsThatJumpAboutInflateNothingAhead) {
     std::vector<int> every_other;
     for (int b = 0; b < OneFilePack::kBlocks; b += 2) every_other.push_back(b);
     EXPECT_EQ(pack.read_blocks(every_other).inflated, 0u);
+}
+
+// A child process made while the pack's thread runs (Python's multiprocessing forks) has no
+// such thread: its reads inflate their own blocks, never wait for one, and its reader closes.
+TEST(DecompressAhead, AForkedChildReadsOnWithoutTheThread) {
+    const OneFilePack pack;
+    auto reader = PackReader::open(pack.path, PackOpenOptions{});
+    ASSERT_TRUE(reader) << reader.error().message();
+    const Ctx ctx{"read", {}};
+    auto root = (*reader)->root(ctx);
+    auto node = (*reader)->lookup(*root, "f", ctx);
+    ASSERT_TRUE(node && *node);
+    auto ref = (*reader)->content(**node, ctx);
+    ASSERT_TRUE(ref);
+    const auto read_all = [&](int from) {
+        std::vector<std::byte> buf(OneFilePack::kBlock);
+        for (int b = from; b < OneFilePack::kBlocks; ++b) {
+            const uint64_t offset = static_cast<uint64_t>(b) * OneFilePack::kBlock;
+            auto n = (*reader)->read(*ref, offset, buf, ctx);
+            if (!n || *n != buf.size() ||
+                std::memcmp(buf.data(), pack.content.data() + offset, buf.size()) != 0)
+                return false;
+        }
+        return true;
+    };
+    // Half the file read in order: the thread is started and working ahead as the fork comes.
+    std::vector<std::byte> buf(OneFilePack::kBlock);
+    for (int b = 0; b < OneFilePack::kBlocks / 2; ++b)
+        ASSERT_TRUE((*reader)->read(*ref, static_cast<uint64_t>(b) * OneFilePack::kBlock, buf, ctx));
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        const uint64_t before = (*reader)->data().ahead_stats().inflated;
+        const bool ok = read_all(0) && (*reader)->data().ahead_stats().inflated == before;
+        reader->reset();  // closed: not joined with a thread that is not here
+        std::_Exit(ok ? 0 : 1);
+    }
+    EXPECT_TRUE(read_all(OneFilePack::kBlocks / 2));  // the parent goes on with its thread
+    int status = 0;
+    for (int i = 0; i < 600 && ::waitpid(child, &status, WNOHANG) == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (::waitpid(child, &status, WNOHANG) == 0) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+        FAIL() << "the child hung";
+    }
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child read wrong bytes, or waited for the thread";
 }
 
 }  // namespace

@@ -1,22 +1,92 @@
 #include "pack/reader/decompress_ahead.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <utility>
 
 namespace packfs::pack {
+
+namespace {
+
+// Fork safety. A thread inflating a block holds locks (the cache's shard, the buffer and zstd
+// context pools) that a child process would inherit held. So a fork waits until no thread of any
+// pack is inflating, and none starts until it is done (the gate below, held across the fork);
+// the child counts the fork, which tells objects made before it that their thread is not there.
+std::atomic<uint64_t> g_forks{0};
+std::mutex g_gate;
+std::condition_variable g_gate_cv;
+int g_inflating = 0;  // threads inflating now, under g_gate
+bool g_forking = false;
+
+void before_fork() noexcept {
+    std::unique_lock lock(g_gate);
+    g_forking = true;
+    g_gate_cv.wait(lock, [] { return g_inflating == 0; });
+    lock.release();  // held across the fork: unlocked by both sides after it
+}
+
+void after_fork_in_parent() noexcept {
+    g_forking = false;
+    g_gate.unlock();
+    g_gate_cv.notify_all();
+}
+
+void after_fork_in_child() noexcept {
+    g_forks.fetch_add(1, std::memory_order_relaxed);
+    g_forking = false;
+    g_gate.unlock();
+}
+
+uint64_t fork_count() noexcept {
+    static const bool registered = [] {
+        ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+        return true;
+    }();
+    (void)registered;
+    return g_forks.load(std::memory_order_relaxed);
+}
+
+// Inflating, counted under the gate (waits while a fork is under way).
+struct Inflating {
+    Inflating() {
+        std::unique_lock lock(g_gate);
+        g_gate_cv.wait(lock, [] { return !g_forking; });
+        ++g_inflating;
+    }
+    ~Inflating() {
+        {
+            std::lock_guard lock(g_gate);
+            --g_inflating;
+        }
+        g_gate_cv.notify_all();
+    }
+    Inflating(const Inflating&) = delete;
+    Inflating& operator=(const Inflating&) = delete;
+};
+
+}  // namespace
 
 DecompressAhead::DecompressAhead(std::function<bool(uint64_t)> inflate, uint32_t block_size,
                                  uint64_t count)
     : inflate_(std::move(inflate)),
       count_(count),
       run_steps_(static_cast<uint32_t>(std::max<uint64_t>(2, kRunBytes / block_size))),
-      ahead_(std::max<uint64_t>(1, kAheadBytes / block_size)) {}
+      ahead_(std::max<uint64_t>(1, kAheadBytes / block_size)),
+      forks_(fork_count()) {}
 
 DecompressAhead::~DecompressAhead() {
-    if (thread_.joinable()) {
-        thread_.request_stop();
-        thread_.join();
+    if (!thread_) return;
+    if (forked()) {
+        (void)thread_.release();  // the parent's: not in this process, never to be joined
+        return;
     }
+    thread_->request_stop();
+    thread_->join();
+}
+
+bool DecompressAhead::forked() const noexcept {
+    return fork_count() != forks_;
 }
 
 void DecompressAhead::at(uint64_t index) {
@@ -25,7 +95,7 @@ void DecompressAhead::at(uint64_t index) {
     const bool step = before != kNone && before + 1 == index;
     const uint32_t in_a_row = step ? steps_.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
     if (!step) steps_.store(0, std::memory_order_relaxed);
-    if (in_a_row < run_steps_ || index + 1 >= count_) return;
+    if (in_a_row < run_steps_ || index + 1 >= count_ || forked()) return;
     const uint64_t until = std::min(count_, index + 1 + ahead_);
     bool wake = false;
     {
@@ -34,13 +104,14 @@ void DecompressAhead::at(uint64_t index) {
         if (next_ < index + 1 || next_ > until) next_ = index + 1;
         until_ = until;
         wake = idle_ && next_ < until_;
-        if (wake && !thread_.joinable())
-            thread_ = std::jthread([this](std::stop_token s) { run(s); });
+        if (wake && !thread_)
+            thread_ = std::make_unique<std::jthread>([this](std::stop_token s) { run(s); });
     }
     if (wake) cv_.notify_all();
 }
 
 bool DecompressAhead::wait_for(uint64_t index) {
+    if (forked()) return false;
     std::unique_lock lock(mu_);
     if (busy_ != index) return false;
     waits_.fetch_add(1, std::memory_order_relaxed);
@@ -59,7 +130,10 @@ void DecompressAhead::run(std::stop_token stop) {
             const uint64_t index = next_++;
             busy_ = index;
             lock.unlock();
-            if (inflate_(index)) inflated_.fetch_add(1, std::memory_order_relaxed);
+            {
+                const Inflating gate;
+                if (inflate_(index)) inflated_.fetch_add(1, std::memory_order_relaxed);
+            }
             lock.lock();
             busy_ = kNone;
             cv_.notify_all();  // a reader waiting for it (no system call when none waits)

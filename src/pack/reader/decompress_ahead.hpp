@@ -9,12 +9,17 @@
 // per block. A reader that misses the block being inflated ahead waits for it instead of
 // inflating it twice. Reads that jump about (random small files, 8 readers at once) seldom make
 // such a run: a small file that straddles blocks is shorter than kRunBytes.
+//
+// A fork (Python's multiprocessing makes children so) waits until no such thread is inflating a
+// block, so that none of the locks inflating takes is held in the child. In the child the object
+// does nothing (its thread is not there: reads inflate their own blocks) and is never joined.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -49,6 +54,8 @@ public:
 private:
     static constexpr uint64_t kNone = ~uint64_t{0};
     void run(std::stop_token stop);
+    // This process forked since the object was made (it is the child).
+    bool forked() const noexcept;
 
     std::function<bool(uint64_t)> inflate_;
     uint64_t count_;
@@ -62,7 +69,8 @@ private:
     uint64_t busy_ = kNone;          // the block being inflated
     bool idle_ = true;               // the thread waits for work (or has not started)
     std::atomic<uint64_t> inflated_{0}, waits_{0};
-    std::jthread thread_;  // last: stopped and joined before the rest goes
+    uint64_t forks_;                        // the process's fork count when made
+    std::unique_ptr<std::jthread> thread_;  // last: stopped and joined before the rest goes
 };
 
 }  // namespace packfs::pack
