@@ -78,7 +78,10 @@ DecompressAhead::DecompressAhead(std::function<bool(uint64_t)> inflate, uint32_t
 DecompressAhead::~DecompressAhead() {
     if (!thread_) return;
     if (forked()) {
-        (void)thread_.release();  // the parent's: not in this process, never to be joined
+        // The parent's thread is not in this process: never joined, and what it may have been
+        // waiting on is left as it is.
+        (void)thread_.release();
+        (void)sync_.release();
         return;
     }
     thread_->request_stop();
@@ -99,7 +102,7 @@ void DecompressAhead::at(uint64_t index) {
     const uint64_t until = std::min(count_, index + 1 + ahead_);
     bool wake = false;
     {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(sync_->mu);
         // Not behind the reader; the range of a reader elsewhere is replaced.
         if (next_ < index + 1 || next_ > until) next_ = index + 1;
         until_ = until;
@@ -107,23 +110,23 @@ void DecompressAhead::at(uint64_t index) {
         if (wake && !thread_)
             thread_ = std::make_unique<std::jthread>([this](std::stop_token s) { run(s); });
     }
-    if (wake) cv_.notify_all();
+    if (wake) sync_->cv.notify_all();
 }
 
 bool DecompressAhead::wait_for(uint64_t index) {
     if (forked()) return false;
-    std::unique_lock lock(mu_);
+    std::unique_lock lock(sync_->mu);
     if (busy_ != index) return false;
     waits_.fetch_add(1, std::memory_order_relaxed);
-    cv_.wait(lock, [&] { return busy_ != index; });
+    sync_->cv.wait(lock, [&] { return busy_ != index; });
     return true;
 }
 
 void DecompressAhead::run(std::stop_token stop) {
-    std::unique_lock lock(mu_);
+    std::unique_lock lock(sync_->mu);
     while (true) {
         idle_ = true;
-        cv_.wait(lock, stop, [&] { return next_ < until_; });
+        sync_->cv.wait(lock, stop, [&] { return next_ < until_; });
         if (stop.stop_requested()) return;
         idle_ = false;
         while (next_ < until_ && !stop.stop_requested()) {
@@ -136,7 +139,7 @@ void DecompressAhead::run(std::stop_token stop) {
             }
             lock.lock();
             busy_ = kNone;
-            cv_.notify_all();  // a reader waiting for it (no system call when none waits)
+            sync_->cv.notify_all();  // a reader waiting for it (no system call when none waits)
         }
     }
 }

@@ -63,8 +63,13 @@ private:
     uint64_t ahead_;                     // blocks inflated ahead of the reader
     std::atomic<uint64_t> last_{kNone};  // the block the last read was at
     std::atomic<uint32_t> steps_{0};     // steps in a row to it from the block before
-    std::mutex mu_;
-    std::condition_variable_any cv_;
+    // On the heap: a child process leaves them be (a condition variable the parent's thread
+    // waited on at the fork cannot be destroyed there: it would wait for that thread forever).
+    struct Sync {
+        std::mutex mu;
+        std::condition_variable_any cv;
+    };
+    std::unique_ptr<Sync> sync_ = std::make_unique<Sync>();
     uint64_t next_ = 0, until_ = 0;  // the blocks left to inflate: [next_, until_)
     uint64_t busy_ = kNone;          // the block being inflated
     bool idle_ = true;               // the thread waits for work (or has not started)
