@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -272,13 +274,16 @@ TEST(DecompressAhead, AForkedChildReadsOnWithoutTheThread) {
     std::vector<std::byte> buf(OneFilePack::kBlock);
     for (int b = 0; b < OneFilePack::kBlocks / 2; ++b)
         ASSERT_TRUE((*reader)->read(*ref, static_cast<uint64_t>(b) * OneFilePack::kBlock, buf, ctx));
+    std::fflush(nullptr);  // the child's exit() flushes what is buffered: nothing twice
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
         const uint64_t before = (*reader)->data().ahead_stats().inflated;
         const bool ok = read_all(0) && (*reader)->data().ahead_stats().inflated == before;
         reader->reset();  // closed: not joined with a thread that is not here
-        std::_Exit(ok ? 0 : 1);
+        // exit(), not _exit(): static destructors run too (a condition variable the parent's
+        // thread waited on, destroyed here, would wait for it forever).
+        std::exit(ok ? 0 : 1);
     }
     EXPECT_TRUE(read_all(OneFilePack::kBlocks / 2));  // the parent goes on with its thread
     int status = 0;

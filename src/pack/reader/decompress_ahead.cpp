@@ -14,28 +14,34 @@ namespace {
 // pack is inflating, and none starts until it is done (the gate below, held across the fork);
 // the child counts the fork, which tells objects made before it that their thread is not there.
 std::atomic<uint64_t> g_forks{0};
-std::mutex g_gate;
-std::condition_variable g_gate_cv;
-int g_inflating = 0;  // threads inflating now, under g_gate
-bool g_forking = false;
+
+struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    int inflating = 0;  // threads inflating now
+    bool forking = false;
+};
+// Never destroyed, and replaced in a child: threads of the parent may have been waiting on its
+// condition variable at the fork, and destroying one with waiters (as exit() would) waits for
+// them forever.
+Gate* g_gate = new Gate;
 
 void before_fork() noexcept {
-    std::unique_lock lock(g_gate);
-    g_forking = true;
-    g_gate_cv.wait(lock, [] { return g_inflating == 0; });
-    lock.release();  // held across the fork: unlocked by both sides after it
+    std::unique_lock lock(g_gate->mu);
+    g_gate->forking = true;
+    g_gate->cv.wait(lock, [] { return g_gate->inflating == 0; });
+    lock.release();  // held across the fork
 }
 
 void after_fork_in_parent() noexcept {
-    g_forking = false;
-    g_gate.unlock();
-    g_gate_cv.notify_all();
+    g_gate->forking = false;
+    g_gate->mu.unlock();
+    g_gate->cv.notify_all();
 }
 
 void after_fork_in_child() noexcept {
     g_forks.fetch_add(1, std::memory_order_relaxed);
-    g_forking = false;
-    g_gate.unlock();
+    g_gate = new Gate;  // the parent's, held and perhaps waited on, is left as it is
 }
 
 uint64_t fork_count() noexcept {
@@ -49,17 +55,18 @@ uint64_t fork_count() noexcept {
 
 // Inflating, counted under the gate (waits while a fork is under way).
 struct Inflating {
+    Gate& gate = *g_gate;
     Inflating() {
-        std::unique_lock lock(g_gate);
-        g_gate_cv.wait(lock, [] { return !g_forking; });
-        ++g_inflating;
+        std::unique_lock lock(gate.mu);
+        gate.cv.wait(lock, [&] { return !gate.forking; });
+        ++gate.inflating;
     }
     ~Inflating() {
         {
-            std::lock_guard lock(g_gate);
-            --g_inflating;
+            std::lock_guard lock(gate.mu);
+            --gate.inflating;
         }
-        g_gate_cv.notify_all();
+        gate.cv.notify_all();
     }
     Inflating(const Inflating&) = delete;
     Inflating& operator=(const Inflating&) = delete;
