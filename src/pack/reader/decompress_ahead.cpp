@@ -20,6 +20,7 @@ struct Gate {
     std::condition_variable cv;
     int inflating = 0;  // threads inflating now
     bool forking = false;
+    Gate* parent = nullptr;  // in a child: the parent's, left as it was (still reachable)
 };
 // Never destroyed, and replaced in a child: threads of the parent may have been waiting on its
 // condition variable at the fork, and destroying one with waiters (as exit() would) waits for
@@ -41,7 +42,9 @@ void after_fork_in_parent() noexcept {
 
 void after_fork_in_child() noexcept {
     g_forks.fetch_add(1, std::memory_order_relaxed);
-    g_gate = new Gate;  // the parent's, held and perhaps waited on, is left as it is
+    Gate* fresh = new Gate;
+    fresh->parent = g_gate;  // held and perhaps waited on: left as it is
+    g_gate = fresh;
 }
 
 uint64_t fork_count() noexcept {
@@ -72,6 +75,23 @@ struct Inflating {
     Inflating& operator=(const Inflating&) = delete;
 };
 
+// What objects made before a fork leave in the child (their thread, their mutex and condition
+// variable): never destroyed, and reachable from here, so that a leak checker does not take
+// them for leaks.
+struct Left {
+    void* thread;
+    void* sync;
+    Left* next;
+};
+std::atomic<Left*> g_left{nullptr};
+
+void leave(void* thread, void* sync) {
+    auto* left = new Left{thread, sync, g_left.load(std::memory_order_relaxed)};
+    while (!g_left.compare_exchange_weak(left->next, left, std::memory_order_release,
+                                         std::memory_order_relaxed)) {
+    }
+}
+
 }  // namespace
 
 DecompressAhead::DecompressAhead(std::function<bool(uint64_t)> inflate, uint32_t block_size,
@@ -87,8 +107,7 @@ DecompressAhead::~DecompressAhead() {
     if (forked()) {
         // The parent's thread is not in this process: never joined, and what it may have been
         // waiting on is left as it is.
-        (void)thread_.release();
-        (void)sync_.release();
+        leave(thread_.release(), sync_.release());
         return;
     }
     thread_->request_stop();
