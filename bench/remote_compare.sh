@@ -8,6 +8,8 @@
 #   LAYOUT=walk bench/remote_compare.sh ...    (packfs build --layout; default inodes)
 #   FIGURES=CD bench/remote_compare.sh ...     (only these figures; default ABCDE; D needs C)
 #   READERS=1 bench/remote_compare.sh ...      (C's readers at once; default 8)
+#   C_DIRECT=1 bench/remote_compare.sh ...     (C on plain loopback: straight to nginx, no link
+#                                               emulator; also `packfs extract` of the URL)
 #
 # Figures (each the median of RUNS runs, default 3; the cache emptied before each cold run):
 #   A. 20 ms RTT: mount + first `ls -lR`, against a pull (curl of the whole pack through the
@@ -106,8 +108,8 @@ fi
 
 # ---- C: 5 ms, 200 Mbit/s -------------------------------------------------------------------
 if want C; then
-link 5 200
-: >"$work/C.remote"; : >"$work/C.curl"
+if [ -n "${C_DIRECT:-}" ]; then LINK_URL="http://127.0.0.1:$NGINX_PORT/tree.pack"; else link 5 200; fi
+: >"$work/C.remote"; : >"$work/C.curl"; : >"$work/C.extract"
 for run in $(seq "$runs"); do
     log "C run $run"
     t0=$(now); curl -s -o /dev/null "$LINK_URL"; t1=$(now)
@@ -116,6 +118,12 @@ for run in $(seq "$runs"); do
     t0=$(now); remote_mount "$LINK_URL"
     (cd "$mnt" && find . -type f -print0 | xargs -0 -P "${READERS:-8}" -n 64 cat >/dev/null); t1=$(now)
     echo "$t1 - $t0" | bc >>"$work/C.remote"; echo "$(fetched_bytes)" >"$work/C.fetched"
+    if [ -n "${C_DIRECT:-}" ]; then  # in process: no FUSE, the tree written to tmpfs
+        rm -rf /dev/shm/packfs-remote-extract "$work/cache2"
+        t0=$(now); "$packfs" --cache "$work/cache2" extract "$LINK_URL" /dev/shm/packfs-remote-extract
+        t1=$(now); echo "$t1 - $t0" | bc >>"$work/C.extract"
+        rm -rf /dev/shm/packfs-remote-extract "$work/cache2"
+    fi
     [ "$run" = "$runs" ] || drop
 done
 "$packfs" umount "$mnt" >/dev/null
@@ -161,6 +169,8 @@ fi
 mib() { echo "scale=1; $1 / 1048576" | bc; }
 twice=${twice:-}; e_bytes=${e_bytes:-0}  # set -u: E's, when E did not run
 # The rows of the figures run (the others' files do not exist: their errors are dropped).
+c_link="5 ms RTT, 200 Mbit/s"
+[ -z "${C_DIRECT:-}" ] || c_link="plain loopback"
 only_wanted() {
     while IFS= read -r line; do
         case "$line" in
@@ -178,7 +188,8 @@ metadata $(mib "$meta_bytes") MiB; $(wc -l <"$work/sample") sampled files of $(m
 | A. the same at 200 Mbit/s | $(median <"$work/A.remote.200") s | $(median <"$work/A.pull.200") s (pull alone $(median <"$work/pull.200") s) | $(echo "scale=1; $(median <"$work/A.pull.200") / $(median <"$work/A.remote.200")" | bc)x faster |
 | B. read 1% of the files, 20 ms RTT, 16 readers | $(median <"$work/B.remote.0") s, $(mib "$(median <"$work/B.fetched.0")") MiB fetched | pull $(median <"$work/pull.0") s; metadata + 1.5x read = $(mib "$((meta_bytes + sample_bytes * 3 / 2))") MiB | $(echo "scale=1; $(median <"$work/pull.0") / $(median <"$work/B.remote.0")" | bc)x faster |
 | B. the same at 200 Mbit/s | $(median <"$work/B.remote.200") s, $(mib "$(median <"$work/B.fetched.200")") MiB fetched | pull $(median <"$work/pull.200") s | $(echo "scale=1; $(median <"$work/pull.200") / $(median <"$work/B.remote.200")" | bc)x faster |
-| C. read every file, 5 ms RTT, 200 Mbit/s | $(median <"$work/C.remote") s ($(mib "$(cat "$work/C.fetched")") MiB fetched) | curl of the pack $(median <"$work/C.curl") s | $(echo "scale=2; $(median <"$work/C.curl") / $(median <"$work/C.remote")" | bc)x curl's throughput |
+| C. read every file, $c_link | $(median <"$work/C.remote") s ($(mib "$(cat "$work/C.fetched")") MiB fetched) | curl of the pack $(median <"$work/C.curl") s | $(echo "scale=2; $(median <"$work/C.curl") / $(median <"$work/C.remote")" | bc)x curl's throughput |
+$([ -s "$work/C.extract" ] && echo "| C. packfs extract of the URL, plain loopback | $(median <"$work/C.extract") s | curl of the pack $(median <"$work/C.curl") s | $(echo "scale=2; $(median <"$work/C.curl") / $(median <"$work/C.extract")" | bc)x curl's throughput |")
 | D. warm ls -lR | $(median <"$work/D.ls.remote") s ($(cat "$work/D.requests") requests) | local pack $(median <"$work/D.ls.local") s | $(echo "scale=2; $(median <"$work/D.ls.remote") / $(median <"$work/D.ls.local")" | bc)x local |
 | D. warm read-all | $(median <"$work/D.read.remote") s | local pack $(median <"$work/D.read.local") s | $(echo "scale=2; $(median <"$work/D.read.remote") / $(median <"$work/D.read.local")" | bc)x local |
 | E. 8 mounts at once, read-all, 0 ms | $(echo "$t1 - $t0" | bc) s, $(mib "$e_bytes") MiB fetched | pack $(mib "$pack_bytes") MiB | $twice ranges fetched twice |
