@@ -221,7 +221,7 @@ now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.6f", b - a}'; }
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$results"; }   # TREE PEER METRIC ROUND VALUE
-recorded() { awk -F'\t' -v t="$1" -v k="$2" '$1 == t && $2 == "info" && $3 == k {v = $5} END {print v}' "$results"; }
+info() { awk -F'\t' -v t="$1" -v k="$2" '$1 == t && $2 == "info" && $3 == k {v = $5} END {print v}' "$results"; }
 rounds_order() {  # round index -> the items in this round's order
   local r=$1; shift
   if [ $((r % 2)) = 0 ]; then printf '%s\n' "$@"; else printf '%s\n' "$@" | tac; fi
@@ -499,8 +499,8 @@ run_tree() {  # TREE
       done
       for i in 1 2 3; do timed_mount "$p" "$t" "$r" mount-warm; umount_peer "$p"; done
       if [ "$r" = 0 ]; then
-        count_requests "$t" "$p" cat "" "$(recorded "$t" files)"
-        count_requests "$t" "$p" rand "$list" "$(recorded "$t" random-files)"
+        count_requests "$t" "$p" cat "" "$(info "$t" files)"
+        count_requests "$t" "$p" rand "$list" "$(info "$t" random-files)"
       fi
       echo >&2
     done < <(rounds_order "$r" "${peers[@]}")
@@ -612,7 +612,6 @@ stat_of() {  # TREE PEER METRIC: "median min max" over the rounds
          printf "%s %s %s\n", m, v[1], v[NR]}'
 }
 med() { local v _a _b; read -r v _a _b < <(stat_of "$@") || true; echo "${v:-}"; }
-info() { awk -F'\t' -v t="$1" -v k="$2" '$1 == t && $2 == "info" && $3 == k {v = $5} END {print v}' "$results"; }
 fmt() {  # UNIT MEDIAN MIN MAX
   awk -v u="$1" -v m="$2" -v lo="$3" -v hi="$4" 'BEGIN {
     if (u == "ms") printf "%.1f ms [%.1f-%.1f]", m * 1000, lo * 1000, hi * 1000

@@ -159,6 +159,11 @@ Result<CachedBlock> DataReader::cached_block(uint64_t index, const StoredBlock& 
     if (ahead_ && ahead_->wait_for(index)) {
         if (CachedBlock hit = cache_->find(index)) return hit;
     }
+    return inflate_into_cache(index, where, ctx, content_end);
+}
+
+Result<CachedBlock> DataReader::inflate_into_cache(uint64_t index, const StoredBlock& where,
+                                                   const Ctx& ctx, uint64_t content_end) const {
     auto bytes = std::make_shared_for_overwrite<std::byte[]>(where.stream_length);
     if (auto ok =
             decompress(index, where, std::span(bytes.get(), where.stream_length), ctx, content_end);
@@ -171,11 +176,7 @@ bool DataReader::inflate_ahead(uint64_t index) const {
     const Ctx ctx{"read", {}};
     auto where = stored_block(index, ctx);
     if (!where || where->hole() || where->raw() || cache_->find(index)) return false;
-    auto bytes = std::make_shared_for_overwrite<std::byte[]>(where->stream_length);
-    if (!decompress(index, *where, std::span(bytes.get(), where->stream_length), ctx))
-        return false;
-    cache_->insert(index, CachedBlock{std::move(bytes), where->stream_length});
-    return true;
+    return inflate_into_cache(index, *where, ctx, 0).has_value();
 }
 
 Result<void> DataReader::read_stream(uint64_t offset, std::span<std::byte> out, const Ctx& ctx,

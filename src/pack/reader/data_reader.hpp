@@ -140,6 +140,9 @@ private:
                             const Ctx& ctx, uint64_t content_end = 0) const;
     Result<CachedBlock> cached_block(uint64_t index, const StoredBlock& where, const Ctx& ctx,
                                      uint64_t content_end) const;
+    // Block `index` decompressed and put in the cache (what the cache then holds for it).
+    Result<CachedBlock> inflate_into_cache(uint64_t index, const StoredBlock& where,
+                                           const Ctx& ctx, uint64_t content_end) const;
     // DecompressAhead's work: block `index` into the cache, unless it is there or stored raw
     // (a failure is left for the reader to meet and report); true when it inflated it.
     bool inflate_ahead(uint64_t index) const;

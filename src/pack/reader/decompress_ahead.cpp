@@ -143,7 +143,6 @@ bool DecompressAhead::wait_for(uint64_t index) {
     if (forked()) return false;
     std::unique_lock lock(sync_->mu);
     if (busy_ != index) return false;
-    waits_.fetch_add(1, std::memory_order_relaxed);
     sync_->cv.wait(lock, [&] { return busy_ != index; });
     return true;
 }
@@ -171,7 +170,7 @@ void DecompressAhead::run(std::stop_token stop) {
 }
 
 DecompressAhead::Stats DecompressAhead::stats() const noexcept {
-    return Stats{inflated_.load(std::memory_order_relaxed), waits_.load(std::memory_order_relaxed)};
+    return Stats{inflated_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace packfs::pack

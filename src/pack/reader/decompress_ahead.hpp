@@ -47,7 +47,6 @@ public:
 
     struct Stats {
         uint64_t inflated = 0;  // blocks this thread inflated
-        uint64_t waits = 0;     // readers that waited for one
     };
     Stats stats() const noexcept;
 
@@ -73,7 +72,7 @@ private:
     uint64_t next_ = 0, until_ = 0;  // the blocks left to inflate: [next_, until_)
     uint64_t busy_ = kNone;          // the block being inflated
     bool idle_ = true;               // the thread waits for work (or has not started)
-    std::atomic<uint64_t> inflated_{0}, waits_{0};
+    std::atomic<uint64_t> inflated_{0};
     uint64_t forks_;                        // the process's fork count when made
     std::unique_ptr<std::jthread> thread_;  // last: stopped and joined before the rest goes
 };
