@@ -238,11 +238,13 @@ Result<std::vector<std::string>> Registry::refresh_auth(const std::string& blob_
     return auth_;
 }
 
-Result<HttpResponse> Registry::request(HttpRequest request, std::string_view what) {
+Result<HttpResponse> Registry::request(HttpRequest request, std::string_view what,
+                                      std::chrono::milliseconds within) {
     HttpResponse response;
     HttpFailure why;
+    const auto wait = within.count() > 0 ? std::min(within, timeout_) : timeout_;
     for (int attempt = 0; attempt < 2; ++attempt) {
-        if (!http_.send(request, Clock::now() + timeout_, response, why)) {
+        if (!http_.send(request, Clock::now() + wait, response, why)) {
             log_(fmt::format("{}: {}: {}", ref_.text(), what, why.detail));
             return fail(why.code, "oci", fmt::format("{} ({}: {})", ref_.text(), what, why.detail));
         }
@@ -255,11 +257,11 @@ Result<HttpResponse> Registry::request(HttpRequest request, std::string_view wha
     return response;
 }
 
-Result<OciPack> Registry::resolve() {
+Result<OciPack> Registry::resolve(std::chrono::milliseconds within) {
     HttpRequest get;
     get.url = fmt::format("{}/v2/{}/manifests/{}", ref_.base(), ref_.repository, ref_.reference());
     get.headers = {fmt::format("Accept: {}", kManifestType)};
-    auto response = request(get, "manifest");
+    auto response = request(get, "manifest", within);
     if (!response) return std::unexpected(response.error());
     if (response->status == 404)
         return fail(ENOENT, "oci", fmt::format("{} (no such manifest)", ref_.text()));

@@ -67,7 +67,9 @@ public:
 
     // The manifest the reference names (checked against the digest when it names one), and
     // its pack layer. ENOENT: no such manifest; EINVAL: a manifest with no pack layer.
-    Result<OciPack> resolve();
+    // `within` (when given and shorter than the timeout): how long to wait for the registry,
+    // for an open that has a cached copy to fall back on.
+    Result<OciPack> resolve(std::chrono::milliseconds within = {});
     // Uploads `pack_path` (its blob unless the registry has it, the empty config, then the
     // manifest under the reference's tag, or "latest") and returns the manifest's digest.
     // `progress`: the blob's bytes sent, as HttpRequest's.
@@ -84,7 +86,9 @@ public:
 
 private:
     // One request, with the auth the registry asks for on a 401 (then once more).
-    Result<HttpResponse> request(HttpRequest request, std::string_view what);
+    // `within`: this request's timeout, when shorter than the registry's.
+    Result<HttpResponse> request(HttpRequest request, std::string_view what,
+                                 std::chrono::milliseconds within = {});
     bool authenticate(const HttpResponse& challenge);
     // `progress`: as HttpRequest's, for the upload.
     Result<void> upload_blob(const std::string& digest, uint64_t size, int fd, std::string body,

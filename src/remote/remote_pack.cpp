@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "pack/format/digest.hpp"
 #include "pack/reader/reader.hpp"
@@ -76,28 +77,53 @@ std::string url_record(const std::string& cache_dir, const std::string& url) {
     return fmt::format("{}/urls/{}", cache_dir, pack::to_hex(key));
 }
 
-std::string read_url_record(const std::string& cache_dir, const std::string& url) {
+// What a URL held when last reached: the pack's image digest, and for an oci:// reference the
+// blob URL its manifest named (the record's second line).
+struct UrlRecord {
+    std::string digest;  // "" when there is no (readable) record
+    std::string blob_url;
+};
+
+UrlRecord read_url_record(const std::string& cache_dir, const std::string& url) {
     std::FILE* f = std::fopen(url_record(cache_dir, url).c_str(), "re");
     if (f == nullptr) return {};
-    char text[65] = {};
-    const std::size_t n = std::fread(text, 1, 64, f);
+    char text[4096] = {};
+    const std::size_t n = std::fread(text, 1, sizeof text, f);
     std::fclose(f);
-    const auto digest = remote::parse_digest_hex(std::string_view(text, n));
-    return digest ? *digest : std::string();
+    const std::string_view all(text, n);
+    const auto digest = remote::parse_digest_hex(all.substr(0, std::min<std::size_t>(64, n)));
+    if (!digest || digest->empty()) return {};
+    UrlRecord record{*digest, {}};
+    if (n > 65 && all[64] == '\n') {
+        record.blob_url = std::string(all.substr(65));
+        if (!record.blob_url.starts_with("http://") && !record.blob_url.starts_with("https://"))
+            return {};
+    }
+    return record;
 }
 
 // Best effort: without the record, an open while the server is away fails as it did before.
 void write_url_record(const std::string& cache_dir, const std::string& url,
-                      const std::string& digest) {
-    if (read_url_record(cache_dir, url) == digest) return;
+                      const UrlRecord& record) {
+    const UrlRecord had = read_url_record(cache_dir, url);
+    if (had.digest == record.digest && had.blob_url == record.blob_url) return;
     const std::string path = url_record(cache_dir, url);
     ::mkdir(fmt::format("{}/urls", cache_dir).c_str(), 0700);
     const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
     std::FILE* f = std::fopen(tmp.c_str(), "we");
     if (f == nullptr) return;
-    const bool ok = std::fwrite(digest.data(), 1, digest.size(), f) == digest.size();
+    const std::string text =
+        record.blob_url.empty() ? record.digest : record.digest + "\n" + record.blob_url;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0)
         std::remove(tmp.c_str());
+}
+
+// Whether the cache holds (a header of) the pack `digest`: enough for a warm open to try.
+bool cache_holds(const std::string& cache_dir, const std::string& digest) {
+    return !digest.empty() &&
+           remote::cached_pack_size(fmt::format("{}/{}.pack", cache_dir, digest)) >=
+               pack::kHeaderSize;
 }
 
 // A failure that says the server could not be reached (rather than that it answered).
@@ -197,7 +223,14 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     auto log = remote::remote_log(options.log);
     std::vector<std::string> headers = options.headers;  // oci://: the registry's, below
     std::function<Result<std::vector<std::string>>()> reauthorize;
+    const std::string cache_dir =
+        options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
+    const uint64_t cache_bound = cache_dir == "none" ? 0
+                                 : options.cache_bytes != 0
+                                     ? options.cache_bytes
+                                     : remote::default_cache_bound(cache_dir);
     std::string pinned_by_manifest;
+    std::string reference;  // the oci:// reference, when `url` became its blob's URL
     if (remote::is_oci_url(url)) {
         // The manifest (checked against the reference's digest, when it has one) names the
         // blob and the pack's image digest, which then pins the pack like a fragment would.
@@ -205,11 +238,31 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
         if (!ref) return std::unexpected(ref.error());
         // Kept for as long as the pack is read: a token that expires is asked for again.
         auto registry = std::make_shared<remote::Registry>(*ref, options.timeout, log);
-        auto found = registry->resolve();
-        if (!found) return std::unexpected(found.error());
-        url = found->blob_url;
-        headers = registry->auth_headers();
-        pinned_by_manifest = found->image_digest;
+        // As for an unpinned URL ("Offline"): when the cache holds the pack the reference named
+        // when the registry was last reached, the registry is waited for at most
+        // kRevalidateTimeout, and one that cannot be reached is no failure.
+        const UrlRecord remembered =
+            cache_dir == "none" ? UrlRecord{} : read_url_record(cache_dir, url);
+        const bool fallback = !remembered.blob_url.empty() &&
+                              (pin.empty() || pin == remembered.digest) &&
+                              cache_holds(cache_dir, remembered.digest);
+        auto found = registry->resolve(fallback ? kRevalidateTimeout
+                                                : std::chrono::milliseconds{0});
+        reference = std::exchange(url, {});
+        if (found) {
+            url = found->blob_url;
+            headers = registry->auth_headers();
+            pinned_by_manifest = found->image_digest;
+        } else if (fallback && unreachable(found.error())) {
+            log(fmt::format("{}: the registry cannot be reached ({}); reading the cached copy of "
+                            "the pack it named when last reached (sha256:{})",
+                            reference, std::strerror(found.error().code()),
+                            remembered.digest));
+            url = remembered.blob_url;
+            pinned_by_manifest = remembered.digest;
+        } else {
+            return std::unexpected(found.error());
+        }
         reauthorize = [registry, blob = url] { return registry->refresh_auth(blob); };
     }
     if (!pinned_by_manifest.empty()) {
@@ -223,12 +276,6 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
                             pinned_by_manifest);
         pin = *named;
     }
-    const std::string cache_dir =
-        options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
-    const uint64_t cache_bound = cache_dir == "none" ? 0
-                                 : options.cache_bytes != 0
-                                     ? options.cache_bytes
-                                     : remote::default_cache_bound(cache_dir);
     const remote::FetchOptions fetch{.timeout = options.timeout,
                                      .connections = options.connections,
                                      .readahead_bytes = options.readahead_bytes,
@@ -243,11 +290,9 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     // and a server that cannot be reached is no failure: the cached copy is read, with a notice.
     std::string remembered;
     remote::FetchOptions first_fetch = fetch;
-    if (pin.empty() && cache_dir != "none" && pinned_by_manifest.empty()) {
-        remembered = read_url_record(cache_dir, url);
-        if (!remembered.empty() &&
-            remote::cached_pack_size(fmt::format("{}/{}.pack", cache_dir, remembered)) >=
-                pack::kHeaderSize)
+    if (pin.empty() && cache_dir != "none") {
+        remembered = read_url_record(cache_dir, url).digest;
+        if (cache_holds(cache_dir, remembered))
             first_fetch.open_timeout = kRevalidateTimeout;
         else
             remembered.clear();
@@ -280,8 +325,12 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
         opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/false, false);
     }
     if (!opened) return std::unexpected(opened.error());
-    if (opened->from_server && cache_dir != "none")
-        write_url_record(cache_dir, url, opened->digest);
+    if (cache_dir != "none") {
+        if (!reference.empty())
+            write_url_record(cache_dir, reference, {opened->digest, url});
+        else if (opened->from_server)
+            write_url_record(cache_dir, url, {opened->digest, {}});
+    }
 
     pack::PackReader& reader = *opened->reader;
     const pack::Ctx ctx{kOp, url};

@@ -350,7 +350,29 @@ expect_code "push of a pack without block digests is refused" 1 \
     "$packfs" push "$www/nodigests.pack" "oci://$REGISTRY/packs/nodigests:v1"
 expect_code "a malformed reference is refused" 1 "$packfs" ls "oci://$REGISTRY/UPPER:v1" /
 check "  naming the rule" grep -q "lower-case" "$work/last.err"
+# Offline (docs/REMOTE.md): the mount above read every block of zstd:v1 into the default cache,
+# so with the registry stopped the reference (by tag, and by manifest digest) still reads, from
+# the cached copy of the pack it named when last reached, with a notice; one never read fails.
+zstd_ref=$("$packfs" push "$www/zstd.pack" "oci://$REGISTRY/packs/zstd:v1")
+"$packfs" ls "$zstd_ref" / >/dev/null
 stop_registry
+"$packfs" ls -l -R "$www/zstd.pack" / >"$work/local.out"
+for source in "oci://$REGISTRY/packs/zstd:v1" "$zstd_ref"; do
+    "$packfs" ls -l -R "$source" / >"$work/offline.out" 2>"$work/offline.err"
+    check "registry stopped: ls -lR of $source reads the cached copy" \
+        cmp -s "$work/local.out" "$work/offline.out"
+    check "  saying so" grep -q "registry cannot be reached.*cached copy" "$work/offline.err"
+done
+rm -rf "$work/offline-x"
+check "registry stopped: extract by tag gives the tree" \
+    "$packfs" extract "oci://$REGISTRY/packs/zstd:v1" "$work/offline-x"
+check "  byte for byte" diff -r "$src" "$work/offline-x"
+do_mount "oci://$REGISTRY/packs/zstd:v1" "$work/m3"
+check "registry stopped: a mount by tag reads the tree" diff -r "$src" "$work/m3"
+do_umount "$work/m3"
+expect_code "registry stopped: a reference never read fails" 1 \
+    "$packfs" ls "oci://$REGISTRY/packs/raw-never:v1" /
+check "  saying why" grep -qi "refused" "$work/last.err"
 
 # A registry that asks for credentials (htpasswd: HTTP Basic, as the registry's 401 says).
 python3 -c 'import crypt; print("packer:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
