@@ -84,6 +84,17 @@ struct PackWriteOptions {
     // Entries left out of the pack (gitignore syntax, paths from the source's root; see
     // exclude.hpp). A directory left out is not read at all.
     ExcludePatterns exclude;
+    // Format 2: cut contents of at least this many bytes at content-defined boundaries into
+    // extents of about this size on average (a power of two, 1 KiB .. 4 MiB; 0: contents whole,
+    // as before), each named by its SHA-256, so that a later pack built over this one
+    // (`bases`) stores only the chunks it lacks (docs/FORMAT.md, "Extents"). 64 KiB when
+    // `bases` is given and this is 0.
+    uint32_t chunk_size = 0;
+    // Format 2: packs this one is built over (`packfs build --base`): a content one of them
+    // holds, and a chunk of a large content they hold, is referenced there instead of stored.
+    // Reading the pack then needs them (PackOpenOptions::bases, or beside it under the same
+    // file names). Each base's own bases are found the same way and named too.
+    std::vector<std::string> bases = {};
     std::function<void(const BuildProgress&)> progress;
 };
 
@@ -108,6 +119,9 @@ struct PackStats {
     uint64_t data_bytes = 0;       // data region as stored (after compression)
     uint64_t metadata_bytes = 0;   // metadata as stored: region or frames + index, block sums
     uint64_t pack_bytes = 0;       // file size
+    // With bases: the bytes of contents referenced in them instead of stored, and of chunks.
+    uint64_t base_bytes = 0;
+    uint64_t extents = 0;          // extent records (contents cut into chunks, or in bases)
     std::string digest;            // image digest, hex SHA-256
     // Where the build's time went, in seconds: reading the tree; hashing, dedup and writing
     // the data (one overlapped pass); flushing the last compressed blocks; encoding and writing
@@ -151,6 +165,11 @@ struct PackOpenOptions {
     // Decompressed blocks kept (compressed packs): the cache never holds more. Below one block,
     // nothing is kept.
     std::size_t block_cache_bytes = kDefaultBlockCacheBytes;
+    // Packs a pack built over bases may read from (format 2 with extents, `packfs build
+    // --base`): each is opened and used where its image digest is one the pack names. A base
+    // not given here is looked for beside the pack, under the file name it had when the pack was
+    // built. A base found nowhere fails the open with ENOENT naming it (digest and name).
+    std::vector<std::string> bases = {};
 };
 
 // The header's facts, for `packfs info`.
@@ -178,6 +197,11 @@ struct PackInfo {
     // image digest covers their table: a remote reader can fetch the metadata by block.
     bool has_metadata_digests = false;
     std::string digest;  // hex SHA-256
+    // Format 2 with extents: the average size large contents were cut at (0 without), how many
+    // extents, and the packs it was built over (hex image digest and file name at build).
+    uint32_t chunk_size = 0;
+    uint64_t extents = 0;
+    std::vector<std::pair<std::string, std::string>> bases = {};
 };
 
 // A problem `verify` found: where (virtual path or structure) and what.

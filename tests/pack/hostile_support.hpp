@@ -208,6 +208,9 @@ struct PackParts {
                 case Section::block_digests:
                     return (v2 && (h.compat_features & kCompatBlockDigests) != 0) ||
                            !sec[i].empty();
+                case Section::extents:
+                case Section::bases:
+                    return (h.incompat_features & kIncompatExtents) != 0 || !sec[i].empty();
                 default:
                     return true;
             }

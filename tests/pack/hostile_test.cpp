@@ -824,8 +824,8 @@ TEST_F(Hostile, NewerVersionsAndUnknownIncompatibleFeaturesAreNotSupported) {
                   "version 3");
     check_hostile(raw.build([](Header& h) { h.version = UINT32_MAX; }), fails_open(ENOTSUP),
                   "version 2^32-1");
-    // 1: inode numbers; 2: compressed metadata; 3: holes; 4: metadata digests
-    for (int bit : {5, 6, 63}) {
+    // 1: inode numbers; 2: compressed metadata; 3: holes; 4: metadata digests; 5: extents
+    for (int bit : {6, 7, 63}) {
         check_hostile(raw.build([&](Header& h) { h.incompat_features |= uint64_t{1} << bit; }),
                       fails_open(ENOTSUP), fmt::format("incompat bit {}", bit));
     }

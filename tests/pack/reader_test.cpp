@@ -535,11 +535,11 @@ TEST_F(PackReader, OpenRejectsBadHeadersWithClearErrors) {
 
     std::string feature = good;
     h = header_of(good);
-    h.incompat_features |= 1u << 5;
+    h.incompat_features |= 1u << 6;
     reseal_header(feature, h);
     auto f = try_open("feature", feature);
     ASSERT_TRUE(FailsWith(f, ENOTSUP));
-    EXPECT_NE(f.error().message().find("0x20"), std::string::npos) << f.error().message();
+    EXPECT_NE(f.error().message().find("0x40"), std::string::npos) << f.error().message();
 
     std::string checksum = good;
     checksum[offsetof(Header, inode_count)] ^= 1;

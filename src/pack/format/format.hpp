@@ -65,9 +65,18 @@ inline constexpr uint64_t kIncompatHoles = 1u << 3;
 // against its entry the first time it fetches it; the digest still names the whole tree. A
 // reader that ignored the bit would compute another image digest.
 inline constexpr uint64_t kIncompatMetaDigests = 1u << 4;
+// v2: contents made of extents (docs/FORMAT.md "Extents"): a regular file's locator with
+// kExtentLocator set indexes the extents section, and its bytes are a run of extents, each a
+// range of this pack's stream or of a base pack's (the bases section names them by image
+// digest). Large contents are cut at content-defined boundaries (chunker.hpp) into extents
+// named by their SHA-256, so a pack built over its bases stores only what they lack.
+inline constexpr uint64_t kIncompatExtents = 1u << 5;
 inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData | kIncompatInodeNumbers |
                                            kIncompatCompressedMeta | kIncompatHoles |
-                                           kIncompatMetaDigests;
+                                           kIncompatMetaDigests | kIncompatExtents;
+// With kIncompatExtents: the top bit of a regular file's locator (InodeV2::ref) says the rest
+// is the index of its first extent.
+inline constexpr uint64_t kExtentLocator = uint64_t{1} << 63;
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
 // v2: the times section exists, holding each inode's atime and ctime (without it a reader
 // reports both equal to mtime, which is what a reader that ignores the bit reports).
@@ -99,6 +108,8 @@ enum class Section : uint32_t {
     buckets,        // v2: directories' hash buckets, u32s (DirectoryBuckets below)
     times,          // v2 with kCompatAllTimes: one InodeTimes per inode record
     block_digests,  // v2 with kCompatBlockDigests: one SHA-256 per stream block (BlockDigest)
+    extents,        // v2 with kIncompatExtents: Extent records, each content's a run
+    bases,          // v2 with kIncompatExtents: BaseRecord, the packs extents may lie in
     count
 };
 inline constexpr Section kDigests = Section::contents;  // v2's name for slot 2
@@ -149,7 +160,12 @@ struct Header {
     // v2: block_digests (all zero without kCompatBlockDigests). Readers from before the feature
     // find the metadata region running past its last section they know, and refuse the pack.
     SectionEntry digests_section;
-    uint8_t reserved[56];        // zero
+    // v2 with kIncompatExtents: the extents and bases sections, and the average chunk size the
+    // writer cut large contents with (ChunkParams::around; a power of two); all zero without.
+    SectionEntry extents_section;
+    SectionEntry bases_section;
+    uint32_t chunk_size;
+    uint32_t reserved;           // zero
     uint64_t header_checksum;    // XXH3-64 of the header's first kHeaderSize bytes, this zero
 };
 static_assert(sizeof(Header) == kHeaderSize);
@@ -158,6 +174,9 @@ static_assert(offsetof(Header, numbering_sections) == 312);
 static_assert(offsetof(Header, more_sections) == 360);
 static_assert(offsetof(Header, meta_frames_length) == 408);
 static_assert(offsetof(Header, digests_section) == 424);
+static_assert(offsetof(Header, extents_section) == 448);
+static_assert(offsetof(Header, bases_section) == 472);
+static_assert(offsetof(Header, chunk_size) == 496);
 static_assert(offsetof(Header, header_checksum) == kHeaderSize - 8);
 
 // The entry of section `i` (a Section as an index), wherever the header keeps it.
@@ -167,6 +186,8 @@ inline SectionEntry& section(Header& h, std::size_t i) noexcept {
         return h.numbering_sections[i - kFirstSectionCount];
     if (i < kFirstSectionCount + kNumberingSectionCount + kMoreSectionCount)
         return h.more_sections[i - kFirstSectionCount - kNumberingSectionCount];
+    if (i == static_cast<std::size_t>(Section::extents)) return h.extents_section;
+    if (i == static_cast<std::size_t>(Section::bases)) return h.bases_section;
     return h.digests_section;
 }
 inline const SectionEntry& section(const Header& h, std::size_t i) noexcept {
@@ -179,6 +200,8 @@ inline const SectionEntry& section(const Header& h, Section s) noexcept {
 inline uint64_t section_entry_offset(std::size_t i) noexcept {
     if (i == static_cast<std::size_t>(Section::block_digests))
         return offsetof(Header, digests_section);
+    if (i == static_cast<std::size_t>(Section::extents)) return offsetof(Header, extents_section);
+    if (i == static_cast<std::size_t>(Section::bases)) return offsetof(Header, bases_section);
     return i < kFirstSectionCount ? offsetof(Header, sections) + i * sizeof(SectionEntry)
                                   : offsetof(Header, numbering_sections) +
                                         (i - kFirstSectionCount) * sizeof(SectionEntry);
@@ -240,6 +263,28 @@ struct Xattr {
     uint16_t reserved;      // zero
 };
 static_assert(sizeof(Xattr) == 16);
+
+// One extent of a content made of extents (kIncompatExtents): 64 bytes. A content's extents are
+// consecutive records; the first has `count`, the number of them (the others 0), and `at`
+// runs from 0 with no gap (each record's at = the previous at + length) to the content's size.
+struct Extent {
+    uint64_t at;       // where in the content its bytes start
+    uint64_t offset;   // where in the stream of its pack they are
+    uint64_t length;   // >= 1; [offset, offset + length) inside that stream
+    uint32_t pack;     // 0: this pack; k >= 1: the pack of bases record k - 1
+    uint32_t count;    // the first extent of a content: how many it has; else 0
+    uint8_t sha256[32];  // of its bytes: the name a later pack finds it by
+};
+static_assert(sizeof(Extent) == 64);
+
+// A pack whose stream extents may lie in (kIncompatExtents): 48 bytes.
+struct BaseRecord {
+    uint8_t image_digest[32];  // the base's, which names it (and is checked when it is opened)
+    uint32_t name_offset;      // in `bytes`: its file name when this pack was built, a hint
+    uint32_t name_length;      // 1 .. 255
+    uint64_t reserved;         // zero
+};
+static_assert(sizeof(BaseRecord) == 48);
 
 // The blocks section (compressed packs, and packs with holes): block_count + 1 little-endian u64
 // offsets, relative to data_offset, non-decreasing, the first 0 and the last data_length.
@@ -353,16 +398,16 @@ inline constexpr unsigned bucket_bits(uint64_t entries) noexcept {
 
 inline constexpr const char* kSectionNames[kSectionCount] = {
     "inodes",        "dirents",     "contents", "xattrs", "blocks",       "bytes",
-    "inode_numbers", "inode_order", "buckets",  "times",  "block_digests"};
+    "inode_numbers", "inode_order", "buckets",  "times",  "block_digests", "extents", "bases"};
 inline constexpr const char* kSectionNamesV2[kSectionCount] = {
     "inodes",        "dirents",     "digests", "xattrs", "blocks",       "bytes",
-    "inode_numbers", "inode_order", "buckets", "times",  "block_digests"};
+    "inode_numbers", "inode_order", "buckets", "times",  "block_digests", "extents", "bases"};
 // Bytes per record of each section (the bytes section is a byte array), per version; v1 has
 // no buckets or times (their sizes here are never used).
-inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8, 1,
-                                                                8,  4,  4,  24, 32};
-inline constexpr uint64_t kSectionRecordSizesV2[kSectionCount] = {64, 16, 32, 16, 8, 1,
-                                                                  8,  4,  4,  24, 32};
+inline constexpr uint64_t kSectionRecordSizes[kSectionCount] = {80, 16, 48, 16, 8,  1, 8,
+                                                                4,  4,  24, 32, 64, 48};
+inline constexpr uint64_t kSectionRecordSizesV2[kSectionCount] = {64, 16, 32, 16, 8,  1, 8,
+                                                                  4,  4,  24, 32, 64, 48};
 inline const char* section_name(uint32_t version, std::size_t i) noexcept {
     return version >= 2 ? kSectionNamesV2[i] : kSectionNames[i];
 }

@@ -241,12 +241,84 @@ uint64_t DataReader::content_end(const ContentRef& content) const noexcept {
     return range ? range->end : 0;
 }
 
+Result<DataReader::Piece> DataReader::piece(uint64_t index, const Ctx& ctx) const {
+    auto e = meta_->extent(index, ctx);
+    if (!e) return std::unexpected(e.error());
+    const DataReader* from = e->pack == 0 ? this : nullptr;
+    if (e->pack != 0 && e->pack <= bases_.size()) from = bases_[e->pack - 1];
+    if (from == nullptr) [[unlikely]]  // PackReader::open gives every base or fails
+        return fail(EIO, ctx.op, fmt::format("{} (extent {}: base {} is not open)", ctx.path,
+                                             index, e->pack));
+    if (!within(e->offset, e->length, from->stream_size_)) [[unlikely]]
+        return meta_->corrupt(ctx, meta_->extent_rel(index), from->stream_size_,
+                              e->offset + e->length, "extent range (past its pack's stream)");
+    return Piece{*e, from};
+}
+
+Result<DataReader::Piece> DataReader::piece_at(const ContentRef& content, uint64_t offset,
+                                               uint64_t& index, const Ctx& ctx) const {
+    uint64_t lo = content.offset, hi = content.offset + content.extent_count;  // [lo, hi)
+    while (hi - lo > 1) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        auto e = meta_->extent(mid, ctx);
+        if (!e) return std::unexpected(e.error());
+        (e->at <= offset ? lo : hi) = mid;
+    }
+    auto p = piece(lo, ctx);
+    if (!p) return std::unexpected(p.error());
+    // A run out of order, with gaps, or not summing to the size lands here.
+    if (offset < p->extent.at || offset - p->extent.at >= p->extent.length ||
+        p->extent.at + p->extent.length > content.size) [[unlikely]]
+        return meta_->corrupt(ctx, meta_->extent_rel(lo), offset, p->extent.at,
+                              "extent run (out of order, with a gap, or past its content)");
+    index = lo;
+    return p;
+}
+
+Result<void> DataReader::read_extents(const ContentRef& content, uint64_t offset,
+                                      std::span<std::byte> out, const Ctx& ctx) const {
+    uint64_t index = 0;
+    auto p = piece_at(content, offset, index, ctx);
+    if (!p) return std::unexpected(p.error());
+    for (std::size_t done = 0;;) {
+        const uint64_t in = offset + done - p->extent.at;
+        const std::size_t n = std::min<uint64_t>(out.size() - done, p->extent.length - in);
+        if (p->from == this) {
+            if (auto ok = read_stream(p->extent.offset + in, out.subspan(done, n), ctx); !ok)
+                return ok;
+        } else {
+            const ContentRef range{.where = ContentRef::Where::stream,
+                                   .size = p->extent.length,
+                                   .offset = p->extent.offset};
+            auto got = p->from->read(range, in, out.subspan(done, n), ctx);
+            if (!got) return std::unexpected(got.error());
+        }
+        done += n;
+        if (done == out.size()) return {};
+        // The next extent must go on where this one ends.
+        const uint64_t expected_at = p->extent.at + p->extent.length;
+        if (++index >= content.offset + content.extent_count) [[unlikely]]
+            return meta_->corrupt(ctx, meta_->extent_rel(index), content.size, expected_at,
+                                  "extent run (ends before its content)");
+        p = piece(index, ctx);
+        if (!p) return std::unexpected(p.error());
+        if (p->extent.at != expected_at) [[unlikely]]
+            return meta_->corrupt(ctx, meta_->extent_rel(index), expected_at, p->extent.at,
+                                  "extent at (a gap or an overlap in the run)");
+    }
+}
+
 Result<std::size_t> DataReader::read(const ContentRef& content, uint64_t offset,
                                      std::span<std::byte> out, const Ctx& ctx) const {
     if (offset >= content.size || out.empty()) return 0;
     const std::size_t n = std::min<uint64_t>(out.size(), content.size - offset);
     if (content.where == ContentRef::Where::inline_bytes) {
         std::memcpy(out.data(), content.inline_data + offset, n);
+        return n;
+    }
+    if (content.where == ContentRef::Where::extents) {
+        if (auto ok = read_extents(content, offset, out.first(n), ctx); !ok)
+            return std::unexpected(ok.error());
         return n;
     }
     if (auto ok = read_stream(content.offset + offset, out.first(n), ctx, content_end(content));
@@ -262,6 +334,23 @@ Result<std::span<const std::byte>> DataReader::view(const ContentRef& content, u
     const std::size_t n = std::min<uint64_t>(length, content.size - offset);
     if (content.where == ContentRef::Where::inline_bytes)
         return std::span(content.inline_data + offset, n);
+    if (content.where == ContentRef::Where::extents) {
+        uint64_t index = 0;
+        auto p = piece_at(content, offset, index, ctx);
+        if (!p) return std::unexpected(p.error());
+        const uint64_t in = offset - p->extent.at;
+        if (n <= p->extent.length - in) {  // inside one extent: a view of its pack's stream
+            const ContentRef range{.where = ContentRef::Where::stream,
+                                   .size = p->extent.length,
+                                   .offset = p->extent.offset};
+            return p->from->view(range, in, n, scratch, ctx);
+        }
+        scratch.resize(n);
+        auto out = std::as_writable_bytes(std::span(scratch.data(), n));
+        if (auto ok = read_extents(content, offset, out, ctx); !ok)
+            return std::unexpected(ok.error());
+        return std::span<const std::byte>(out);
+    }
     if (image_->mapping() != nullptr) {
         if (auto at = raw_offset(content.offset + offset, n))
             return std::span(image_->mapping() + *at, n);

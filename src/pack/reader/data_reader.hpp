@@ -38,7 +38,12 @@ public:
     // Takes the data region of `image` as `meta`'s header describes it (both outlive this).
     void open(const PackImage& image, const MetaReader& meta, const PackOpenOptions& options);
 
+    // The data readers of the bases a pack with extents names (kIncompatExtents), in the order
+    // of its bases section: extent pack k reads from bases[k - 1]. They outlive this one.
+    void set_bases(std::vector<const DataReader*> bases) { bases_ = std::move(bases); }
+
     Codec codec() const noexcept { return codec_; }
+    uint64_t stream_size() const noexcept { return stream_size_; }
     // kIncompatHoles: the blocks section exists whatever the codec, and empty blocks are holes.
     bool holes() const noexcept { return holes_; }
     uint32_t block_size() const noexcept { return block_size_; }
@@ -123,6 +128,19 @@ private:
         bool raw() const noexcept { return stored_length == stream_length; }
     };
     Result<StoredBlock> stored_block(uint64_t index, const Ctx& ctx) const;
+    // A content made of extents: extent `i` of it (index into the section), checked to lie in
+    // its pack's stream, with the reader of that pack.
+    struct Piece {
+        Extent extent;
+        const DataReader* from;
+    };
+    Result<Piece> piece(uint64_t index, const Ctx& ctx) const;
+    // The index of the extent of `content` holding byte `offset` (< size): a binary search of
+    // its run by `at`, each record it lands on checked to hold the byte.
+    Result<Piece> piece_at(const ContentRef& content, uint64_t offset, uint64_t& index,
+                           const Ctx& ctx) const;
+    Result<void> read_extents(const ContentRef& content, uint64_t offset, std::span<std::byte> out,
+                              const Ctx& ctx) const;
     // A pack from a source: where `content`'s stored bytes end, passed with its reads so that
     // the source can fetch on to there (ByteSource::read_data); 0 for a local pack.
     uint64_t content_end(const ContentRef& content) const noexcept;
@@ -157,6 +175,7 @@ private:
     bool holes_ = false;          // kIncompatHoles: the blocks section exists whatever the codec
     bool block_digests_ = false;  // kCompatBlockDigests: the block_digests section exists
     uint64_t block_digests_rel_ = 0;
+    std::vector<const DataReader*> bases_;  // kIncompatExtents: extent pack k is bases_[k - 1]
     std::unique_ptr<BlockCache> cache_;
     std::unique_ptr<AllocatedCache> allocated_;  // compressed with holes: st_blocks walked once
     // A local compressed pack with a cache: the next block inflated ahead of a sequential

@@ -44,6 +44,7 @@ public:
           numbered_((h.incompat_features & kIncompatInodeNumbers) != 0),
           all_times_(v2_ && (h.compat_features & kCompatAllTimes) != 0),
           block_digests_((h.compat_features & kCompatBlockDigests) != 0),
+          extents_((h.incompat_features & kIncompatExtents) != 0),
           meta_blocks_(meta_block_count(h.meta_length)),
           meta_end_(h.meta_offset + h.meta_length) {}
 
@@ -73,7 +74,7 @@ private:
     const uint64_t real_size_;
     const std::string_view path_;
     const bool v2_, compressed_, holes_, framed_, meta_digests_, numbered_, all_times_,
-        block_digests_;
+        block_digests_, extents_;
     const uint64_t meta_blocks_;  // ceil(meta_length / meta_block_size)
     const uint64_t meta_end_;     // meta_offset + meta_length: where the sections must end
 };
@@ -139,6 +140,19 @@ Result<void> HeaderCheck::fields() const {
                        "inline limit");
     if (h_.inode_count == 0 || h_.inode_count > std::numeric_limits<uint32_t>::max())
         return corrupt(at(offsetof(Header, inode_count)), 1, h_.inode_count, "inode count");
+    // Extents: version 2 only, with the chunk size they were cut with; none without them.
+    if (extents_ && !v2_)
+        return corrupt(at(offsetof(Header, incompat_features)),
+                       h_.incompat_features & ~kIncompatExtents, h_.incompat_features,
+                       "incompatible features (extents in version 1)");
+    if (extents_ ? (h_.chunk_size < (1u << 10) || h_.chunk_size > (4u << 20) ||
+                    (h_.chunk_size & (h_.chunk_size - 1)) != 0)
+                 : h_.chunk_size != 0)
+        return corrupt(at(offsetof(Header, chunk_size)), extents_ ? 64u << 10 : 0, h_.chunk_size,
+                       extents_ ? "chunk size (a power of two, 1 KiB to 4 MiB)"
+                                : "chunk size (without the extents feature)");
+    if (h_.reserved != 0)
+        return corrupt(at(offsetof(Header, reserved)), 0, h_.reserved, "reserved header field");
     return {};
 }
 
@@ -229,6 +243,8 @@ const char* HeaderCheck::absent(std::size_t i) const noexcept {
     if (s == Section::buckets && !v2_) return "in a version 1 pack";
     if (s == Section::times && !all_times_) return "without the all-times feature";
     if (s == Section::block_digests && !block_digests_) return "without the block-digests feature";
+    if ((s == Section::extents || s == Section::bases) && !extents_)
+        return "without the extents feature";
     return nullptr;
 }
 

@@ -84,6 +84,10 @@ MetaReader::InodeFault MetaReader::inode_fault(const InodeCore& n, uint32_t max_
                 ok = n.ref <= content_count_ && (n.ref != 0 || n.size == 0);
             } else if (n.size == 0) {
                 ok = n.ref == 0 && aux == 0;
+            } else if ((n.ref & kExtentLocator) != 0 && extent_count_ != 0) {
+                // made of extents (kIncompatExtents): never inline; its first extent's index
+                ok = aux < content_count_ && n.size > inline_max_ &&
+                     (n.ref & ~kExtentLocator) < extent_count_;
             } else {  // the content's digest, and its bytes inline or in the stream
                 ok = aux < content_count_ &&
                      within(n.ref, n.size, n.size <= inline_max_ ? bytes_length_ : stream_size_);

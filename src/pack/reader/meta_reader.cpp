@@ -57,6 +57,12 @@ Result<void> MetaReader::open(const Header& h, PackImage& image, std::string_vie
         order_rel_ = rel(Section::inode_order);
     }
     stream_size_ = h.stream_size;
+    if ((h.incompat_features & kIncompatExtents) != 0) {
+        extents_rel_ = rel(Section::extents);
+        extent_count_ = section(h, Section::extents).length / sizeof(Extent);
+        bases_rel_ = rel(Section::bases);
+        base_count_ = section(h, Section::bases).length / sizeof(BaseRecord);
+    }
     inline_max_ = h.inline_max;
     meta_ = image.meta();  // file offset meta_offset
     if (auto ok = open_sums(image, name); !ok) return ok;
@@ -201,6 +207,19 @@ Result<ContentRef> MetaReader::content(const InodeView& file, const Ctx& ctx) co
             c.inline_data = reinterpret_cast<const std::byte*>(data->data());
             return c;
         }
+        if ((file.rec.ref & kExtentLocator) != 0) {  // inode() checked the index's range
+            c.where = ContentRef::Where::extents;
+            c.offset = file.rec.ref & ~kExtentLocator;
+            const uint64_t rel = extents_rel_ + c.offset * sizeof(Extent);
+            auto at = meta(rel, sizeof(Extent), ctx);
+            if (!at) return std::unexpected(at.error());
+            c.extent_count = load<uint32_t>(*at + offsetof(Extent, count));
+            if (c.extent_count == 0 || c.extent_count > extent_count_ - c.offset ||
+                c.extent_count > c.size) [[unlikely]]
+                return corrupt(ctx, rel + offsetof(Extent, count), 1, c.extent_count,
+                               "extent count (of a content's first extent)");
+            return c;
+        }
         c.where = ContentRef::Where::stream;
         c.offset = file.rec.ref;
         return c;
@@ -226,6 +245,53 @@ Result<ContentRef> MetaReader::content(const InodeView& file, const Ctx& ctx) co
     c.where = ContentRef::Where::stream;
     c.offset = offset;
     return c;
+}
+
+Result<Sha256Digest> MetaReader::content_digest(uint64_t index, const Ctx& ctx) const {
+    if (index >= content_count_) [[unlikely]]
+        return corrupt(ctx, contents_rel_, content_count_, index, "content index");
+    const uint64_t rel = version_ >= 2 ? contents_rel_ + index * 32
+                                       : contents_rel_ + index * sizeof(Content) +
+                                             offsetof(Content, sha256);
+    auto at = meta(rel, 32, ctx);
+    if (!at) return std::unexpected(at.error());
+    Sha256Digest out;
+    std::memcpy(out.data(), *at, 32);
+    return out;
+}
+
+Result<Extent> MetaReader::extent(uint64_t index, const Ctx& ctx) const {
+    if (index >= extent_count_) [[unlikely]]
+        return corrupt(ctx, extents_rel_, extent_count_, index, "extent index");
+    const uint64_t rel = extents_rel_ + index * sizeof(Extent);
+    auto at = meta(rel, sizeof(Extent), ctx);
+    if (!at) return std::unexpected(at.error());
+    const auto e = load<Extent>(*at);
+    if (e.length == 0) [[unlikely]]
+        return corrupt(ctx, rel + offsetof(Extent, length), 1, 0, "extent length");
+    if (e.pack > base_count_) [[unlikely]]
+        return corrupt(ctx, rel + offsetof(Extent, pack), base_count_, e.pack,
+                       "extent pack (no such base)");
+    return e;
+}
+
+Result<BaseRef> MetaReader::base(uint64_t index, const Ctx& ctx) const {
+    if (index >= base_count_) [[unlikely]]
+        return corrupt(ctx, bases_rel_, base_count_, index, "base index");
+    const uint64_t rel = bases_rel_ + index * sizeof(BaseRecord);
+    auto at = meta(rel, sizeof(BaseRecord), ctx);
+    if (!at) return std::unexpected(at.error());
+    const auto b = load<BaseRecord>(*at);
+    if (b.name_length == 0 || b.name_length > 255) [[unlikely]]
+        return corrupt(ctx, rel + offsetof(BaseRecord, name_length), 255, b.name_length,
+                       "base name length");
+    auto name = bytes(b.name_offset, b.name_length, rel + offsetof(BaseRecord, name_offset),
+                      "base name", ctx);
+    if (!name) return std::unexpected(name.error());
+    BaseRef out;
+    std::memcpy(out.image_digest.data(), b.image_digest, 32);
+    out.name = *name;
+    return out;
 }
 
 Result<std::string_view> MetaReader::symlink_target(const InodeView& link, const Ctx& ctx) const {

@@ -73,11 +73,20 @@ static_assert(sizeof(InodeView) == 64);
 // Where a regular file's bytes are: nowhere (empty), inline in `bytes` (a checked pointer
 // into the metadata), or in the data stream at `offset`.
 struct ContentRef {
-    enum class Where : uint8_t { empty, inline_bytes, stream };
+    // extents: a run of Extent records (kIncompatExtents), each a range of this pack's stream
+    // or a base's.
+    enum class Where : uint8_t { empty, inline_bytes, stream, extents };
     Where where = Where::empty;
     uint64_t size = 0;
-    uint64_t offset = 0;  // stream offset (Where::stream)
+    uint64_t offset = 0;  // stream offset (Where::stream); first extent's index (extents)
     const std::byte* inline_data = nullptr;
+    uint64_t extent_count = 0;  // Where::extents: how many (>= 1, all inside the section)
+};
+
+// A base pack as a pack with extents names it (BaseRecord).
+struct BaseRef {
+    Sha256Digest image_digest{};
+    std::string_view name;  // its file name when the pack was built (a hint where to find it)
 };
 
 class MetaReader {
@@ -141,6 +150,20 @@ public:
     uint64_t content_index(const InodeView& file) const noexcept {
         return version_ >= 2 ? file.aux : file.rec.ref - 1;
     }
+    // Extent `index` of the extents section (kIncompatExtents), checked: inside the section,
+    // length >= 1, its pack 0 or a base this pack names. Its range is checked against that
+    // pack's stream by the reader of it (DataReader), its `at` against the run by the caller.
+    Result<Extent> extent(uint64_t index, const Ctx& ctx) const;
+    uint64_t extent_count() const noexcept { return extent_count_; }
+    // Where extent `index` is in the metadata region (for errors that name it).
+    uint64_t extent_rel(uint64_t index) const noexcept {
+        return extents_rel_ + index * sizeof(Extent);
+    }
+    // The bases (kIncompatExtents): how many, and record `index` (its name checked).
+    uint64_t base_count() const noexcept { return base_count_; }
+    Result<BaseRef> base(uint64_t index, const Ctx& ctx) const;
+    // The SHA-256 of content `index` (content_index()): v2's digests record, v1's content's.
+    Result<Sha256Digest> content_digest(uint64_t index, const Ctx& ctx) const;
     // A symlink's target (inside `bytes`, checked).
     Result<std::string_view> symlink_target(const InodeView& link, const Ctx& ctx) const;
     // Every field of a node's Stat, st_ino its inode number, st_blocks its size in 512-byte
@@ -308,6 +331,8 @@ private:
     bool numbered_ = false;  // kIncompatInodeNumbers: the two sections below exist
     uint64_t numbers_rel_ = 0, order_rel_ = 0;
     uint64_t stream_size_ = 0;  // what a file's range in the stream is checked against
+    uint64_t extents_rel_ = 0, extent_count_ = 0;  // kIncompatExtents
+    uint64_t bases_rel_ = 0, base_count_ = 0;
     uint32_t inline_max_ = 0;
     uint64_t block_sum_count_ = 0;
     std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // bit b: block b matched its sum

@@ -3,6 +3,9 @@
 // observer.
 #include "pack/reader/reader.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "pack/reader/header_check.hpp"
@@ -21,6 +24,14 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
                                                      std::string_view host_path,
                                                      const PackOpenOptions& options,
                                                      const OpenHooks& hooks) {
+    return open_image(std::move(image), host_path, options, hooks, /*with_bases=*/true);
+}
+
+Result<std::unique_ptr<PackReader>> PackReader::open_image(std::unique_ptr<PackImage> image,
+                                                           std::string_view host_path,
+                                                           const PackOpenOptions& options,
+                                                           const OpenHooks& hooks,
+                                                           bool with_bases) {
     std::unique_ptr<PackReader> r(new PackReader());  // private constructor
     r->image_ = std::move(image);
     Header h;
@@ -32,7 +43,74 @@ Result<std::unique_ptr<PackReader>> PackReader::open(std::unique_ptr<PackImage> 
     if (auto ok = r->meta_.open(h, *r->image_, host_path, hooks); !ok)
         return std::unexpected(ok.error());
     r->data_.open(*r->image_, r->meta_, options);
+    if (with_bases && r->meta_.base_count() > 0) {
+        if (r->image_->source() != nullptr)
+            return fail(ENOTSUP, "open_pack",
+                        fmt::format("{} (a pack built over bases is not read from a server yet)",
+                                    host_path));
+        if (auto ok = r->open_bases(host_path, options); !ok) return std::unexpected(ok.error());
+    }
     return r;
+}
+
+Result<void> PackReader::open_bases(std::string_view host_path, const PackOpenOptions& options) {
+    const Ctx ctx{"open_pack", host_path};
+    const std::string dir = [&] {
+        const auto slash = host_path.rfind('/');
+        return slash == std::string_view::npos ? std::string(".")
+                                               : std::string(host_path.substr(0, slash + 1));
+    }();
+    // Each given base opened once, whichever records it matches.
+    std::vector<std::unique_ptr<PackReader>> given(options.bases.size());
+    std::vector<bool> tried(options.bases.size(), false);
+    PackOpenOptions base_options = options;
+    base_options.bases.clear();
+    auto open_one = [&](const std::string& path) -> Result<std::unique_ptr<PackReader>> {
+        auto image = PackImage::open(path);
+        if (!image) return std::unexpected(image.error());
+        return open_image(std::move(*image), path, base_options, OpenHooks{}, false);
+    };
+    auto digest_of = [](const PackReader& p) {
+        return to_hex(std::span<const uint8_t>(p.header().image_digest));
+    };
+    std::vector<const DataReader*> readers;
+    for (uint64_t k = 0; k < meta_.base_count(); ++k) {
+        auto base = meta_.base(k, ctx);
+        if (!base) return std::unexpected(base.error());
+        const std::string want = to_hex(base->image_digest);
+        std::unique_ptr<PackReader> found;
+        for (std::size_t g = 0; g < given.size() && !found; ++g) {
+            if (!tried[g]) {
+                tried[g] = true;
+                auto opened = open_one(options.bases[g]);
+                if (!opened) return std::unexpected(opened.error());
+                given[g] = std::move(*opened);
+            }
+            if (given[g] && digest_of(*given[g]) == want) found = std::move(given[g]);
+        }
+        std::string beside_why;
+        if (!found && base->name.find('/') == std::string_view::npos) {
+            const std::string beside = dir + std::string(base->name);
+            if (::access(beside.c_str(), F_OK) == 0) {
+                auto opened = open_one(beside);
+                if (!opened) return std::unexpected(opened.error());
+                if (digest_of(**opened) == want)
+                    found = std::move(*opened);
+                else
+                    beside_why = fmt::format("; {} is another pack (sha256:{})", beside,
+                                             digest_of(**opened));
+            }
+        }
+        if (!found)
+            return fail(ENOENT, "open_pack",
+                        fmt::format("{} (its base sha256:{} ('{}') is not found{}: give it with "
+                                    "--base)",
+                                    host_path, want, base->name, beside_why));
+        readers.push_back(&found->data());
+        bases_.push_back(std::move(found));
+    }
+    data_.set_bases(std::move(readers));
+    return {};
 }
 
 PackInfo PackReader::info() const {
@@ -66,6 +144,12 @@ PackInfo PackReader::info() const {
     i.keeps_inode_numbers = meta_.keeps_inode_numbers();
     i.stores_all_times = meta_.stores_all_times();
     i.digest = to_hex(std::span<const uint8_t>(h.image_digest));
+    i.chunk_size = h.chunk_size;
+    i.extents = meta_.extent_count();
+    for (uint64_t k = 0; k < meta_.base_count(); ++k) {
+        if (auto base = meta_.base(k, Ctx{"info", {}}))
+            i.bases.emplace_back(to_hex(base->image_digest), std::string(base->name));
+    }
     return i;
 }
 

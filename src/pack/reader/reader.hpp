@@ -149,8 +149,18 @@ public:
 
 private:
     PackReader() = default;
+    // The bases the pack names (kIncompatExtents), opened from options.bases or beside
+    // `host_path`; each opened for its stream alone (its own bases are not opened: a pack's
+    // extents name every pack they read from directly).
+    Result<void> open_bases(std::string_view host_path, const PackOpenOptions& options);
+    static Result<std::unique_ptr<PackReader>> open_image(std::unique_ptr<PackImage> image,
+                                                          std::string_view name,
+                                                          const PackOpenOptions& options,
+                                                          const OpenHooks& hooks,
+                                                          bool with_bases);
 
     std::unique_ptr<PackImage> image_;
+    std::vector<std::unique_ptr<PackReader>> bases_;  // data_ reads extents from them
     MetaReader meta_;
     DataReader data_;  // reads its blocks section through meta_
     std::shared_ptr<AccessObserver> observer_;

@@ -118,6 +118,13 @@ void Verifier::gather_contents() {
             v2_ ? located_[i] : load<Content>(m_.meta_ + m_.contents_rel_ + i * sizeof(Content));
         Item item{i, c.offset, c.size, c.size <= m_.inline_max_, {}};
         std::memcpy(item.sha.data(), c.sha256, item.sha.size());
+        if (v2_ && m_.extent_count_ != 0 && (c.offset & kExtentLocator) != 0 && !item.is_inline) {
+            item.extents = true;
+            item.offset = c.offset & ~kExtentLocator;
+            content_bytes_ += c.size;
+            items_.push_back(item);
+            continue;
+        }
         const uint64_t limit = item.is_inline ? m_.bytes_length_ : d_.stream_size_;
         if (c.size == 0 || c.offset > limit || c.size > limit - c.offset) {
             bad_content_[i] =
@@ -178,13 +185,84 @@ void Verifier::check_metadata_blocks() {
 // In stream order (the inline ones first), so a compressed block is loaded once into block_.
 void Verifier::check_contents() {
     std::sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {
+        if (a.extents != b.extents) return b.extents;  // those made of extents last
         return a.is_inline != b.is_inline ? a.is_inline : a.offset < b.offset;
     });
     block_state_.assign(d_.block_count_, 0);
     for (const Item& item : items_) check_content(item);
 }
 
+void Verifier::check_extents(const Item& item) {
+    auto first = m_.extent(item.offset, ctx_);
+    if (!first) {
+        bad_content_[item.index] = "content " + first.error().message();
+        return;
+    }
+    const ContentRef ref{.where = ContentRef::Where::extents,
+                         .size = item.size,
+                         .offset = item.offset,
+                         .inline_data = nullptr,
+                         .extent_count = first->count};
+    if (first->count == 0 || first->count > m_.extent_count_ - item.offset) {
+        bad_content_[item.index] =
+            fmt::format("content's extent run at {} has a bad count {}", item.offset, first->count);
+        return;
+    }
+    Sha256 extent_sha;
+    uint64_t expected_at = 0;  // the run covers the content from 0, with no gap or overlap
+    for (uint64_t i = 0; i < first->count; ++i) {
+        auto e = m_.extent(item.offset + i, ctx_);
+        if (!e) {
+            (void)sha_.finish();
+            bad_content_[item.index] = "content " + e.error().message();
+            return;
+        }
+        if (e->at != expected_at || e->length > item.size - e->at) {
+            (void)sha_.finish();
+            bad_content_[item.index] =
+                fmt::format("content's extent {} starts at {} of {} bytes where {} was expected",
+                            item.offset + i, e->at, item.size, expected_at);
+            return;
+        }
+        expected_at += e->length;
+        for (uint64_t done = 0; done < e->length;) {
+            chunk_.resize(std::min<uint64_t>(kChunk, e->length - done));
+            auto got = d_.read(ref, e->at + done, chunk_, ctx_);
+            if (!got || *got != chunk_.size()) {
+                (void)sha_.finish();
+                (void)extent_sha.finish();
+                bad_content_[item.index] =
+                    "content " + (got ? std::string("extent run ends early") : got.error().message());
+                return;
+            }
+            sha_.update(chunk_);
+            extent_sha.update(chunk_);
+            done += chunk_.size();
+            meter_.add(chunk_.size());
+        }
+        if (e->pack == 0) extent_ranges_.emplace_back(e->offset, e->length);
+        if ((i == 0) != (e->count != 0))
+            problem(fmt::format("extent {}", item.offset + i),
+                    fmt::format("count {} (the first of a run has its count, the others 0)",
+                                e->count));
+        Sha256Digest want;
+        std::memcpy(want.data(), e->sha256, 32);
+        if (const Sha256Digest got = extent_sha.finish(); got != want)
+            problem(fmt::format("extent {}", item.offset + i),
+                    fmt::format("SHA-256 mismatch: expected {}, found {}", to_hex(want),
+                                to_hex(got)));
+    }
+    const Sha256Digest got = sha_.finish();
+    if (expected_at != item.size)
+        bad_content_[item.index] = fmt::format("content's extents hold {} of its {} bytes",
+                                               expected_at, item.size);
+    else if (got != item.sha)
+        bad_content_[item.index] = fmt::format("content SHA-256 mismatch: expected {}, found {}",
+                                               to_hex(item.sha), to_hex(got));
+}
+
 void Verifier::check_content(const Item& item) {
+    if (item.extents) return check_extents(item);
     std::string why;
     for (uint64_t done = 0; done < item.size;) {
         auto slice = content_slice(item, done, why);
@@ -322,11 +400,15 @@ void Verifier::check_padding() {
     check_zero(d_.data_offset_ + d_.data_length_,
                m_.meta_offset_ - d_.data_offset_ - d_.data_length_, "gap before the metadata");
     if (d_.codec_ != Codec::none) return;
-    uint64_t covered = 0;  // items: the inline ones first, then by stream offset
-    for (const Item& item : items_) {
-        if (item.is_inline) continue;
-        if (item.offset > covered) check_stream_zero(covered, item.offset - covered);
-        covered = std::max(covered, item.offset + item.size);
+    // What contents hold of the stream: their ranges, and their extents' in this pack.
+    std::vector<std::pair<uint64_t, uint64_t>> held = std::move(extent_ranges_);
+    for (const Item& item : items_)
+        if (!item.is_inline && !item.extents) held.emplace_back(item.offset, item.size);
+    std::sort(held.begin(), held.end());
+    uint64_t covered = 0;
+    for (const auto& [offset, size] : held) {
+        if (offset > covered) check_stream_zero(covered, offset - covered);
+        covered = std::max(covered, offset + size);
     }
     if (d_.stream_size_ > covered) check_stream_zero(covered, d_.stream_size_ - covered);
 }

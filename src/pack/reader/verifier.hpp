@@ -61,10 +61,16 @@ private:
     // A content to hash: where it is (the bytes section when inline, else the stream) and the
     // SHA-256 it must have.
     struct Item {
-        uint64_t index, offset, size;
+        uint64_t index, offset, size;  // made of extents: offset is its first extent's index
         bool is_inline;
         Sha256Digest sha;
+        bool extents = false;
     };
+    // A content made of extents: read through the data reader (its bases too), each extent's
+    // SHA-256 checked against its bytes and the whole against the content's.
+    void check_extents(const Item& item);
+    // This pack's stream ranges that extents hold (check_padding counts them as contents).
+    std::vector<std::pair<uint64_t, uint64_t>> extent_ranges_;
     // A directory the tree walk has still to list.
     struct Dir {
         std::string path;

@@ -447,9 +447,9 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                 if (align && content.size >= kAlignMin)
                     plan.stream_size = (plan.stream_size + kPage - 1) / kPage * kPage;
                 content.offset = plan.stream_size;
-                plan.stream_size += content.size;
-                if (auto r = write(content, h.held ? &h.bytes : nullptr); !r)
-                    return std::unexpected(r.error());
+                auto used = write(content, h.held ? &h.bytes : nullptr);
+                if (!used) return std::unexpected(used.error());
+                plan.stream_size += *used;
                 if (h.held && options.dedup && kept_bytes + size <= kKeptBudget) {
                     kept_bytes += size;
                     content.kept = std::move(h.bytes);  // for a later duplicate's compare

@@ -32,6 +32,9 @@ struct PlannedContent {
     std::string kept;  // its bytes: an inline content's (for the bytes section), or a
                        // small one's kept for comparing later duplicates in memory
     bool has_kept = false;
+    // Made of extents (PackWriteOptions::chunk_size, bases): its run, `count` set on the first;
+    // empty for a content stored whole at `offset`.
+    std::vector<Extent> extents;
 };
 
 struct ContentPlan {
@@ -42,10 +45,12 @@ struct ContentPlan {
     uint64_t stream_size = 0;              // stream contents, alignment included
 };
 
-// Writes one new stream content (its offset set), in stream order: from `bytes` when the
-// hashing held them, else (nullptr) read again from the source.
+// Writes one new stream content, in stream order, at its offset or after it (alignment the
+// plan chose): from `bytes` when the hashing held them, else (nullptr) read again from the
+// source. Returns the stream bytes it took from its offset on: its size when stored whole, less
+// when it is made of extents some of which lie elsewhere (it then sets `extents`).
 using ContentSink =
-    std::function<Result<void>(const PlannedContent& content, const std::string* bytes)>;
+    std::function<Result<uint64_t>(PlannedContent& content, const std::string* bytes)>;
 
 // Hashes, dedups, lays out and writes (through `write`); sets ScannedInode::content.
 // `progress(done, total)` runs on the calling thread.

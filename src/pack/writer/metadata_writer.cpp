@@ -264,13 +264,23 @@ Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const Metadat
     std::vector<Xattr> xattrs;
     std::vector<uint32_t> buckets;
     std::vector<std::string_view> names;
+    // Contents made of extents: their runs, in content order; each one's first index.
+    std::vector<Extent> extents;
+    std::vector<uint64_t> first_extent(plan.contents.size(), 0);
+    for (std::size_t c = 0; c < plan.contents.size(); ++c) {
+        first_extent[c] = extents.size();
+        extents.insert(extents.end(), plan.contents[c].extents.begin(),
+                       plan.contents[c].extents.end());
+    }
     inodes.reserve(tree.inodes.size());
     for (const ScannedInode& s : tree.inodes) {
         InodeV2 inode = inode_head<InodeV2>(s);
         switch (s.stat.type) {
             case FileType::regular:
                 if (s.content != 0) {
-                    inode.ref = plan.contents[s.content - 1].offset;
+                    const PlannedContent& c = plan.contents[s.content - 1];
+                    inode.ref = c.extents.empty() ? c.offset
+                                                  : kExtentLocator | first_extent[s.content - 1];
                     inode.aux = static_cast<uint32_t>(s.content - 1);
                 }
                 break;
@@ -320,6 +330,20 @@ Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const Metadat
     out.put(Section::xattrs, std::span<const Xattr>(xattrs));
     out.put(Section::buckets, std::span<const uint32_t>(buckets));
     if (all_times) out.put(Section::times, std::span<const InodeTimes>(times));
+    if (format.chunk_size != 0) {
+        std::vector<BaseRecord> bases;
+        for (const BaseSpec& spec : format.bases) {
+            auto name = bytes.intern(spec.name);
+            if (!name) return std::unexpected(name.error());
+            BaseRecord record{};
+            std::memcpy(record.image_digest, spec.image_digest.data(), 32);
+            record.name_offset = *name;
+            record.name_length = static_cast<uint32_t>(spec.name.size());
+            bases.push_back(record);
+        }
+        out.put(Section::extents, std::span<const Extent>(extents));
+        out.put(Section::bases, std::span<const BaseRecord>(bases));
+    }
     return {};
 }
 
@@ -379,6 +403,10 @@ Result<MetadataImage> build_metadata(const ScannedTree& tree, ContentPlan& plan,
         h.compat_features |= kCompatAllTimes;
     if (numbering != nullptr) h.incompat_features |= kIncompatInodeNumbers;
     if (block_digests) h.compat_features |= kCompatBlockDigests;
+    if (v2 && format.chunk_size != 0) {
+        h.incompat_features |= kIncompatExtents;
+        h.chunk_size = format.chunk_size;
+    }
 
     auto& region = image.region;
     std::size_t total = 0;

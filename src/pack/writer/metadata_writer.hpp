@@ -9,6 +9,7 @@
 
 #include "core/huge_pages.hpp"
 #include "pack/format/format.hpp"
+#include "pack/writer/base_index.hpp"
 #include "pack/writer/content_plan.hpp"
 #include "pack/writer/tree_scan.hpp"
 #include "packfs/error.hpp"
@@ -39,6 +40,10 @@ struct MetadataFormat {
     bool all_times = false;  // v2: the times section (v1 always holds all three times)
     bool meta_digests = false;  // v2: a SHA-256 per metadata block (kIncompatMetaDigests)
     uint32_t (*name_hash_for_tests)(std::string_view) = nullptr;  // v2: instead of name_hash()
+    // v2: contents may be made of extents (kIncompatExtents), cut at this average size;
+    // 0: none. `bases`: the packs the extents name.
+    uint32_t chunk_size = 0;
+    std::vector<BaseSpec> bases = {};
 };
 
 // Encodes everything, for metadata stored raw; inline contents' bytes come from the plan (always

@@ -3,12 +3,17 @@
 // place only when complete and durable.
 #include "pack/writer/writer.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
+#include "pack/format/chunker.hpp"
 #include "pack/format/digest.hpp"
+#include "pack/writer/base_index.hpp"
 #include "pack/writer/content_plan.hpp"
 #include "pack/writer/metadata_writer.hpp"
 #include "pack/writer/output_file.hpp"
@@ -25,6 +30,15 @@ using namespace pack;
 constexpr uint32_t kMinBlock = 4096;
 constexpr uint32_t kMaxBlock = 16u << 20;
 constexpr uint32_t kMaxInline = 4096;
+constexpr uint32_t kDefaultChunkSize = 64 << 10;  // with bases and no chunk size given
+
+struct DigestHash {
+    std::size_t operator()(const Sha256Digest& d) const noexcept {
+        std::size_t h;
+        std::memcpy(&h, d.data(), sizeof h);
+        return h;
+    }
+};
 
 Result<void> check_options(const PackWriteOptions& o) {
     if (o.block_size < kMinBlock || o.block_size > kMaxBlock || (o.block_size & (o.block_size - 1)))
@@ -32,6 +46,13 @@ Result<void> check_options(const PackWriteOptions& o) {
     if (o.inline_max > kMaxInline) return fail(EINVAL, "build: inline limit over 4096 bytes");
     if (o.format < kOldestFormatVersion || o.format > kFormatVersion)
         return fail(EINVAL, "build: pack format version must be 1 or 2");
+    if (o.chunk_size != 0 || !o.bases.empty()) {
+        if (o.format < 2) return fail(EINVAL, "build: chunks and bases need pack format 2");
+        if (o.chunk_size != 0) {
+            if (const std::string why = ChunkParams::around(o.chunk_size).check(); !why.empty())
+                return fail(EINVAL, fmt::format("build: {}", why));
+        }
+    }
     if (o.clamp_time && (o.clamp_time->nsec < 0 || o.clamp_time->nsec >= 1'000'000'000))
         return fail(EINVAL, "build: clamp time's nanoseconds outside 0 ..= 999,999,999");
     return {};
@@ -103,31 +124,103 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     StreamWriter stream(*out, codec, options.level, options.block_size, jobs,
                         /*holes=*/options.format >= 2,
                         /*digests=*/options.format >= 2 && options.block_digests);
-    // Each new content as the plan decides it, in stream order.
-    auto write_content = [&](const PlannedContent& content,
-                             const std::string* held) -> Result<void> {
-        if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r) return r;
-        if (held) {
-            if (auto r = stream.put(std::as_bytes(std::span(*held))); !r) return r;
-        } else {
-            // Read again; the dedup hash is recomputed so a file changed since it was hashed
-            // is caught instead of stored under a stale SHA-256.
-            Xxh3_128 check;
-            Result<void> put;
-            const ScannedInode& inode = tree->inodes[content.source_ino - 1];
-            const std::string& path = inode.path;
-            auto r = read_content(source, {path, inode.handle}, inode.stat, content.size,
-                                  [&](std::span<const std::byte> s, bool hole) {
-                                      check.update(s);
-                                      if (put)
-                                          put = hole ? stream.put_zeros(s.size()) : stream.put(s);
-                                  });
-            if (!r) return r;
-            if (!put) return put;
-            if (!hooks.dedup_hash && check.finish() != content.dedup_hash)
-                return fail(EAGAIN, "build: file changed while it was read", path);
-        }
+    // Extents (format 2): contents in the bases referenced there, large ones cut into chunks.
+    const bool extents = options.format >= 2 && (options.chunk_size != 0 || !options.bases.empty());
+    const uint32_t chunk_size = options.chunk_size != 0 ? options.chunk_size : kDefaultChunkSize;
+    std::optional<BaseIndex> bases;
+    if (!options.bases.empty()) {
+        auto opened = BaseIndex::open(options.bases);
+        if (!opened) return std::unexpected(opened.error());
+        bases = std::move(*opened);
+    }
+    std::unordered_map<Sha256Digest, uint64_t, DigestHash> local_chunks;  // name -> stream offset
+    uint64_t base_bytes = 0, extent_count = 0;
+
+    // A content's bytes: the held copy, or read again from the source (the dedup hash is
+    // recomputed so a file changed since it was hashed is caught instead of stored under a
+    // stale SHA-256). `sink(bytes, hole)`.
+    auto content_bytes = [&](const PlannedContent& content, const std::string* held,
+                             const std::function<Result<void>(std::span<const std::byte>, bool)>&
+                                 sink) -> Result<void> {
+        if (held) return sink(std::as_bytes(std::span(*held)), false);
+        Xxh3_128 check;
+        Result<void> put;
+        const ScannedInode& inode = tree->inodes[content.source_ino - 1];
+        const std::string& path = inode.path;
+        auto r = read_content(source, {path, inode.handle}, inode.stat, content.size,
+                              [&](std::span<const std::byte> s, bool hole) {
+                                  check.update(s);
+                                  if (put) put = sink(s, hole);
+                              });
+        if (!r) return r;
+        if (!put) return put;
+        if (!hooks.dedup_hash && check.finish() != content.dedup_hash)
+            return fail(EAGAIN, "build: file changed while it was read", path);
         return {};
+    };
+    // A large content cut into chunks: each one a base holds, or this pack already, referenced;
+    // the others written to the stream.
+    auto write_chunked = [&](PlannedContent& content, const std::string* held) -> Result<void> {
+        StreamChunker chunker(ChunkParams::around(chunk_size));
+        Result<void> put;
+        uint64_t at = 0;
+        auto chunk = [&](std::span<const std::byte> bytes) {
+            if (!put) return;
+            const Sha256Digest name = sha256(bytes);
+            Extent e{.at = at, .offset = 0, .length = bytes.size(), .pack = 0, .count = 0,
+                     .sha256 = {}};
+            std::memcpy(e.sha256, name.data(), 32);
+            if (const Extent* in_base = bases ? bases->chunk(name, bytes.size()) : nullptr) {
+                e.offset = in_base->offset;
+                e.pack = in_base->pack;
+                base_bytes += bytes.size();
+            } else if (auto it = local_chunks.find(name); it != local_chunks.end()) {
+                e.offset = it->second;
+            } else {
+                e.offset = stream.stream_bytes();
+                local_chunks.emplace(name, e.offset);
+                put = stream.put(bytes);
+            }
+            content.extents.push_back(e);
+            at += bytes.size();
+        };
+        std::vector<std::byte> zeros;
+        auto r = content_bytes(content, held, [&](std::span<const std::byte> s, bool hole) {
+            if (hole) {  // zeros the source did not read: chunked like any others
+                zeros.assign(s.size(), std::byte{0});
+                s = zeros;
+            }
+            chunker.put(s, chunk);
+            return put;
+        });
+        if (!r) return r;
+        chunker.finish(chunk);
+        if (!put) return put;
+        content.extents.front().count = static_cast<uint32_t>(content.extents.size());
+        extent_count += content.extents.size();
+        return {};
+    };
+    // Each new content as the plan decides it, in stream order.
+    auto write_content = [&](PlannedContent& content, const std::string* held) -> Result<uint64_t> {
+        if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r)
+            return std::unexpected(r.error());
+        if (extents) {
+            if (const auto* whole = bases ? bases->whole(content.sha256) : nullptr) {
+                content.extents = *whole;
+                base_bytes += content.size;
+                extent_count += whole->size();
+                return 0;
+            }
+            if (content.size >= chunk_size) {
+                if (auto r = write_chunked(content, held); !r) return std::unexpected(r.error());
+                return stream.stream_bytes() - content.offset;
+            }
+        }
+        auto r = content_bytes(content, held, [&](std::span<const std::byte> s, bool hole) {
+            return hole ? stream.put_zeros(s.size()) : stream.put(s);
+        });
+        if (!r) return std::unexpected(r.error());
+        return content.size;
     };
     auto plan = plan_contents(
         source, *tree, options, hooks, jobs,
@@ -153,7 +246,9 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     const MetadataFormat format{.version = options.format,
                                 .all_times = options.times == PackTimes::all,
                                 .meta_digests = options.block_digests && options.metadata_digests,
-                                .name_hash_for_tests = hooks.name_hash};
+                                .name_hash_for_tests = hooks.name_hash,
+                                .chunk_size = extents ? chunk_size : 0,
+                                .bases = bases ? bases->bases() : std::vector<BaseSpec>{}};
     auto meta = build_metadata(*tree, *plan, facts, format, numbering ? &*numbering : nullptr);
     if (!meta) return std::unexpected(meta.error());
     report(options, BuildProgress::Phase::finish, plan->stream_size, plan->stream_size);
@@ -182,6 +277,8 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
         return std::unexpected(r.error());
     if (auto r = out->commit(); !r) return std::unexpected(r.error());
     PackStats stats = stats_of(*tree, *plan, *meta, stream);
+    stats.base_bytes = base_bytes;
+    stats.extents = extent_count;
     auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     stats.scan_seconds = seconds(t1 - t0);
     stats.hash_seconds = seconds(t2 - t1);

@@ -1,0 +1,62 @@
+// What a build over bases (PackWriteOptions::bases, `packfs build --base`) can reference instead
+// of storing: every content of the bases by its SHA-256, and every chunk of their large
+// contents by its SHA-256 (the extents a pack with extents names them by), each as extents of
+// the new pack's numbering of packs.
+//
+// The new pack names every pack its extents read from directly (docs/FORMAT.md "Extents"): the
+// bases given, then the bases they name, each once, in that order. So a chain v1 <- v2 <- v3
+// keeps each version readable with its bases, and no read goes through more than one pack.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pack/format/digest.hpp"
+#include "pack/format/format.hpp"
+#include "pack/reader/reader.hpp"
+#include "packfs/error.hpp"
+
+namespace packfs::pack {
+
+struct BaseSpec {  // a base record of the new pack
+    Sha256Digest image_digest{};
+    std::string name;  // its file name (a hint where to find it beside the new pack)
+};
+
+class BaseIndex {
+public:
+    // Opens `paths` (each with its own bases, found as a reader finds them) and indexes them.
+    // ENOENT naming a base that is missing, EINVAL for a base of format 1 (no digests index
+    // its contents).
+    static Result<BaseIndex> open(const std::vector<std::string>& paths);
+
+    // The bases the new pack names, in its numbering (extent pack k is bases()[k - 1]).
+    const std::vector<BaseSpec>& bases() const noexcept { return specs_; }
+    // A content some base holds whole: its extents (at from 0), or nullptr.
+    const std::vector<Extent>* whole(const Sha256Digest& sha256) const noexcept;
+    // A chunk of some base's large content, `length` bytes named `sha256`, or nullptr.
+    const Extent* chunk(const Sha256Digest& sha256, uint64_t length) const noexcept;
+    uint64_t contents() const noexcept { return whole_.size(); }
+    uint64_t chunks() const noexcept { return chunks_.size(); }
+
+private:
+    struct DigestHash {
+        std::size_t operator()(const Sha256Digest& d) const noexcept {
+            std::size_t h;
+            std::memcpy(&h, d.data(), sizeof h);
+            return h;
+        }
+    };
+    // Indexes one opened base, whose packs (itself, then its bases) are `numbering` in ours.
+    Result<void> index(const PackReader& base, const std::vector<uint32_t>& numbering,
+                       std::string_view path);
+
+    std::vector<BaseSpec> specs_;
+    std::unordered_map<Sha256Digest, std::vector<Extent>, DigestHash> whole_;
+    std::unordered_map<Sha256Digest, Extent, DigestHash> chunks_;
+};
+
+}  // namespace packfs::pack
