@@ -87,8 +87,8 @@ struct PackWriteOptions {
     // Format 2: cut contents of at least this many bytes at content-defined boundaries into
     // extents of about this size on average (a power of two, 1 KiB .. 4 MiB; 0: contents whole,
     // as before), each named by its SHA-256, so that a later pack built over this one
-    // (`bases`) stores only the chunks it lacks (docs/FORMAT.md, "Extents"). 64 KiB when
-    // `bases` is given and this is 0.
+    // (`bases`) stores only the chunks it lacks (docs/FORMAT.md, "Extents"). When `bases` is
+    // given and this is 0: the size the first base was cut with, else 64 KiB.
     uint32_t chunk_size = 0;
     // Format 2: packs this one is built over (`packfs build --base`): a content one of them
     // holds, and a chunk of a large content they hold, is referenced there instead of stored.

@@ -31,6 +31,7 @@ struct SourceOptions {
     // no lock and changes nothing on disk (it can be read beside the process that has it open).
     bool writable = false;
     RemoteOptions remote;  // for remote SOURCEs
+    PackOpenOptions pack = {};  // for pack files (their bases: PackOpenOptions::bases)
 };
 
 // An opened SOURCE: always a backend; the pack or volume interface where it is one.

@@ -30,7 +30,7 @@ Result<Source> open_source(std::string_view spec, const SourceOptions& options) 
         case SourceKind::remote: {
             if (options.writable) return fail(EROFS, "open", spec);  // a pack never changes
             auto pack = *kind == SourceKind::remote ? open_remote_pack(spec, options.remote)
-                                                    : open_pack(spec);
+                                                    : open_pack(spec, options.pack);
             if (!pack) return std::unexpected(pack.error());
             out.pack = std::move(*pack);
             out.backend = out.pack;

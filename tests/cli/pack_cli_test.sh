@@ -344,6 +344,56 @@ check "  and it is not in the pack" bash -c "! '$packfs' stat '$ex/obj/self.pack
 check "OUT inside an excluded directory of SRC" "$packfs" build -e 'obj/' "$ex" "$ex/obj/sub/self.pack"
 rm -f "$ex/obj/self.pack" "$ex/obj/sub/self.pack"
 
+# ---- packs built over bases (--chunk-size, --base) ----
+# v1 cut into chunks; v2 over v1 after an edit in the middle of a large file and in a small
+# one; v3 over v2. Each reads exactly through every command; each stores about what changed;
+# a base moved away is named, and found again with --base.
+vers="$work/versions"
+mkdir -p "$vers/tree/d"
+head -c 3000000 /dev/urandom >"$vers/tree/big"
+for i in $(seq 30); do head -c $((100 + i * 97)) /dev/urandom >"$vers/tree/d/small$i"; done
+echo hello >"$vers/tree/hello"
+mkdir -p "$vers/bases"
+check "build --chunk-size 16K" "$packfs" build --compress zstd --chunk-size 16K "$vers/tree" "$vers/bases/v1.pack"
+cp -a "$vers/tree" "$vers/tree1"
+python3 - "$vers/tree/big" <<'PY'
+import sys
+path = sys.argv[1]
+data = open(path, "rb").read()
+open(path, "wb").write(data[:1500000] + b"inserted" * 10 + data[1500000:])
+PY
+echo more >>"$vers/tree/d/small3"
+rm "$vers/tree/d/small7"
+cp -a "$vers/tree" "$vers/tree2"
+check "build --base v1" "$packfs" build --compress zstd --base "$vers/bases/v1.pack" "$vers/tree" "$vers/bases/v2.pack" --json
+"$packfs" build --compress zstd --base "$vers/bases/v1.pack" "$vers/tree" "$vers/bases/v2.pack" --json >"$vers/v2.json"
+check "  stores a small part of the tree (the edited chunk, the small files)" python3 -c "
+import json; s = json.load(open('$vers/v2.json'))['stats']
+assert s['data_bytes'] < 200000 and s['base_bytes'] > 2900000, s"
+echo third >"$vers/tree/d/new"
+check "build --base v2 (v1 found beside it)" "$packfs" build --compress zstd --base "$vers/bases/v2.pack" "$vers/tree" "$vers/bases/v3.pack"
+for v in 1 2 3; do
+    t="$vers/tree$v"; [ "$v" = 3 ] && t="$vers/tree"
+    rm -rf "$vers/x$v"
+    check "v$v: extract gives the tree" "$packfs" extract "$vers/bases/v$v.pack" "$vers/x$v"
+    check "  byte for byte" diff -r "$t" "$vers/x$v"
+    check "v$v: cat of the large file" sh -c "'$packfs' cat '$vers/bases/v$v.pack' /big | cmp -s - '$t/big'"
+    check "v$v: verify" "$packfs" verify "$vers/bases/v$v.pack"
+done
+"$packfs" info "$vers/bases/v3.pack" >"$vers/info.out"
+check "info names the bases" grep -q "base      v2.pack (sha256:" "$vers/info.out"
+check "  all of them" grep -q "base      v1.pack (sha256:" "$vers/info.out"
+check "diff of v2 against v3 finds the new file" sh -c "'$packfs' diff '$vers/bases/v2.pack' '$vers/bases/v3.pack' | grep -q '/d/new'"
+mkdir -p "$vers/moved"
+mv "$vers/bases/v1.pack" "$vers/moved/"
+expect_code "a base moved away: the pack is refused" 1 "$packfs" cat "$vers/bases/v3.pack" /big
+check "  naming the base" grep -q "v1.pack" "$work/last.err"
+check "  and saying how to give it" grep -q -- "--base" "$work/last.err"
+check "given with --base, it reads" sh -c "'$packfs' cat --base '$vers/moved/v1.pack' '$vers/bases/v3.pack' /big | cmp -s - '$vers/tree/big'"
+check "  and verifies" "$packfs" verify --base "$vers/moved/v1.pack" "$vers/bases/v3.pack"
+expect_code "--chunk-size must be a power of two" 2 "$packfs" build --chunk-size 3K "$vers/tree" "$work/x.pack"
+expect_code "--base needs format 2" 2 "$packfs" build --format 1 --base "$vers/bases/v2.pack" "$vers/tree" "$work/x.pack"
+
 # ---- version and help ----
 check "--version names the version and the formats" bash -c "'$packfs' --version | head -1 | grep -qE '^packfs [0-9]+\.[0-9]+\.[0-9]+$' &&
     '$packfs' --version | grep -q '^pack format: reads 1-2, writes 1-2'"

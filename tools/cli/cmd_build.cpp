@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "build_options.hpp"
 #include "command.hpp"
@@ -39,6 +40,8 @@ struct BuildArgs {
     std::string metadata = "compressed";
     uint32_t format = 2;
     std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
+    std::string chunk_size;   // empty: contents whole (64K with --base)
+    std::vector<std::string> bases;
     ExcludeArgs exclude;
 };
 
@@ -50,6 +53,11 @@ struct Clamp {
 
 // The clamp of --clamp-mtime, else of SOURCE_DATE_EPOCH (the reproducible-builds convention:
 // set and not empty means clamp); a malformed SOURCE_DATE_EPOCH is an error, never ignored.
+// A chunk size the format takes: a power of two from 1 KiB to 4 MiB.
+bool chunk_size_ok(uint32_t size) {
+    return size >= (1u << 10) && size <= (4u << 20) && (size & (size - 1)) == 0;
+}
+
 std::optional<Clamp> clamp_of(const BuildArgs& args, std::string& why) {
     if (!args.clamp_mtime.empty())
         return Clamp{parse_epoch_seconds(args.clamp_mtime), "--clamp-mtime"};
@@ -100,6 +108,16 @@ int run_build(const BuildArgs& args) {
     options.times = args.keep_times == "all" ? PackTimes::all : PackTimes::mtime;
     options.format = args.format;
     options.compress_metadata = args.metadata == "compressed";
+    if (!args.chunk_size.empty()) {
+        const auto size = parse_size(args.chunk_size);
+        if (!size || *size > (4u << 20) ||
+            !chunk_size_ok(static_cast<uint32_t>(*size)))
+            return out.usage("build: --chunk-size wants a power of two from 1K to 4M, such as 64K");
+        options.chunk_size = static_cast<uint32_t>(*size);
+    }
+    options.bases = args.bases;
+    if ((options.chunk_size != 0 || !options.bases.empty()) && args.format < 2)
+        return out.usage("build: --chunk-size and --base need --format 2");
     const std::optional<Clamp> clamp = clamp_of(args, why);
     if (!clamp) return out.usage(fmt::format("build: {}", why));
     if (clamp->seconds) options.clamp_time = Time{*clamp->seconds, 0};
@@ -223,6 +241,19 @@ Command add_build_command(CLI::App& parent) {
                     "Record times later than SECONDS (since the epoch) as SECONDS; default: "
                     "$SOURCE_DATE_EPOCH when set")
         ->check(kEpochValidator);
+    sub->add_option("--chunk-size", args->chunk_size,
+                    "Cut contents of at least SIZE into chunks of about SIZE (a power of two "
+                    "from 1K to 4M) at boundaries their bytes decide, each named by its SHA-256, "
+                    "so that a later pack built over this one (--base) stores only the chunks "
+                    "it lacks; default: files whole (with --base: the first base's size, else 64K)")
+        ->type_name("SIZE");
+    sub->add_option("--base", args->bases,
+                    "Build over PACK (repeatable): contents and chunks PACK holds are "
+                    "referenced there, not stored again. Reading the new pack needs PACK (and "
+                    "the packs PACK was built over): beside it under the same names, or given "
+                    "to each command with --base")
+        ->type_name("PACK")
+        ->allow_extra_args(false);  // one PACK each time: what follows is not a base
     add_exclude_options(*sub, args->exclude);
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
     return {sub, [args](const std::string&) { return run_build(*args); }};

@@ -48,6 +48,14 @@ int run_info(const InfoArgs& args) {
                           {"has_block_digests", info.has_block_digests},
                           {"has_metadata_digests", info.has_metadata_digests},
                           {"metadata_inflated_bytes", info.meta_length},
+                          {"chunk_size", info.chunk_size},
+                          {"extents", info.extents},
+                          {"bases", [&] {
+                               Json bases = Json::array();
+                               for (const auto& [digest, name] : info.bases)
+                                   bases.push_back(Json{{"digest", digest}, {"name", name}});
+                               return bases;
+                           }()},
                           {"stats", pack_stats_json(*stats)}});
         return kExitOk;
     }
@@ -63,7 +71,13 @@ int run_info(const InfoArgs& args) {
     if (info.keeps_inode_numbers) fmt::print(", keeps its source's inode numbers");
     if (info.has_block_digests) fmt::print(", block digests (readable remotely)");
     if (info.has_metadata_digests) fmt::print(", metadata digests (its metadata fetched by block)");
-    fmt::print("\n{}", pack_stats_text(*stats));
+    if (info.chunk_size != 0)
+        fmt::print(", contents of {} or more cut into chunks ({} extents)",
+                   human_size(info.chunk_size), info.extents);
+    fmt::print("\n");
+    for (const auto& [digest, name] : info.bases)
+        fmt::print("  base      {} (sha256:{})\n", name, digest);
+    fmt::print("{}", pack_stats_text(*stats));
     return kExitOk;
 }
 

@@ -56,6 +56,9 @@ std::string pack_stats_text(const PackStats& s) {
         "  stored    stream {} -> data {} (compression ratio {:.2f}x), metadata {}, pack {}\n",
         human_size(s.stream_bytes), human_size(s.data_bytes), compression_ratio(s),
         human_size(s.metadata_bytes), human_size(s.pack_bytes));
+    if (s.extents > 0)
+        out += fmt::format("  extents   {}, {} referenced in its bases\n", s.extents,
+                           human_size(s.base_bytes));
     out += fmt::format("  digest    {}\n", s.digest);
     return out;
 }
@@ -78,6 +81,8 @@ Json pack_stats_json(const PackStats& s) {
                 {"compression_ratio", compression_ratio(s)},
                 {"metadata_bytes", s.metadata_bytes},
                 {"pack_bytes", s.pack_bytes},
+                {"extents", s.extents},
+                {"base_bytes", s.base_bytes},
                 {"digest", s.digest}};
 }
 

@@ -20,6 +20,11 @@ RemoteOptions& remote_settings() {
     return options;
 }
 
+PackOpenOptions& pack_settings() {
+    static PackOpenOptions options;
+    return options;
+}
+
 // --header @FILE: a header a line (blank lines and trailing CRs ignored).
 std::vector<std::string> read_header_file(const std::string& path) {
     std::ifstream in(path);
@@ -40,6 +45,7 @@ void add_remote_options(CLI::App& app) {
         double timeout = 30;
         unsigned connections = RemoteOptions{}.connections;
         std::vector<std::string> headers;
+        std::vector<std::string> bases;
     };
     auto texts = std::make_shared<Texts>();
     const char* group = "Remote SOURCEs (http(s):// URLs and oci:// references; docs/REMOTE.md)";
@@ -84,8 +90,22 @@ void add_remote_options(CLI::App& app) {
                    "reading the directories it lists, in order) will open next, fetched in the "
                    "background into the cache (0: neither)")
         ->group(group);
+    app.add_option("--base", texts->bases,
+                   "A pack a SOURCE pack was built over (`packfs build --base`), where it is "
+                   "not beside the pack under the name it had then (repeatable)")
+        ->type_name("PACK")
+        ->allow_extra_args(false)
+        ->group("Packs built over bases (docs/FORMAT.md, \"Extents\")");
     app.fallthrough();  // so `packfs ls --timeout 5 URL` works as well
     app.parse_complete_callback([texts] {
+        // Absolute, as --cache below: a mount serves from / once it is a daemon.
+        pack_settings().bases.clear();
+        for (const std::string& base : texts->bases) {
+            std::error_code ec;
+            auto full = std::filesystem::absolute(base, ec);
+            if (ec) throw CLI::ValidationError("--base", fmt::format("{}: {}", base, ec.message()));
+            pack_settings().bases.push_back(full.lexically_normal().string());
+        }
         RemoteOptions& o = remote_settings();
         // Named from here, now: `mount` serves from / once it has become a daemon, and a
         // relative DIR must still mean the one beside the caller.
@@ -134,7 +154,8 @@ void set_remote_log(std::function<void(std::string_view)> log) {
 
 Result<std::shared_ptr<Backend>> open_source(std::string_view spec) {
     // Read-only: a volume is read beside whoever has it open, a directory served contained.
-    auto source = packfs::open_source(spec, {.writable = false, .remote = remote_settings()});
+    auto source = packfs::open_source(
+        spec, {.writable = false, .remote = remote_settings(), .pack = pack_settings()});
     if (!source) return std::unexpected(source.error());
     return std::move(source->backend);
 }
@@ -151,7 +172,7 @@ Result<std::shared_ptr<PackBackend>> open_pack_file(std::string_view spec,
     }
     // A PACK argument: a directory is simply the wrong kind of file.
     if (*kind != SourceKind::pack) return fail(EISDIR, kOpen, spec);  // a directory or volume
-    PackOpenOptions options;
+    PackOpenOptions options = pack_settings();
     if (block_cache_bytes) options.block_cache_bytes = *block_cache_bytes;
     return open_pack(spec, options);
 }

@@ -38,6 +38,7 @@ Result<BaseIndex> BaseIndex::open(const std::vector<std::string>& paths) {
                         fmt::format("{} (a base's file name: 1 to 255 bytes)", path));
         Sha256Digest digest;
         std::memcpy(digest.data(), base.header().image_digest, digest.size());
+        if (out.chunk_size_ == 0) out.chunk_size_ = base.header().chunk_size;
         std::vector<uint32_t> numbering{number_of(digest, name)};
         const Ctx ctx{"build", path};
         for (uint64_t k = 0; k < base.metadata().base_count(); ++k) {

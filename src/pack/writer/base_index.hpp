@@ -39,6 +39,9 @@ public:
     const std::vector<Extent>* whole(const Sha256Digest& sha256) const noexcept;
     // A chunk of some base's large content, `length` bytes named `sha256`, or nullptr.
     const Extent* chunk(const Sha256Digest& sha256, uint64_t length) const noexcept;
+    // The chunk size the first base given was cut with (0: none): a build over it cuts at the
+    // same size unless told otherwise, or no chunk would match.
+    uint32_t chunk_size() const noexcept { return chunk_size_; }
     uint64_t contents() const noexcept { return whole_.size(); }
     uint64_t chunks() const noexcept { return chunks_.size(); }
 
@@ -55,6 +58,7 @@ private:
                        std::string_view path);
 
     std::vector<BaseSpec> specs_;
+    uint32_t chunk_size_ = 0;
     std::unordered_map<Sha256Digest, std::vector<Extent>, DigestHash> whole_;
     std::unordered_map<Sha256Digest, Extent, DigestHash> chunks_;
 };

@@ -126,13 +126,16 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                         /*digests=*/options.format >= 2 && options.block_digests);
     // Extents (format 2): contents in the bases referenced there, large ones cut into chunks.
     const bool extents = options.format >= 2 && (options.chunk_size != 0 || !options.bases.empty());
-    const uint32_t chunk_size = options.chunk_size != 0 ? options.chunk_size : kDefaultChunkSize;
     std::optional<BaseIndex> bases;
     if (!options.bases.empty()) {
         auto opened = BaseIndex::open(options.bases);
         if (!opened) return std::unexpected(opened.error());
         bases = std::move(*opened);
     }
+    // Given, else the first base's (chunks cut at another size would not match), else 64 KiB.
+    const uint32_t chunk_size = options.chunk_size != 0                 ? options.chunk_size
+                                : bases && bases->chunk_size() != 0 ? bases->chunk_size()
+                                                                    : kDefaultChunkSize;
     std::unordered_map<Sha256Digest, uint64_t, DigestHash> local_chunks;  // name -> stream offset
     uint64_t base_bytes = 0, extent_count = 0;
 
