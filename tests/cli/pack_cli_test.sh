@@ -391,6 +391,9 @@ check "  naming the base" grep -q "v1.pack" "$work/last.err"
 check "  and saying how to give it" grep -q -- "--base" "$work/last.err"
 check "given with --base, it reads" sh -c "'$packfs' cat --base '$vers/moved/v1.pack' '$vers/bases/v3.pack' /big | cmp -s - '$vers/tree/big'"
 check "  and verifies" "$packfs" verify --base "$vers/moved/v1.pack" "$vers/bases/v3.pack"
+mv "$vers/moved/v1.pack" "$vers/bases/"
+check "a pack named relative to the working directory finds its bases beside it" \
+    sh -c "cd '$vers/bases' && '$packfs' cat v3.pack /big | cmp -s - '$vers/tree/big'"
 expect_code "--chunk-size must be a power of two" 2 "$packfs" build --chunk-size 3K "$vers/tree" "$work/x.pack"
 expect_code "--base needs format 2" 2 "$packfs" build --format 1 --base "$vers/bases/v2.pack" "$vers/tree" "$work/x.pack"
 

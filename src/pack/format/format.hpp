@@ -273,7 +273,8 @@ struct Extent {
     uint64_t length;   // >= 1; [offset, offset + length) inside that stream
     uint32_t pack;     // 0: this pack; k >= 1: the pack of bases record k - 1
     uint32_t count;    // the first extent of a content: how many it has; else 0
-    uint8_t sha256[32];  // of its bytes: the name a later pack finds it by
+    uint8_t sha256[32];  // of its bytes: the name a later pack finds it by; all zero in a
+                         // content's only extent, whose name is the content's digest
 };
 static_assert(sizeof(Extent) == 64);
 

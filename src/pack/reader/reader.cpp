@@ -57,7 +57,7 @@ Result<void> PackReader::open_bases(std::string_view host_path, const PackOpenOp
     const Ctx ctx{"open_pack", host_path};
     const std::string dir = [&] {
         const auto slash = host_path.rfind('/');
-        return slash == std::string_view::npos ? std::string(".")
+        return slash == std::string_view::npos ? std::string("./")
                                                : std::string(host_path.substr(0, slash + 1));
     }();
     // Each given base opened once, whichever records it matches.

@@ -247,7 +247,10 @@ void Verifier::check_extents(const Item& item) {
                                 e->count));
         Sha256Digest want;
         std::memcpy(want.data(), e->sha256, 32);
-        if (const Sha256Digest got = extent_sha.finish(); got != want)
+        const Sha256Digest got = extent_sha.finish();
+        // A content's only extent may be unnamed (all zero): the content's digest names it.
+        if (first->count == 1 && want == Sha256Digest{}) continue;
+        if (got != want)
             problem(fmt::format("extent {}", item.offset + i),
                     fmt::format("SHA-256 mismatch: expected {}, found {}", to_hex(want),
                                 to_hex(got)));

@@ -82,6 +82,7 @@ Result<void> BaseIndex::index(const PackReader& base, const std::vector<uint32_t
                 e->count = i == 0 ? static_cast<uint32_t>(content->extent_count) : 0;
                 Sha256Digest name;
                 std::memcpy(name.data(), e->sha256, 32);
+                if (content->extent_count == 1) name = *sha;  // an only extent's name
                 chunks_.try_emplace(name, *e);
                 extents.push_back(*e);
             }

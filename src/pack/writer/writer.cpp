@@ -32,6 +32,13 @@ constexpr uint32_t kMaxBlock = 16u << 20;
 constexpr uint32_t kMaxInline = 4096;
 constexpr uint32_t kDefaultChunkSize = 64 << 10;  // with bases and no chunk size given
 
+// A content's only extent is named by the content's digest (docs/FORMAT.md "Extents"): its own
+// name is left zero rather than stored twice (32 incompressible bytes a file in a pack over
+// bases, where most files are one extent in a base).
+void unname(Extent& e) noexcept {
+    std::memset(e.sha256, 0, sizeof e.sha256);
+}
+
 struct DigestHash {
     std::size_t operator()(const Sha256Digest& d) const noexcept {
         std::size_t h;
@@ -200,6 +207,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
         chunker.finish(chunk);
         if (!put) return put;
         content.extents.front().count = static_cast<uint32_t>(content.extents.size());
+        if (content.extents.size() == 1) unname(content.extents.front());
         extent_count += content.extents.size();
         return {};
     };
@@ -210,6 +218,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
         if (extents) {
             if (const auto* whole = bases ? bases->whole(content.sha256) : nullptr) {
                 content.extents = *whole;
+                if (whole->size() == 1) unname(content.extents.front());
                 base_bytes += content.size;
                 extent_count += whole->size();
                 return 0;
