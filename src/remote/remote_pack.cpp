@@ -210,8 +210,61 @@ bool is_remote_url(std::string_view source) noexcept {
            remote::is_oci_url(source);
 }
 
-Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
+namespace {
+
+// The bases of a pack built over them (docs/FORMAT.md "Extents"), each from beside its URL under
+// the name the pack records, pinned to the digest it records: a base read before is read from
+// the cache with no request, so a new version fetches about what its bases lack.
+Result<void> attach_remote_bases(pack::PackReader& reader, const std::string& url,
+                                 const RemoteOptions& options);
+
+Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view url_view,
+                                                             const RemoteOptions& options,
+                                                             bool with_bases);
+
+}  // namespace
+
+Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
                                                       const RemoteOptions& options) {
+    auto reader = open_remote_reader(url, options, /*with_bases=*/true);
+    if (!reader) return std::unexpected(reader.error());
+    return pack::backend_over(std::move(*reader));
+}
+
+namespace {
+
+Result<void> attach_remote_bases(pack::PackReader& reader, const std::string& url,
+                                 const RemoteOptions& options) {
+    const pack::Ctx ctx{kOp, url};
+    const std::string_view path = std::string_view(url).substr(0, url.find('?'));
+    const std::string dir(path.substr(0, path.rfind('/') + 1));
+    std::vector<std::unique_ptr<pack::PackReader>> bases;
+    for (uint64_t k = 0; k < reader.metadata().base_count(); ++k) {
+        auto base = reader.metadata().base(k, ctx);
+        if (!base) return std::unexpected(base.error());
+        const std::string digest = pack::to_hex(base->image_digest);
+        if (base->name.find('/') != std::string_view::npos || base->name == "." ||
+            base->name == "..")
+            return fail(EINVAL, kOp,
+                        fmt::format("{} (base sha256:{} has the name '{}', not a file name)", url,
+                                    digest, base->name));
+        RemoteOptions pinned = options;
+        pinned.digest = digest;
+        const std::string base_url = dir + std::string(base->name);
+        auto opened = open_remote_reader(base_url, pinned, /*with_bases=*/false);
+        if (!opened)
+            return std::unexpected(
+                Error(opened.error().code(), kOp,
+                      fmt::format("{} (its base sha256:{} ('{}') at {}: {})", url, digest,
+                                  base->name, base_url, opened.error().message())));
+        bases.push_back(std::move(*opened));
+    }
+    return reader.attach_bases(std::move(bases), ctx);
+}
+
+Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view url_view,
+                                                             const RemoteOptions& options,
+                                                             bool with_bases) {
     std::string url(url_view);
     if (!is_remote_url(url))
         return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
@@ -347,9 +400,20 @@ Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
     if (options.readahead_bytes != 0 && !opened->bytes->all_held())
         reader.set_observer(
             std::make_shared<remote::WalkPrefetch>(opened->bytes, options.readahead_bytes));
+    if (with_bases && reader.metadata().base_count() > 0) {
+        if (!reference.empty())
+            return fail(ENOTSUP, kOp,
+                        fmt::format("{} (a pack built over bases is not read from a registry "
+                                    "yet: its bases are found beside an http(s) URL)",
+                                    reference));
+        if (auto ok = attach_remote_bases(reader, url, options); !ok)
+            return std::unexpected(ok.error());
+    }
     // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.
     if (cache_bound != 0) (void)remote::prune_cache(cache_dir, cache_bound);
-    return pack::backend_over(std::move(opened->reader));
+    return std::move(opened->reader);
 }
+
+}  // namespace
 
 }  // namespace packfs

@@ -43,14 +43,32 @@ Result<std::unique_ptr<PackReader>> PackReader::open_image(std::unique_ptr<PackI
     if (auto ok = r->meta_.open(h, *r->image_, host_path, hooks); !ok)
         return std::unexpected(ok.error());
     r->data_.open(*r->image_, r->meta_, options);
-    if (with_bases && r->meta_.base_count() > 0) {
-        if (r->image_->source() != nullptr)
-            return fail(ENOTSUP, "open_pack",
-                        fmt::format("{} (a pack built over bases is not read from a server yet)",
-                                    host_path));
+    // A pack from a source: its opener attaches the bases (attach_bases).
+    if (with_bases && r->meta_.base_count() > 0 && r->image_->source() == nullptr) {
         if (auto ok = r->open_bases(host_path, options); !ok) return std::unexpected(ok.error());
     }
     return r;
+}
+
+Result<void> PackReader::attach_bases(std::vector<std::unique_ptr<PackReader>> bases,
+                                      const Ctx& ctx) {
+    if (bases.size() != meta_.base_count())
+        return fail(EINVAL, ctx.op,
+                    fmt::format("{} ({} bases given, the pack names {})", ctx.path, bases.size(),
+                                meta_.base_count()));
+    std::vector<const DataReader*> readers;
+    for (std::size_t k = 0; k < bases.size(); ++k) {
+        auto base = meta_.base(k, ctx);
+        if (!base) return std::unexpected(base.error());
+        if (std::memcmp(bases[k]->header().image_digest, base->image_digest.data(), 32) != 0)
+            return fail(EINVAL, ctx.op,
+                        fmt::format("{} (base {} ('{}') is another pack than sha256:{})", ctx.path,
+                                    k, base->name, to_hex(base->image_digest)));
+        readers.push_back(&bases[k]->data());
+    }
+    bases_ = std::move(bases);
+    data_.set_bases(std::move(readers));
+    return {};
 }
 
 Result<void> PackReader::open_bases(std::string_view host_path, const PackOpenOptions& options) {

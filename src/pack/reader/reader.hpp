@@ -143,6 +143,12 @@ public:
         return data_.block_digest(index, ctx);
     }
 
+    // A pack from a source with bases (kIncompatExtents): open() leaves them to the opener
+    // (src/remote/ opens each from beside the pack's URL), which hands them here, in the order
+    // of the bases section; each must be the pack its record names. Until then a read of an
+    // extent in a base fails with EIO.
+    Result<void> attach_bases(std::vector<std::unique_ptr<PackReader>> bases, const Ctx& ctx);
+
     // Everything: sections, metadata blocks, compressed blocks, contents, block digests, image
     // digest (verifier.hpp).
     VerifyReport verify(const std::function<void(uint64_t, uint64_t)>& progress) const;
