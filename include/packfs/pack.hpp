@@ -170,6 +170,9 @@ struct PackOpenOptions {
     // not given here is looked for beside the pack, under the file name it had when the pack was
     // built. A base found nowhere fails the open with ENOENT naming it (digest and name).
     std::vector<std::string> bases = {};
+    // Open a pack built over bases without them: its metadata (info() names its bases) and its
+    // own stream read; a read of an extent in a base fails with EIO.
+    bool without_bases = false;
 };
 
 // The header's facts, for `packfs info`.

@@ -58,6 +58,9 @@ struct CompactionStats {
     uint64_t records_carried = 0;   // records made during the compaction, moved to the new journal
     double seconds = 0;             // whole compaction
     double pause_seconds = 0;       // writers were blocked this long (the switch)
+    // Built over the volume's previous pack (packs cut into chunks: VolumeOptions::pack
+    // .chunk_size), writing about what changed; else written whole.
+    bool incremental = false;
     PackStats pack;
 };
 
@@ -106,7 +109,9 @@ struct VolumeOptions {
     // interval's changes, not all since the last fsync. 0: only fsync and sync() do. Other
     // modes are durable at each call already.
     std::chrono::milliseconds commit_interval{5000};
-    // How compactions write their packs (keep_inode_numbers is always on).
+    // How compactions write their packs (keep_inode_numbers is always on). With a chunk_size,
+    // compactions are incremental: each pack built over the one before (CompactionStats::
+    // incremental), a chain of at most 8 packs, the next then written whole.
     PackWriteOptions pack;
 };
 

@@ -14,6 +14,10 @@
 namespace packfs::volume {
 namespace {
 
+// The longest chain of packs an incremental compaction builds: the current pack and the packs
+// it was built over. At this length the next compaction writes its pack whole.
+constexpr std::size_t kMaxChain = 8;
+
 // Copies the frames of the journal at `path` with seq > `after` into `to`, reading from
 // `resume` (moved past every frame read). `last` is the last seq copied.
 Result<void> carry_records(const std::string& path, uint64_t after, JournalWriter& to,
@@ -114,6 +118,15 @@ Result<CompactionStats> VolumeImpl::compact() {
     pack_options.keep_inode_numbers = true;
     pack_options.times = PackTimes::all;  // stat answers the same before and after
     pack_options.clamp_time.reset();
+    // Incremental (packs cut into chunks: VolumeOptions::pack.chunk_size): the new pack is
+    // built over the current one, whose contents and chunks it references, so it writes about
+    // what changed; every kMaxChain compactions one is written whole, and the chain goes.
+    const std::string current_pack = join(dir_, manifest_.pack);
+    if (pack_options.chunk_size != 0 && pack_options.format >= 2) {
+        const auto chain = pack_bases(current_pack);
+        if (chain && chain->size() + 1 < kMaxChain) pack_options.bases = {current_pack};
+    }
+    stats.incremental = !pack_options.bases.empty();
     auto written = write_pack(*snap, pack_path, pack_options);
     if (!written) return std::unexpected(written.error());
     stats.pack = *written;
@@ -170,7 +183,17 @@ Result<CompactionStats> VolumeImpl::compact() {
     auto switched = write_manifest_locked(next, keep_files);
     cleanup.armed = !keep_files;
     if (!switched) return std::unexpected(switched.error());
-    pack_.lease->retire = true;  // unlinked when its last reader goes (an old snapshot, say)
+    // The packs the new one names stay; the others go: the old one when its last reader goes
+    // (an old snapshot, say), any other of an old chain at once (a reader that has it open
+    // keeps reading it).
+    const std::vector<std::string> keep = pack_bases(pack_path).value_or(std::vector<std::string>{});
+    const bool old_is_base =
+        std::find(keep.begin(), keep.end(), manifest_.pack) != keep.end();
+    if (!old_is_base) pack_.lease->retire = true;
+    for (const std::string& name : pack_bases(current_pack).value_or(std::vector<std::string>{})) {
+        if (std::find(keep.begin(), keep.end(), name) == keep.end())
+            (void)io::unlink(join(dir_, name), "pack");
+    }
     pack_ = std::move(*fresh);
     const std::string retired_journal = old_journal;
     writer_ = writer;

@@ -64,6 +64,17 @@ Result<OpenedPack> open_volume_pack(const std::string& path) {
 
 std::string join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
+std::optional<std::vector<std::string>> pack_bases(const std::string& path) {
+    PackOpenOptions options;
+    options.access = PackAccess::pread;
+    options.without_bases = true;  // their names alone (a missing one is the open's to report)
+    auto pack = open_pack(path, options);
+    if (!pack) return std::nullopt;
+    std::vector<std::string> out;
+    for (const auto& [digest, name] : (*pack)->info().bases) out.push_back(name);
+    return out;
+}
+
 Result<std::shared_ptr<Overlay>> make_volume_tree(std::shared_ptr<Backend> lower,
                                                   uint64_t first_ino) {
     OverlayOptions options;
@@ -154,9 +165,15 @@ Result<void> check_header(const JournalScan& scan, const Manifest& m) {
 // makes; never what the manifest names.
 void remove_leftovers(const std::string& dir, const Manifest& m) {
     std::error_code ec;
+    // The packs the current one was built over (an incremental compaction's) stay; when it
+    // cannot be read, every pack does (the open then says what is wrong).
+    const auto bases = pack_bases(join(dir, m.pack));
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (name == m.pack || name == m.journal) continue;
+        if (name.starts_with("pack.") &&
+            (!bases || std::find(bases->begin(), bases->end(), name) != bases->end()))
+            continue;
         // ".pack.N.tmp-...": the pack writer's temporary file (output_file.cpp), left by a
         // crash while a compaction wrote its pack.
         const bool ours = name.starts_with("pack.") || name.starts_with("journal.") ||

@@ -62,6 +62,9 @@ Result<OpenedPack> open_volume_pack(const std::string& path);
 Result<std::shared_ptr<Overlay>> make_volume_tree(std::shared_ptr<Backend> lower,
                                                   uint64_t first_ino);
 std::string join(const std::string& dir, const std::string& name);
+// The file names of the packs the pack at `path` was built over (an incremental compaction's,
+// which stay while it names them); nullopt when it cannot be read.
+std::optional<std::vector<std::string>> pack_bases(const std::string& path);
 
 // Replays every record of the journal at `path` into `tree`.
 Result<JournalScan> replay_journal(const std::string& path, Overlay& tree);

@@ -44,7 +44,8 @@ Result<std::unique_ptr<PackReader>> PackReader::open_image(std::unique_ptr<PackI
         return std::unexpected(ok.error());
     r->data_.open(*r->image_, r->meta_, options);
     // A pack from a source: its opener attaches the bases (attach_bases).
-    if (with_bases && r->meta_.base_count() > 0 && r->image_->source() == nullptr) {
+    if (with_bases && !options.without_bases && r->meta_.base_count() > 0 &&
+        r->image_->source() == nullptr) {
         if (auto ok = r->open_bases(host_path, options); !ok) return std::unexpected(ok.error());
     }
     return r;
