@@ -51,8 +51,8 @@ if [ "${PEERS:-0}" = 1 ]; then
     for k in $(seq 0 "$last"); do (cd "$versions/v$k" && borg create "$work/borg::v$k" .); done
     ca=$(du -sb "$work/casync/store" | cut -f1)
     bo=$(du -sb "$work/borg" | cut -f1)
-    printf "| casync (default: zstd, 64 KiB average chunks) | %d | %.3f |\n" "$ca" "$(echo "$ca / $whole" | bc -l)"
-    printf "| borg (default: lz4, files cut at ~2 MiB) | %d | %.3f |\n" "$bo" "$(echo "$bo / $whole" | bc -l)"
+    printf "| casync make, its defaults (64 KiB average chunks) | %d | %.3f |\n" "$ca" "$(echo "$ca / $whole" | bc -l)"
+    printf "| borg create, its defaults (lz4; chunks of ~2 MiB average, cut per file) | %d | %.3f |\n" "$bo" "$(echo "$bo / $whole" | bc -l)"
 fi
 
 echo "== build of v$last: over v$((last - 1)) against whole" >&2
