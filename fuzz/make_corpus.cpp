@@ -133,8 +133,9 @@ void sparse_tree(Backend& b) {
 
 void write_seed(const fs::path& dir, const std::string& name, Backend& tree, Compression c,
                 uint8_t mode, bool keep_inode_numbers = false, uint32_t format = 1,
-                PackTimes times = PackTimes::mtime) {
+                PackTimes times = PackTimes::mtime, uint32_t chunk_size = 0) {
     PackWriteOptions o;
+    o.chunk_size = chunk_size;
     o.format = format;
     o.times = times;
     o.compression = c;
@@ -294,6 +295,11 @@ int main(int argc, char** argv) {
     sparse_tree(*sparse);
     write_seed(root / "pack", "holes_v2_raw", *sparse, Compression::none, 3, false, 2);
     write_seed(root / "pack", "holes_v2_zstd", *sparse, Compression::zstd, 3, false, 2);
+    // Contents made of extents (chunks of 1 KiB): the extents and bases sections.
+    write_seed(root / "pack", "extents_v2_raw", *mini, Compression::none, 3, false, 2,
+               PackTimes::mtime, 1024);
+    write_seed(root / "pack", "extents_v2_zstd", *mini, Compression::zstd, 3, false, 2,
+               PackTimes::mtime, 1024);
 
     const fs::path j = root / "journal";
     fs::create_directories(j);

@@ -250,6 +250,8 @@ Result<void> attach_remote_bases(pack::PackReader& reader, const std::string& ur
                                     digest, base->name));
         RemoteOptions pinned = options;
         pinned.digest = digest;
+        // The decompressed-block cache's bound is the pack's whole: its bases share it.
+        pinned.block_cache_bytes = options.block_cache_bytes / reader.metadata().base_count();
         const std::string base_url = dir + std::string(base->name);
         auto opened = open_remote_reader(base_url, pinned, /*with_bases=*/false);
         if (!opened)

@@ -4,6 +4,7 @@
 #include "pack/reader/reader.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -84,6 +85,8 @@ Result<void> PackReader::open_bases(std::string_view host_path, const PackOpenOp
     std::vector<bool> tried(options.bases.size(), false);
     PackOpenOptions base_options = options;
     base_options.bases.clear();
+    // The decompressed-block cache's bound is the pack's whole: its bases share it.
+    base_options.block_cache_bytes = options.block_cache_bytes / meta_.base_count();
     auto open_one = [&](const std::string& path) -> Result<std::unique_ptr<PackReader>> {
         auto image = PackImage::open(path);
         if (!image) return std::unexpected(image.error());
@@ -110,7 +113,9 @@ Result<void> PackReader::open_bases(std::string_view host_path, const PackOpenOp
         std::string beside_why;
         if (!found && base->name.find('/') == std::string_view::npos) {
             const std::string beside = dir + std::string(base->name);
-            if (::access(beside.c_str(), F_OK) == 0) {
+            struct stat st {};
+            // A regular file only: a hostile name may be a device or a FIFO.
+            if (::stat(beside.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
                 auto opened = open_one(beside);
                 if (!opened) return std::unexpected(opened.error());
                 if (digest_of(**opened) == want)
