@@ -50,9 +50,10 @@ int main(int argc, char** argv) {
     std::shuffle(files.begin(), files.end(), rng);
     files.resize(static_cast<std::size_t>(static_cast<double>(files.size()) * percent / 100));
 
-    fmt::print("| compaction after changing {}% of the files ({}) of a {:.2f} GB volume | "
-               "written, MB | of the volume | seconds |\n| --- | --- | --- | --- |\n",
-               percent, files.size(), static_cast<double>(tree_bytes) / 1e9);
+    fmt::print(
+        "| compaction after changing {}% of the files ({}) of a {:.2f} GB volume | "
+        "written, MB | of the volume | seconds |\n| --- | --- | --- | --- |\n",
+        percent, files.size(), static_cast<double>(tree_bytes) / 1e9);
     for (const bool incremental : {false, true}) {
         const std::string dir = work + (incremental ? "/incremental" : "/whole");
         fs::remove_all(dir);
@@ -75,17 +76,19 @@ int main(int argc, char** argv) {
             std::string insert(64 + edit_rng() % 256, 'x');
             for (auto& ch : insert) ch = static_cast<char>('a' + edit_rng() % 26);
             bytes->insert(bytes->size() / 2, insert);
-            if (auto ok = write_file(**v, path, *bytes); !ok) return die("write " + path, ok.error());
+            if (auto ok = write_file(**v, path, *bytes); !ok)
+                return die("write " + path, ok.error());
         }
         const auto start = std::chrono::steady_clock::now();
         auto c = (*v)->compact();
         if (!c) return die("compact", c.error());
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        fmt::print("| {} | {:.1f} | {:.2f}% | {:.2f} |\n",
-                   c->incremental ? "incremental (64 KiB chunks)" : "whole", c->pack.pack_bytes / 1e6,
-                   100.0 * static_cast<double>(c->pack.pack_bytes) / static_cast<double>(tree_bytes),
-                   seconds);
+        fmt::print(
+            "| {} | {:.1f} | {:.2f}% | {:.2f} |\n",
+            c->incremental ? "incremental (64 KiB chunks)" : "whole", c->pack.pack_bytes / 1e6,
+            100.0 * static_cast<double>(c->pack.pack_bytes) / static_cast<double>(tree_bytes),
+            seconds);
     }
     return 0;
 }

@@ -394,6 +394,20 @@ check "  and verifies" "$packfs" verify --base "$vers/moved/v1.pack" "$vers/base
 mv "$vers/moved/v1.pack" "$vers/bases/"
 check "a pack named relative to the working directory finds its bases beside it" \
     sh -c "cd '$vers/bases' && '$packfs' cat v3.pack /big | cmp -s - '$vers/tree/big'"
+# store gc: keeps the packs given and their bases, removes the other packs, touches no other file.
+cp "$vers/bases/v2.pack" "$vers/bases/stray.pack"
+echo "not a pack" >"$vers/bases/notes.txt"
+"$packfs" store gc --dry-run "$vers/bases" "$vers/bases/v3.pack" >"$vers/gc.out"
+check "store gc --dry-run lists what would go" grep -q "would remove $vers/bases/stray.pack" "$vers/gc.out"
+check "  and removes nothing" test -f "$vers/bases/stray.pack"
+check "store gc keeping v3" "$packfs" store gc "$vers/bases" "$vers/bases/v3.pack"
+check "  removes the pack no kept pack names" test ! -e "$vers/bases/stray.pack"
+check "  keeps v3's bases" sh -c "test -f '$vers/bases/v1.pack' && test -f '$vers/bases/v2.pack'"
+check "  and files that are no packs" test -f "$vers/bases/notes.txt"
+check "  v3 still reads" sh -c "'$packfs' cat '$vers/bases/v3.pack' /big | cmp -s - '$vers/tree/big'"
+check "store gc keeping v2 removes v3" sh -c "'$packfs' store gc '$vers/bases' '$vers/bases/v2.pack' && test ! -e '$vers/bases/v3.pack' && test -f '$vers/bases/v1.pack'"
+expect_code "store gc of a pack whose base is gone" 1 sh -c "mv '$vers/bases/v1.pack' '$vers/v1.away' && '$packfs' store gc '$vers/bases' '$vers/bases/v2.pack'"
+check "  names the base and touches nothing" sh -c "test -f '$vers/bases/v2.pack'"
 expect_code "--chunk-size must be a power of two" 2 "$packfs" build --chunk-size 3K "$vers/tree" "$work/x.pack"
 expect_code "--base needs format 2" 2 "$packfs" build --format 1 --base "$vers/bases/v2.pack" "$vers/tree" "$work/x.pack"
 

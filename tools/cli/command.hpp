@@ -32,5 +32,6 @@ Command add_sync_command(CLI::App& parent);
 Command add_cache_command(CLI::App& parent);
 Command add_push_command(CLI::App& parent);
 Command add_pull_command(CLI::App& parent);
+Command add_store_command(CLI::App& parent);
 
 }  // namespace packfs::cli

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
         packfs::cli::add_umount_command(app),  packfs::cli::add_sync_command(app),
         packfs::cli::add_convert_command(app), packfs::cli::add_cache_command(app),
         packfs::cli::add_push_command(app),    packfs::cli::add_pull_command(app),
+        packfs::cli::add_store_command(app),
     };
     // `packfs help [SUBCOMMAND ...]`: the help of packfs or of a (nested) subcommand.
     std::vector<std::string> topic;
