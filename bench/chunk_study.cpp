@@ -51,14 +51,6 @@ using packfs::pack::Sha256Digest;
 
 namespace {
 
-struct DigestHash {
-    std::size_t operator()(const Sha256Digest& d) const noexcept {
-        std::size_t h;
-        std::memcpy(&h, d.data(), sizeof h);
-        return h;
-    }
-};
-
 enum class Way { fixed, stream, files, hybrid, refs };
 
 const char* way_name(Way way) {
@@ -125,7 +117,8 @@ struct Study {
     Way way;
     ChunkParams params;
     int level;
-    std::unordered_map<Sha256Digest, uint64_t, DigestHash> store;  // name -> compressed size
+    std::unordered_map<Sha256Digest, uint64_t, packfs::pack::Sha256DigestHash>
+        store;  // name -> compressed size
     uint64_t store_bytes = 0;
     std::vector<uint64_t> version_bytes;  // each version's chunks, compressed, counted once each
     std::vector<uint64_t> added_bytes;    // what each version added to the store
@@ -133,7 +126,7 @@ struct Study {
     double seconds = 0;
 
     std::vector<std::byte> compressed;
-    std::unordered_map<Sha256Digest, uint64_t, DigestHash> this_version;
+    std::unordered_map<Sha256Digest, uint64_t, packfs::pack::Sha256DigestHash> this_version;
     std::set<Sha256Digest> known;  // refs: whole contents and chunks of the versions before
     std::vector<std::byte> block;  // refs: the 64 KiB block being filled with new bytes
 

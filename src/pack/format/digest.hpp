@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,15 @@ uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept;
 std::array<uint64_t, 2> xxh3_128(std::span<const std::byte> bytes) noexcept;
 
 using Sha256Digest = std::array<uint8_t, 32>;
+
+// A hash table's hash of a SHA-256: its first 8 bytes (uniform already).
+struct Sha256DigestHash {
+    std::size_t operator()(const Sha256Digest& d) const noexcept {
+        std::size_t h;
+        std::memcpy(&h, d.data(), sizeof h);
+        return h;
+    }
+};
 
 // Incremental SHA-256.
 class Sha256 {

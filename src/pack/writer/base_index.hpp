@@ -46,21 +46,14 @@ public:
     uint64_t chunks() const noexcept { return chunks_.size(); }
 
 private:
-    struct DigestHash {
-        std::size_t operator()(const Sha256Digest& d) const noexcept {
-            std::size_t h;
-            std::memcpy(&h, d.data(), sizeof h);
-            return h;
-        }
-    };
     // Indexes one opened base, whose packs (itself, then its bases) are `numbering` in ours.
     Result<void> index(const PackReader& base, const std::vector<uint32_t>& numbering,
                        std::string_view path);
 
     std::vector<BaseSpec> specs_;
     uint32_t chunk_size_ = 0;
-    std::unordered_map<Sha256Digest, std::vector<Extent>, DigestHash> whole_;
-    std::unordered_map<Sha256Digest, Extent, DigestHash> chunks_;
+    std::unordered_map<Sha256Digest, std::vector<Extent>, Sha256DigestHash> whole_;
+    std::unordered_map<Sha256Digest, Extent, Sha256DigestHash> chunks_;
 };
 
 }  // namespace packfs::pack

@@ -39,14 +39,6 @@ void unname(Extent& e) noexcept {
     std::memset(e.sha256, 0, sizeof e.sha256);
 }
 
-struct DigestHash {
-    std::size_t operator()(const Sha256Digest& d) const noexcept {
-        std::size_t h;
-        std::memcpy(&h, d.data(), sizeof h);
-        return h;
-    }
-};
-
 Result<void> check_options(const PackWriteOptions& o) {
     if (o.block_size < kMinBlock || o.block_size > kMaxBlock || (o.block_size & (o.block_size - 1)))
         return fail(EINVAL, "build: block size must be a power of two from 4 KiB to 16 MiB");
@@ -143,7 +135,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     const uint32_t chunk_size = options.chunk_size != 0                 ? options.chunk_size
                                 : bases && bases->chunk_size() != 0 ? bases->chunk_size()
                                                                     : kDefaultChunkSize;
-    std::unordered_map<Sha256Digest, uint64_t, DigestHash> local_chunks;  // name -> stream offset
+    std::unordered_map<Sha256Digest, uint64_t, Sha256DigestHash> local_chunks;  // name -> stream offset
     uint64_t base_bytes = 0, extent_count = 0;
 
     // A content's bytes: the held copy, or read again from the source (the dedup hash is
