@@ -95,6 +95,12 @@ struct PackWriteOptions {
     // Reading the pack then needs them (PackOpenOptions::bases, or beside it under the same
     // file names). Each base's own bases are found the same way and named too.
     std::vector<std::string> bases = {};
+    // A directory of files caches (docs/PACK.md "Builds over a base"); empty: none. Each build
+    // records there what every file of its source was (path, size, mtime, ctime, inode number)
+    // and the SHA-256 of what it read; a build over bases then takes a file whose record in the
+    // first base's cache still holds as the content that base has, without reading it (borg's
+    // files cache). `packfs build` uses ~/.cache/packfs/files unless told --no-files-cache.
+    std::string files_cache;
     std::function<void(const BuildProgress&)> progress;
 };
 
@@ -122,6 +128,7 @@ struct PackStats {
     // With bases: the bytes of contents referenced in them instead of stored, and of chunks.
     uint64_t base_bytes = 0;
     uint64_t extents = 0;          // extent records (contents cut into chunks, or in bases)
+    uint64_t unchanged_files = 0;  // files the first base's files cache knew: not read
     std::string digest;            // image digest, hex SHA-256
     // Where the build's time went, in seconds: reading the tree; hashing, dedup and writing
     // the data (one overlapped pass); flushing the last compressed blocks; encoding and writing

@@ -19,8 +19,10 @@
 #include "format.hpp"
 #include "pack_report.hpp"
 #include "packfs/pack.hpp"
+#include "packfs/remote.hpp"
 #include "progress.hpp"
 #include "report.hpp"
+#include "source.hpp"
 
 namespace packfs::cli {
 
@@ -42,8 +44,18 @@ struct BuildArgs {
     std::string clamp_mtime;  // empty: SOURCE_DATE_EPOCH's, if set
     std::string chunk_size;   // empty: contents whole (64K with --base)
     std::vector<std::string> bases;
+    bool no_files_cache = false;
     ExcludeArgs exclude;
 };
+
+// The files cache (PackWriteOptions::files_cache): "files" in the cache directory (--cache,
+// else the default), none with --no-files-cache or --cache none.
+std::string files_cache_dir(const BuildArgs& args) {
+    if (args.no_files_cache) return {};
+    const std::string& given = remote_options().cache_dir;
+    if (given == "none") return {};
+    return (given.empty() ? remote_cache_dir() : given) + "/files";
+}
 
 // Where the clamp came from, for the report.
 struct Clamp {
@@ -116,6 +128,7 @@ int run_build(const BuildArgs& args) {
         options.chunk_size = static_cast<uint32_t>(*size);
     }
     options.bases = args.bases;
+    options.files_cache = files_cache_dir(args);
     if ((options.chunk_size != 0 || !options.bases.empty()) && args.format < 2)
         return out.usage("build: --chunk-size and --base need --format 2");
     const std::optional<Clamp> clamp = clamp_of(args, why);
@@ -254,6 +267,11 @@ Command add_build_command(CLI::App& parent) {
                     "to each command with --base")
         ->type_name("PACK")
         ->allow_extra_args(false);  // one PACK each time: what follows is not a base
+    sub->add_flag("--no-files-cache", args->no_files_cache,
+                  "Read every file. By default a build records each file's path, size, mtime, "
+                  "ctime and inode number in the files cache (under --cache), and a build over "
+                  "--base takes a file whose record still holds as the content the base has, "
+                  "without reading it");
     add_exclude_options(*sub, args->exclude);
     sub->add_flag("--json", args->json, "Print the figures as one JSON object");
     return {sub, [args](const std::string&) { return run_build(*args); }};

@@ -59,6 +59,9 @@ std::string pack_stats_text(const PackStats& s) {
     if (s.extents > 0)
         out += fmt::format("  extents   {}, {} referenced in its bases\n", s.extents,
                            human_size(s.base_bytes));
+    if (s.unchanged_files > 0)
+        out += fmt::format("  unchanged {} the base's files cache knew, not read\n",
+                           counted(s.unchanged_files, "file", "files"));
     out += fmt::format("  digest    {}\n", s.digest);
     return out;
 }
@@ -83,6 +86,7 @@ Json pack_stats_json(const PackStats& s) {
                 {"pack_bytes", s.pack_bytes},
                 {"extents", s.extents},
                 {"base_bytes", s.base_bytes},
+                {"unchanged_files", s.unchanged_files},
                 {"digest", s.digest}};
 }
 

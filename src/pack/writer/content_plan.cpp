@@ -51,6 +51,7 @@ struct Hashed {
     Sha256Digest sha256{};
     std::string bytes;
     bool held = false;
+    bool known = false;  // its SHA-256 from the files cache: not read (no dedup hash either)
 };
 
 // Workers hash the files in inode order, ahead of the writer, which takes each result in that
@@ -64,10 +65,11 @@ struct Hashed {
 class HashAhead {
 public:
     HashAhead(TreeSource& source, const ScannedTree& tree, const std::vector<uint32_t>& files,
-              const WriteHooks& hooks, unsigned jobs)
+              KnownContents known, const WriteHooks& hooks, unsigned jobs)
         : source_(source),
           tree_(tree),
           files_(files),
+          known_(known),
           hooks_(hooks),
           hold_budget_(hooks.hold_budget ? hooks.hold_budget : kHoldBudget),
           hashed_(files.size()),
@@ -139,7 +141,7 @@ private:
             // files after it as fit a batch and the budget (without waiting for those).
             const std::size_t first = next_;
             const uint64_t first_size = tree_.inodes[files_[first] - 1].stat.size;
-            const bool hold_first = holds(first_size);
+            const bool hold_first = holds(first);
             if (hold_first) {
                 if (!room_for(first, first_size)) {
                     // Another worker may claim `first` while this one waits: then start over
@@ -156,16 +158,20 @@ private:
                 }
                 held_bytes_ += first_size;
             }
+            // Files the cache knows cost nothing to "hash": they join any batch, whatever
+            // their size, and hold nothing.
             std::size_t last = first + 1;
-            uint64_t batch_bytes = first_size;
-            if (first_size <= kBatchBytes) {
+            uint64_t batch_bytes = known(first) ? 0 : first_size;
+            if (batch_bytes <= kBatchBytes) {
                 while (last < files_.size() && last - first < kBatchFiles) {
                     const uint64_t size = tree_.inodes[files_[last] - 1].stat.size;
-                    if (size > kBatchBytes || batch_bytes + size > kBatchBytes || !holds(size) ||
-                        held_bytes_ + size > hold_budget_)
-                        break;
-                    held_bytes_ += size;
-                    batch_bytes += size;
+                    if (!known(last)) {
+                        if (size > kBatchBytes || batch_bytes + size > kBatchBytes ||
+                            !holds(last) || held_bytes_ + size > hold_budget_)
+                            break;
+                        held_bytes_ += size;
+                        batch_bytes += size;
+                    }
                     ++last;
                 }
             }
@@ -182,10 +188,7 @@ private:
             lock.unlock();
             Result<void> r;
             std::size_t done = 0;
-            for (; done < batch.size() && r; ++done) {
-                const ScannedInode& inode = tree_.inodes[files_[first + done] - 1];
-                r = hash_one(inode, holds(inode.stat.size), batch[done]);
-            }
+            for (; done < batch.size() && r; ++done) r = hash_one(first + done, batch[done]);
             lock.lock();
             if (!r) {
                 if (!error_) error_ = r.error();
@@ -199,11 +202,24 @@ private:
         }
     }
 
-    bool holds(uint64_t size) const { return size <= kHoldMax || hooks_.dedup_hash; }
+    const Sha256Digest* known(std::size_t i) const {
+        return known_.empty() ? nullptr : known_[files_[i] - 1];
+    }
+    // Whether file i is read whole and held (a file the cache knows is not read at all).
+    bool holds(std::size_t i) const {
+        return !known(i) &&
+               (tree_.inodes[files_[i] - 1].stat.size <= kHoldMax || hooks_.dedup_hash);
+    }
 
-    Result<void> hash_one(const ScannedInode& inode, bool hold, Hashed& h) {
+    Result<void> hash_one(std::size_t i, Hashed& h) {
+        if (const Sha256Digest* sha = known(i)) {
+            h.sha256 = *sha;
+            h.known = true;
+            return {};
+        }
+        const ScannedInode& inode = tree_.inodes[files_[i] - 1];
         const uint64_t size = inode.stat.size;
-        if (hold) {
+        if (holds(i)) {
             if (auto r = read_whole(source_, {inode.path, inode.handle}, size, h.bytes); !r)
                 return r;
             const auto view = std::as_bytes(std::span(h.bytes));
@@ -228,6 +244,7 @@ private:
     TreeSource& source_;
     const ScannedTree& tree_;
     const std::vector<uint32_t>& files_;
+    const KnownContents known_;
     const WriteHooks& hooks_;
     const uint64_t hold_budget_;  // kHoldBudget, or the test hook's
     std::mutex mutex_;
@@ -383,7 +400,7 @@ std::vector<uint32_t> walk_order(const ScannedTree& tree, uint32_t (*hash)(std::
 
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                                   const PackWriteOptions& options, const WriteHooks& hooks,
-                                  unsigned jobs,
+                                  KnownContents known, unsigned jobs,
                                   const std::function<void(uint64_t, uint64_t)>& progress,
                                   const ContentSink& write) {
     std::vector<uint32_t> files;  // regular inodes with data, in the order they are laid out
@@ -400,7 +417,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         if (walked.size() == files.size()) files = std::move(walked);
     }
     plan.contents.reserve(files.size());  // at most one content per file
-    HashAhead hashing(source, tree, files, hooks, jobs);
+    HashAhead hashing(source, tree, files, known, hooks, jobs);
 
     // Dedup, in layout order, so the result does not depend on thread timing. Contents with
     // the same (hash, size) are chained, newest first. Each new content is laid out (first
@@ -411,6 +428,9 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
     std::unordered_map<DedupKey, uint32_t, DedupKeyHash> newest;
     std::vector<uint32_t> older_same;  // per content: the next older one with its key
     if (options.dedup) newest.reserve(files.size());
+    // With known contents: every content by its SHA-256, so a known file and a file read with
+    // the same bytes are one content, as when both are read.
+    std::unordered_map<Sha256Digest, uint32_t, Sha256DigestHash> by_sha;
     for (std::size_t i = 0; i < files.size(); ++i) {
         auto taken = hashing.take(i);
         if (!taken) return std::unexpected(taken.error());
@@ -419,7 +439,9 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
         uint64_t size = inode.stat.size;
         uint32_t* chain = nullptr;
         uint32_t match = kNone;
-        if (options.dedup) {
+        if (options.dedup && h.known) {
+            if (auto it = by_sha.find(h.sha256); it != by_sha.end()) match = it->second;
+        } else if (options.dedup) {
             chain = &newest.try_emplace(DedupKey{h.dedup_hash, size}, kNone).first->second;
             for (uint32_t candidate = *chain; candidate != kNone; candidate = older_same[candidate]) {
                 auto same = same_bytes(source, tree, plan.contents[candidate], inode, h);
@@ -428,6 +450,10 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                     match = candidate;
                     break;
                 }
+            }
+            if (match == kNone && !by_sha.empty()) {
+                auto it = by_sha.find(h.sha256);
+                if (it != by_sha.end() && plan.contents[it->second].known) match = it->second;
             }
         }
         if (match != kNone) {
@@ -440,6 +466,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
             content.is_inline = size <= options.inline_max;
             content.dedup_hash = h.dedup_hash;
             content.sha256 = h.sha256;
+            content.known = h.known;
             if (content.is_inline) {
                 content.kept = std::move(h.bytes);  // for the bytes section
                 content.has_kept = true;
@@ -461,6 +488,7 @@ Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
             inode.content = index + 1;
             older_same.push_back(chain ? *chain : kNone);
             if (chain) *chain = index;
+            if (!known.empty() && options.dedup) by_sha.emplace(h.sha256, index);
         }
         hashing.release(i);
         if (progress) progress(i + 1, files.size());

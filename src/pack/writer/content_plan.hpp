@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct PlannedContent {
     std::string kept;  // its bytes: an inline content's (for the bytes section), or a
                        // small one's kept for comparing later duplicates in memory
     bool has_kept = false;
+    bool known = false;  // taken from the files cache by its SHA-256, never read
     // Made of extents (PackWriteOptions::chunk_size, bases): its run, `count` set on the first;
     // empty for a content stored whole at `offset`.
     std::vector<Extent> extents;
@@ -52,11 +54,17 @@ struct ContentPlan {
 using ContentSink =
     std::function<Result<uint64_t>(PlannedContent& content, const std::string* bytes)>;
 
-// Hashes, dedups, lays out and writes (through `write`); sets ScannedInode::content.
+// Contents known without reading them (files_cache.hpp): by inode index, the SHA-256 of a file
+// a base holds unchanged, or nullptr to read it. Empty: every file is read.
+using KnownContents = std::span<const Sha256Digest* const>;
+
+// Hashes, dedups, lays out and writes (through `write`); sets ScannedInode::content. A known
+// content is one with that SHA-256 (a file read with the same bytes is the same content, so the
+// pack is the one reading every file gives), and is never read: `write` must take it from a base.
 // `progress(done, total)` runs on the calling thread.
 Result<ContentPlan> plan_contents(TreeSource& source, ScannedTree& tree,
                                   const PackWriteOptions& options, const WriteHooks& hooks,
-                                  unsigned jobs,
+                                  KnownContents known, unsigned jobs,
                                   const std::function<void(uint64_t, uint64_t)>& progress,
                                   const ContentSink& write);
 

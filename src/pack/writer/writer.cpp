@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "pack/format/digest.hpp"
 #include "pack/writer/base_index.hpp"
 #include "pack/writer/content_plan.hpp"
+#include "pack/writer/files_cache.hpp"
 #include "pack/writer/metadata_writer.hpp"
 #include "pack/writer/output_file.hpp"
 #include "pack/writer/stream_writer.hpp"
@@ -55,6 +57,50 @@ Result<void> check_options(const PackWriteOptions& o) {
     if (o.clamp_time && (o.clamp_time->nsec < 0 || o.clamp_time->nsec >= 1'000'000'000))
         return fail(EINVAL, "build: clamp time's nanoseconds outside 0 ..= 999,999,999");
     return {};
+}
+
+// What a files cache compares, of each regular file that has a content record (the others
+// are cheap or in the metadata): by inode index, zero for the rest.
+std::vector<FileStamp> stamps_of(const ScannedTree& tree, uint32_t inline_max) {
+    std::vector<FileStamp> out(tree.inodes.size());
+    for (std::size_t i = 0; i < tree.inodes.size(); ++i) {
+        const Stat& st = tree.inodes[i].stat;
+        if (st.type == FileType::regular && st.size > inline_max)
+            out[i] = FileStamp{st.size, st.ino, st.mtime, st.ctime};
+    }
+    return out;
+}
+
+// By inode index: the digest the base's files cache records for a file whose stamp it still
+// matches, when a base holds that content (a cache names nothing else); else nullptr.
+std::vector<const Sha256Digest*> known_contents(const ScannedTree& tree,
+                                                const std::vector<FileStamp>& stamps,
+                                                const FilesCache& cache, const BaseIndex& bases) {
+    std::vector<const Sha256Digest*> out(tree.inodes.size(), nullptr);
+    for (std::size_t i = 0; i < tree.inodes.size(); ++i) {
+        if (stamps[i].size == 0) continue;
+        const Sha256Digest* sha = cache.find(tree.inodes[i].path, stamps[i]);
+        if (sha && bases.whole(*sha)) out[i] = sha;
+    }
+    return out;
+}
+
+// The files cache of the pack just written, for a build over it (best effort: without it the
+// next build reads every file).
+void record_files(const std::string& dir, const ScannedTree& tree,
+                  const std::vector<FileStamp>& stamps, const ContentPlan& plan, Time scan_start,
+                  const Header& header) {
+    std::vector<FilesCacheEntry> entries;
+    entries.reserve(plan.contents.size());
+    for (std::size_t i = 0; i < tree.inodes.size(); ++i) {
+        const ScannedInode& inode = tree.inodes[i];
+        if (stamps[i].size == 0 || inode.content == 0 || !FilesCache::settled(stamps[i], scan_start))
+            continue;
+        entries.push_back({inode.path, stamps[i], plan.contents[inode.content - 1].sha256});
+    }
+    Sha256Digest digest;
+    std::memcpy(digest.data(), header.image_digest, digest.size());
+    (void)FilesCache::write(dir, digest, entries);
 }
 
 Codec codec_of(Compression c) {
@@ -103,9 +149,14 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
 
     using Clock = std::chrono::steady_clock;
     auto t0 = Clock::now();
+    const Time scan_start = Time::now();
     auto tree = scan_tree(source, options.exclude,
                           [&](uint64_t n) { report(options, BuildProgress::Phase::scan, n, 0); });
     if (!tree) return std::unexpected(tree.error());
+    // The files cache compares the source's times, not the ones the pack records (a clamp).
+    const bool files_cache = !options.files_cache.empty() && options.format >= 2;
+    std::vector<FileStamp> stamps;
+    if (files_cache) stamps = stamps_of(*tree, options.inline_max);
     record_times(*tree, options.times, options.clamp_time);
     std::optional<InodeNumbering> numbering;
     if (options.keep_inode_numbers) {  // refused before any content is read
@@ -137,6 +188,13 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
                                                                     : kDefaultChunkSize;
     std::unordered_map<Sha256Digest, uint64_t, Sha256DigestHash> local_chunks;  // name -> stream offset
     uint64_t base_bytes = 0, extent_count = 0;
+    // The files the first base's files cache knows: their contents are that base's, unread.
+    FilesCache base_cache;
+    std::vector<const Sha256Digest*> known;
+    if (files_cache && bases) {
+        base_cache = FilesCache::load(options.files_cache, bases->bases().front().image_digest);
+        if (base_cache.size() > 0) known = known_contents(*tree, stamps, base_cache, *bases);
+    }
 
     // A content's bytes: the held copy, or read again from the source (the dedup hash is
     // recomputed so a file changed since it was hashed is caught instead of stored under a
@@ -207,6 +265,8 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     auto write_content = [&](PlannedContent& content, const std::string* held) -> Result<uint64_t> {
         if (auto r = stream.put_zeros(content.offset - stream.stream_bytes()); !r)
             return std::unexpected(r.error());
+        if (content.known && !(bases && bases->whole(content.sha256)))  // known_contents() saw it
+            return fail(EIO, "build: a known content no base holds", to_hex(content.sha256));
         if (extents) {
             if (const auto* whole = bases ? bases->whole(content.sha256) : nullptr) {
                 content.extents = *whole;
@@ -227,7 +287,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
         return content.size;
     };
     auto plan = plan_contents(
-        source, *tree, options, hooks, jobs,
+        source, *tree, options, hooks, known, jobs,
         [&](uint64_t done, uint64_t total) {
             report(options, BuildProgress::Phase::hash, done, total);
         },
@@ -283,6 +343,9 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     PackStats stats = stats_of(*tree, *plan, *meta, stream);
     stats.base_bytes = base_bytes;
     stats.extents = extent_count;
+    stats.unchanged_files = static_cast<uint64_t>(
+        std::count_if(known.begin(), known.end(), [](const Sha256Digest* k) { return k; }));
+    if (files_cache) record_files(options.files_cache, *tree, stamps, *plan, scan_start, meta->header);
     auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     stats.scan_seconds = seconds(t1 - t0);
     stats.hash_seconds = seconds(t2 - t1);
