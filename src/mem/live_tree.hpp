@@ -213,7 +213,10 @@ public:
     Result<std::vector<std::string>> listxattr(Node node) override {
         return on_node(node, [&](const Ref& r) { return engine_->listxattr(r, kLiveGen); });
     }
-    Result<StatFs> statfs(Node) override { return engine_->statfs(kLiveGen); }
+    Result<StatFs> statfs(Node) override {
+        rcu::ReadSection section;  // the layer it reads may be freed once no section holds it
+        return engine_->statfs(kLiveGen);
+    }
     Backend::InodeNumbering inode_numbering() const override { return {true, engine_->next_ino()}; }
 
     Result<Created> create(Node dir, std::string_view name, int flags, uint32_t mode,

@@ -123,7 +123,10 @@ public:
     Result<std::vector<std::string>> listxattr(Node node) override {
         return on_node(node, [&](const Ref& r) { return engine_.listxattr(r, gen_); });
     }
-    Result<StatFs> statfs(Node) override { return engine_.statfs(gen_); }
+    Result<StatFs> statfs(Node) override {
+        rcu::ReadSection section;  // the layer it reads may be freed once no section holds it
+        return engine_.statfs(gen_);
+    }
     InodeNumbering inode_numbering() const override { return {true, hold_.info().next_ino}; }
 
     // --- paths ---
