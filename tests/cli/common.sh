@@ -1,6 +1,8 @@
 # The checks the CLI test scripts share; sourced after $work is set. Each failed check counts
 # in $failures, which the script turns into its exit status at the end.
 failures=0
+# Builds keep a files cache and remote packs a block cache: a test's own, never the user's.
+export XDG_CACHE_HOME="$work/xdg-cache"
 check() {  # check "what" command...: the command must succeed
     local what="$1"
     shift

@@ -201,6 +201,36 @@ TEST(ExtentBases, BuildingTwiceGivesTheSameBytes) {
         << "the packs differ from byte " << differ.first - a.begin();
 }
 
+// Every checksum of an edited metadata region right again: each section's, the block sums',
+// the metadata digests', the header's.
+void reseal(std::string& bad) {
+    Header bh;
+    std::memcpy(&bh, bad.data(), sizeof bh);
+    const std::string_view region(bad.data() + bh.meta_offset, bh.meta_length);
+    for (std::size_t k = 0; k < kSectionCount; ++k) {
+        SectionEntry& e = section(bh, k);
+        if (e.offset != 0)
+            e.checksum = hostile::xxh3_of(region.substr(e.offset - bh.meta_offset, e.length));
+    }
+    std::string sums;
+    for (uint64_t at = 0; at < region.size(); at += kMetaBlockSize) {
+        const uint64_t sum = hostile::xxh3_of(region.substr(at, kMetaBlockSize));
+        sums.append(reinterpret_cast<const char*>(&sum), 8);
+    }
+    bad.replace(bh.sums_offset, sums.size(), sums);
+    bh.sums_checksum = hostile::xxh3_of(sums);
+    // The metadata digests (after the sums) and the image digest follow the region.
+    std::string digests;
+    for (uint64_t at = 0; at < region.size(); at += kMetaBlockSize) {
+        const auto d = sha256(std::as_bytes(std::span(region.substr(at, kMetaBlockSize))));
+        digests.append(reinterpret_cast<const char*>(d.data()), 32);
+    }
+    const bool meta_digests = (bh.incompat_features & kIncompatMetaDigests) != 0;
+    if (meta_digests) bad.replace(bh.sums_offset + bh.sums_length, digests.size(), digests);
+    hostile::seal_header(bh, meta_digests ? std::string_view(digests) : region);
+    std::memcpy(bad.data(), &bh, sizeof bh);
+}
+
 // Damaged extent records, with every checksum made right again (hostile::PackParts): a read
 // answers EUCLEAN naming what is wrong, never a crash or wrong bytes; verify reports it.
 TEST(ExtentBases, DamagedExtentsAreRefused) {
@@ -239,31 +269,7 @@ TEST(ExtentBases, DamagedExtentsAreRefused) {
             std::memcpy(&e, bad.data() + first + i * sizeof(Extent), sizeof e);
             damage.edit(e);
             std::memcpy(bad.data() + first + i * sizeof(Extent), &e, sizeof e);
-            // Every checksum right again: the section's, the block sums', the header's.
-            Header bh;
-            std::memcpy(&bh, bad.data(), sizeof bh);
-            const std::string_view region(bad.data() + bh.meta_offset, bh.meta_length);
-            bh.extents_section.checksum =
-                hostile::xxh3_of(region.substr(first - bh.meta_offset, bh.extents_section.length));
-            std::string sums;
-            for (uint64_t at = 0; at < region.size(); at += kMetaBlockSize) {
-                const uint64_t sum = hostile::xxh3_of(region.substr(at, kMetaBlockSize));
-                sums.append(reinterpret_cast<const char*>(&sum), 8);
-            }
-            bad.replace(bh.sums_offset, sums.size(), sums);
-            bh.sums_checksum = hostile::xxh3_of(sums);
-            // The metadata digests (after the sums) and the image digest follow the region.
-            std::string digests;
-            for (uint64_t at = 0; at < region.size(); at += kMetaBlockSize) {
-                const auto d = sha256(std::as_bytes(std::span(region.substr(at, kMetaBlockSize))));
-                digests.append(reinterpret_cast<const char*>(d.data()), 32);
-            }
-            if ((bh.incompat_features & kIncompatMetaDigests) != 0)
-                bad.replace(bh.sums_offset + bh.sums_length, digests.size(), digests);
-            hostile::seal_header(bh, (bh.incompat_features & kIncompatMetaDigests) != 0
-                                         ? std::string_view(digests)
-                                         : region);
-            std::memcpy(bad.data(), &bh, sizeof bh);
+            reseal(bad);
             const auto path = dir.path / "bad.pack";
             hostile::spit(path, bad);
 
@@ -292,6 +298,139 @@ TEST(ExtentBases, DamagedExtentsAreRefused) {
             }
         }
     }
+}
+
+// v2 over v1, raw metadata, for the tests below that look at its records.
+struct OverABase {
+    TempDir dir;
+    Tree v1 = first_tree(), v2 = next_tree(v1, 2);
+    fs::path p1 = dir.path / "v1.pack", p2 = dir.path / "v2.pack";
+    std::string bytes;  // v2's
+    Header h{};
+    std::vector<uint64_t> located;  // the inode records (0-based) with a kBaseLocator
+
+    OverABase() {
+        PackWriteOptions options;
+        options.chunk_size = kChunk;
+        options.compress_metadata = false;
+        auto mem = make_mem_backend();
+        fill(*mem, v1);
+        EXPECT_TRUE(write_pack(*mem, p1.string(), options));
+        options.bases = {p1.string()};
+        mem = make_mem_backend();
+        fill(*mem, v2);
+        EXPECT_TRUE(write_pack(*mem, p2.string(), options));
+        bytes = slurp(p2);
+        std::memcpy(&h, bytes.data(), sizeof h);
+        for (uint64_t i = 0; i < h.inode_count; ++i) {
+            const InodeV2 n = inode(i);
+            if ((n.mode & S_IFMT) == S_IFREG && (n.ref & kExtentLocator) == 0 &&
+                (n.ref & kBaseLocator) != 0)
+                located.push_back(i);
+        }
+    }
+    uint64_t inode_at(uint64_t i) const { return h.sections[0].offset + i * sizeof(InodeV2); }
+    InodeV2 inode(uint64_t i) const {
+        InodeV2 n;
+        std::memcpy(&n, bytes.data() + inode_at(i), sizeof n);
+        return n;
+    }
+};
+
+// A content v1 holds whole is located there by the inode alone: no extent record, and no digest
+// stored again (v1 has it).
+TEST(ExtentBases, ContentsABaseHoldsWholeAreLocatedThereWithTheirDigests) {
+    OverABase t;
+    uint64_t regular = 0, stored = 0;  // files with a content; of them, outside the metadata
+    for (uint64_t i = 0; i < t.h.inode_count; ++i) {
+        const InodeV2 n = t.inode(i);
+        regular += (n.mode & S_IFMT) == S_IFREG && n.size > 0;
+        stored += (n.mode & S_IFMT) == S_IFREG && n.size > 64;
+    }
+    // Of v2's files, those edited or added (and the big ones, cut into chunks) are not.
+    EXPECT_GE(t.located.size(), stored - 6) << stored;
+    for (uint64_t i : t.located) EXPECT_EQ(locator_base(t.inode(i).ref), 1u);
+    const uint64_t digests = t.h.sections[2].length / 32;
+    EXPECT_LE(digests, regular - t.located.size());
+    expect_reads(t.p2, t.v2);
+}
+
+// Damaged base locators (checksums right again): a read answers EUCLEAN or reads right, never
+// a crash or wrong bytes, and verify reports it.
+TEST(ExtentBases, DamagedBaseLocatorsAreRefused) {
+    OverABase t;
+    ASSERT_GE(t.located.size(), 3u);
+    struct Damage {
+        const char* what;
+        std::function<void(InodeV2&)> edit;
+        bool quiet;  // reads stay right: only verify can tell
+    };
+    const std::vector<Damage> damages = {
+        {"base 0", [](InodeV2& n) { n.ref = base_locator(0, n.ref & kBaseOffsetMask); }, false},
+        {"no such base", [](InodeV2& n) { n.ref = base_locator(2, n.ref & kBaseOffsetMask); },
+         false},
+        {"past the base's stream", [](InodeV2& n) { n.ref = base_locator(1, kBaseOffsetMask - 9); },
+         false},
+        {"another content's digest", [](InodeV2& n) { n.aux ^= 1; }, true},
+        {"a digest index past the base's", [](InodeV2& n) { n.aux = 0xfffffff0u; }, true},
+    };
+    for (const Damage& damage : damages) {
+        for (uint64_t i : {t.located.front(), t.located[1], t.located.back()}) {
+            std::string bad = t.bytes;
+            InodeV2 n = t.inode(i);
+            damage.edit(n);
+            std::memcpy(bad.data() + t.inode_at(i), &n, sizeof n);
+            reseal(bad);
+            const auto path = t.dir.path / "bad.pack";
+            hostile::spit(path, bad);
+            PackOpenOptions options;
+            options.bases = {t.p1.string()};
+            auto backend = open_pack(path.string(), options);
+            ASSERT_TRUE(backend) << damage.what << ": " << backend.error().message();
+            bool refused = false, all_right = true;
+            for (const auto& [file, want] : t.v2) {
+                auto got = read_file(**backend, file);
+                if (!got) {
+                    EXPECT_EQ(got.error().code(), kErrCorrupt)
+                        << damage.what << " " << file << ": " << got.error().message();
+                    refused = true;
+                } else {
+                    all_right &= *got == want;
+                }
+            }
+            EXPECT_TRUE(all_right) << damage.what;
+            EXPECT_NE(refused, damage.quiet) << damage.what << " at " << i;
+            const VerifyReport report = (*backend)->verify();
+            EXPECT_FALSE(report.ok()) << damage.what << " at " << i;
+        }
+    }
+}
+
+// verify of a pack over a base reads what the base holds for it, and names the file whose
+// bytes the base no longer has right.
+TEST(ExtentBases, VerifyChecksTheContentsInTheBase) {
+    OverABase t;
+    ASSERT_FALSE(t.located.empty());
+    auto backend = open_pack(t.p2.string());
+    ASSERT_TRUE(backend);
+    EXPECT_TRUE((*backend)->verify().ok());
+    backend->reset();
+    // One byte of the base's stream turned, where the first located content starts.
+    std::string base = slurp(t.p1);
+    Header bh;
+    std::memcpy(&bh, base.data(), sizeof bh);
+    const uint64_t offset = t.inode(t.located.front()).ref & kBaseOffsetMask;
+    base[bh.data_offset + offset] ^= 0x20;
+    hostile::spit(t.p1, base);
+    backend = open_pack(t.p2.string());
+    ASSERT_TRUE(backend);
+    const VerifyReport report = (*backend)->verify();
+    ASSERT_FALSE(report.ok());
+    bool named = false;
+    for (const auto& p : report.problems)
+        named |= p.what.find("of base 1") != std::string::npos &&
+                 p.what.find("SHA-256 mismatch") != std::string::npos;
+    EXPECT_TRUE(named) << report.problems.front().where << ": " << report.problems.front().what;
 }
 
 }  // namespace

@@ -77,6 +77,19 @@ inline constexpr uint64_t kIncompatKnown = kIncompatCompressedData | kIncompatIn
 // With kIncompatExtents: the top bit of a regular file's locator (InodeV2::ref) says the rest
 // is the index of its first extent.
 inline constexpr uint64_t kExtentLocator = uint64_t{1} << 63;
+// With kIncompatExtents: the next bit says the content is whole in a base's stream, in one run:
+// the base (1 ..= the base count) in the 14 bits from kBasePackShift, the offset in its stream
+// in the 48 below, and the inode's aux the index of the content's digest in that base.
+inline constexpr uint64_t kBaseLocator = uint64_t{1} << 62;
+inline constexpr unsigned kBasePackShift = 48;
+inline constexpr uint64_t kBaseOffsetMask = (uint64_t{1} << kBasePackShift) - 1;
+inline constexpr uint64_t kMaxLocatorBase = (uint64_t{1} << 14) - 1;
+constexpr uint64_t base_locator(uint64_t pack, uint64_t offset) noexcept {
+    return kBaseLocator | pack << kBasePackShift | offset;
+}
+constexpr uint32_t locator_base(uint64_t ref) noexcept {
+    return static_cast<uint32_t>((ref >> kBasePackShift) & kMaxLocatorBase);
+}
 inline constexpr uint64_t kCompatXattrs = 1u << 0;  // some inode has xattrs (a hint: none if 0)
 // v2: the times section exists, holding each inode's atime and ctime (without it a reader
 // reports both equal to mtime, which is what a reader that ignores the bit reports).

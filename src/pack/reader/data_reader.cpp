@@ -308,9 +308,36 @@ Result<void> DataReader::read_extents(const ContentRef& content, uint64_t offset
     }
 }
 
+std::optional<DataReader::InBase> DataReader::base_of(const ContentRef& content) const noexcept {
+    if (content.pack == 0 || content.pack > bases_.size() || bases_[content.pack - 1] == nullptr)
+        return std::nullopt;
+    const DataReader* from = bases_[content.pack - 1];
+    if (!within(content.offset, content.size, from->stream_size_)) return std::nullopt;
+    return InBase{from, ContentRef{.where = ContentRef::Where::stream,
+                                   .size = content.size,
+                                   .offset = content.offset}};
+}
+
+Result<DataReader::InBase> DataReader::in_base(const ContentRef& content, const Ctx& ctx) const {
+    if (auto found = base_of(content)) return *found;
+    if (content.pack == 0 || content.pack > bases_.size() || bases_[content.pack - 1] == nullptr)
+        return fail(EIO, ctx.op, fmt::format("{} (a content in base {}, which is not open)",
+                                             ctx.path, content.pack));
+    return std::unexpected(Error(
+        kErrCorrupt, ctx.op,
+        fmt::format("{} (a content in base {} at {} of {} bytes: past that base's stream of {})",
+                    ctx.path, content.pack, content.offset, content.size,
+                    bases_[content.pack - 1]->stream_size_)));
+}
+
 Result<std::size_t> DataReader::read(const ContentRef& content, uint64_t offset,
                                      std::span<std::byte> out, const Ctx& ctx) const {
     if (offset >= content.size || out.empty()) return 0;
+    if (content.where == ContentRef::Where::base) {
+        auto base = in_base(content, ctx);
+        if (!base) return std::unexpected(base.error());
+        return base->from->read(base->content, offset, out, ctx);
+    }
     const std::size_t n = std::min<uint64_t>(out.size(), content.size - offset);
     if (content.where == ContentRef::Where::inline_bytes) {
         std::memcpy(out.data(), content.inline_data + offset, n);
@@ -331,6 +358,11 @@ Result<std::span<const std::byte>> DataReader::view(const ContentRef& content, u
                                                     std::size_t length, std::string& scratch,
                                                     const Ctx& ctx) const {
     if (offset >= content.size || length == 0) return std::span<const std::byte>();
+    if (content.where == ContentRef::Where::base) {
+        auto base = in_base(content, ctx);
+        if (!base) return std::unexpected(base.error());
+        return base->from->view(base->content, offset, length, scratch, ctx);
+    }
     const std::size_t n = std::min<uint64_t>(length, content.size - offset);
     if (content.where == ContentRef::Where::inline_bytes)
         return std::span(content.inline_data + offset, n);
@@ -367,6 +399,10 @@ Result<std::span<const std::byte>> DataReader::view(const ContentRef& content, u
 // read says what is wrong), which is not kept.
 uint64_t DataReader::allocated_blocks(const ContentRef& content, uint64_t index) const noexcept {
     const uint64_t whole = (content.size + 511) / 512;
+    if (content.where == ContentRef::Where::base) {  // `index` is the base's own
+        auto base = base_of(content);
+        return base ? base->from->allocated_blocks(base->content, index) : whole;
+    }
     if (content.where != ContentRef::Where::stream) return whole;
     const uint64_t end = content.offset + content.size;
     if (codec_ == Codec::none) {
@@ -414,6 +450,11 @@ std::optional<uint64_t> DataReader::raw_data_bytes(uint64_t offset, uint64_t end
 Result<uint64_t> DataReader::seek(const ContentRef& content, uint64_t offset, bool data,
                                   const Ctx& ctx) const {
     if (offset >= content.size) return fail(ENXIO, ctx.op, ctx.path);
+    if (content.where == ContentRef::Where::base) {
+        auto base = in_base(content, ctx);
+        if (!base) return std::unexpected(base.error());
+        return base->from->seek(base->content, offset, data, ctx);
+    }
     if (!holes_ || content.where != ContentRef::Where::stream) return data ? offset : content.size;
     // Block by block from the one holding `offset`: a hole block reads as zeros throughout, so
     // the answer is `offset` itself or the start of the first block of the other kind.

@@ -135,6 +135,14 @@ private:
         const DataReader* from;
     };
     Result<Piece> piece(uint64_t index, const Ctx& ctx) const;
+    // A content a base holds whole (Where::base): that base's reader, and the content as a
+    // range of its stream, checked to lie inside it (base_of: nullopt when it does not).
+    struct InBase {
+        const DataReader* from;
+        ContentRef content;
+    };
+    std::optional<InBase> base_of(const ContentRef& content) const noexcept;
+    Result<InBase> in_base(const ContentRef& content, const Ctx& ctx) const;
     // The index of the extent of `content` holding byte `offset` (< size): a binary search of
     // its run by `at`, each record it lands on checked to hold the byte.
     Result<Piece> piece_at(const ContentRef& content, uint64_t offset, uint64_t& index,

@@ -84,10 +84,15 @@ MetaReader::InodeFault MetaReader::inode_fault(const InodeCore& n, uint32_t max_
                 ok = n.ref <= content_count_ && (n.ref != 0 || n.size == 0);
             } else if (n.size == 0) {
                 ok = n.ref == 0 && aux == 0;
-            } else if ((n.ref & kExtentLocator) != 0 && extent_count_ != 0) {
+            } else if ((n.ref & kExtentLocator) != 0 && extents_) {
                 // made of extents (kIncompatExtents): never inline; its first extent's index
                 ok = aux < content_count_ && n.size > inline_max_ &&
                      (n.ref & ~kExtentLocator) < extent_count_;
+            } else if ((n.ref & kBaseLocator) != 0 && extents_) {
+                // whole in a base: never inline, a base this pack names (its range and digest
+                // index are the base's to check, when it is read)
+                ok = n.size > inline_max_ && locator_base(n.ref) >= 1 &&
+                     locator_base(n.ref) <= base_count_;
             } else {  // the content's digest, and its bytes inline or in the stream
                 ok = aux < content_count_ &&
                      within(n.ref, n.size, n.size <= inline_max_ ? bytes_length_ : stream_size_);

@@ -58,6 +58,7 @@ Result<void> MetaReader::open(const Header& h, PackImage& image, std::string_vie
     }
     stream_size_ = h.stream_size;
     if ((h.incompat_features & kIncompatExtents) != 0) {
+        extents_ = true;
         extents_rel_ = rel(Section::extents);
         extent_count_ = section(h, Section::extents).length / sizeof(Extent);
         bases_rel_ = rel(Section::bases);
@@ -218,6 +219,12 @@ Result<ContentRef> MetaReader::content(const InodeView& file, const Ctx& ctx) co
                 c.extent_count > c.size) [[unlikely]]
                 return corrupt(ctx, rel + offsetof(Extent, count), 1, c.extent_count,
                                "extent count (of a content's first extent)");
+            return c;
+        }
+        if ((file.rec.ref & kBaseLocator) != 0) {  // inode() checked the base's number
+            c.where = ContentRef::Where::base;
+            c.pack = locator_base(file.rec.ref);
+            c.offset = file.rec.ref & kBaseOffsetMask;
             return c;
         }
         c.where = ContentRef::Where::stream;

@@ -74,13 +74,15 @@ static_assert(sizeof(InodeView) == 64);
 // into the metadata), or in the data stream at `offset`.
 struct ContentRef {
     // extents: a run of Extent records (kIncompatExtents), each a range of this pack's stream
-    // or a base's.
-    enum class Where : uint8_t { empty, inline_bytes, stream, extents };
+    // or a base's; base: whole in the stream of base `pack` (kBaseLocator).
+    enum class Where : uint8_t { empty, inline_bytes, stream, extents, base };
     Where where = Where::empty;
     uint64_t size = 0;
-    uint64_t offset = 0;  // stream offset (Where::stream); first extent's index (extents)
+    // stream offset (Where::stream, and base: in that base's); first extent's index (extents)
+    uint64_t offset = 0;
     const std::byte* inline_data = nullptr;
     uint64_t extent_count = 0;  // Where::extents: how many (>= 1, all inside the section)
+    uint32_t pack = 0;          // Where::base: the base, 1 ..= base_count()
 };
 
 // A base pack as a pack with extents names it (BaseRecord).
@@ -146,7 +148,8 @@ public:
     // Where the content of a regular file is.
     Result<ContentRef> content(const InodeView& file, const Ctx& ctx) const;
     // The index of a regular file's content (v1: its content record, v2: its digest), shared by
-    // every file with those bytes. The file must have some (size > 0).
+    // every file with those bytes. The file must have some (size > 0). For a content a base
+    // holds (kBaseLocator), the index of its digest in that base.
     uint64_t content_index(const InodeView& file) const noexcept {
         return version_ >= 2 ? file.aux : file.rec.ref - 1;
     }
@@ -331,7 +334,8 @@ private:
     bool numbered_ = false;  // kIncompatInodeNumbers: the two sections below exist
     uint64_t numbers_rel_ = 0, order_rel_ = 0;
     uint64_t stream_size_ = 0;  // what a file's range in the stream is checked against
-    uint64_t extents_rel_ = 0, extent_count_ = 0;  // kIncompatExtents
+    bool extents_ = false;                         // kIncompatExtents
+    uint64_t extents_rel_ = 0, extent_count_ = 0;
     uint64_t bases_rel_ = 0, base_count_ = 0;
     uint32_t inline_max_ = 0;
     uint64_t block_sum_count_ = 0;

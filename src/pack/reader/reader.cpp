@@ -177,6 +177,18 @@ PackInfo PackReader::info() const {
     return i;
 }
 
+Result<Sha256Digest> PackReader::content_digest(const InodeView& file, const Ctx& ctx) const {
+    auto content = meta_.content(file, ctx);
+    if (!content) return std::unexpected(content.error());
+    if (content->where != ContentRef::Where::base)
+        return meta_.content_digest(meta_.content_index(file), ctx);
+    const PackReader* holder = base(content->pack);
+    if (holder == nullptr)
+        return fail(EIO, ctx.op, fmt::format("{} (a content in base {}, which is not open)",
+                                             ctx.path, content->pack));
+    return holder->meta_.content_digest(meta_.content_index(file), ctx);
+}
+
 Stat PackReader::stat_of(const InodeView& node) const noexcept {
     Stat st = meta_.stat_of(node);
     if (node.type != FileType::regular || !data_.holes() || node.rec.size < data_.block_size())

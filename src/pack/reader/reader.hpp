@@ -143,6 +143,14 @@ public:
         return data_.block_digest(index, ctx);
     }
 
+    // The SHA-256 of a regular file's content (size > 0): its digest record, in the base that
+    // holds it for a content whole in a base (kBaseLocator). EIO when that base is not open.
+    Result<Sha256Digest> content_digest(const InodeView& file, const Ctx& ctx) const;
+    // Base `k` (1 ..= the base count) as attached, or nullptr.
+    const PackReader* base(uint32_t k) const noexcept {
+        return k >= 1 && k <= bases_.size() ? bases_[k - 1].get() : nullptr;
+    }
+
     // A pack from a source with bases (kIncompatExtents): open() leaves them to the opener
     // (src/remote/ opens each from beside the pack's URL), which hands them here, in the order
     // of the bases section; each must be the pack its record names. Until then a read of an

@@ -51,6 +51,7 @@ VerifyReport Verifier::run() {
     check_sections();
     check_metadata_blocks();
     check_contents();
+    check_base_contents();
     check_untouched_blocks();
     check_block_digests();
     check_padding();
@@ -96,7 +97,9 @@ void Verifier::locate_v2_contents() {
     located_.assign(m_.content_count_, Content{});
     for (uint64_t i = 0; i < m_.inode_count_; ++i) {
         const auto n = load<InodeV2>(m_.meta_ + m_.inode_rel(i));
-        if ((n.mode & S_IFMT) != S_IFREG || n.size == 0 || n.aux >= m_.content_count_) continue;
+        if ((n.mode & S_IFMT) != S_IFREG || n.size == 0 || n.aux >= m_.content_count_ ||
+            in_base(n.ref, n.size))
+            continue;
         Content& c = located_[n.aux];
         if (c.size == 0) {
             c.offset = n.ref;
@@ -113,6 +116,7 @@ void Verifier::gather_contents() {
     bad_content_.assign(m_.content_count_, std::string());
     items_.reserve(m_.content_count_);
     if (v2_) locate_v2_contents();
+    if (v2_ && m_.extents_) gather_base_contents();
     for (uint64_t i = 0; i < m_.content_count_; ++i) {
         const Content c =
             v2_ ? located_[i] : load<Content>(m_.meta_ + m_.contents_rel_ + i * sizeof(Content));
@@ -140,6 +144,60 @@ void Verifier::gather_contents() {
     const uint64_t compressed_total = d_.codec_ == Codec::none && !d_.holes_ ? 0 : d_.data_length_;
     const uint64_t digested_total = d_.block_digests_ ? d_.data_length_ : 0;
     meter_.set_total(3 * m_.meta_length_ + content_bytes_ + compressed_total + digested_total);
+}
+
+bool Verifier::in_base(uint64_t ref, uint64_t size) const noexcept {
+    return m_.extents_ && (ref & kExtentLocator) == 0 && (ref & kBaseLocator) != 0 &&
+           size > m_.inline_max_;
+}
+
+void Verifier::gather_base_contents() {
+    for (uint64_t i = 0; i < m_.inode_count_; ++i) {
+        const auto n = load<InodeV2>(m_.meta_ + m_.inode_rel(i));
+        if ((n.mode & S_IFMT) != S_IFREG || !in_base(n.ref, n.size)) continue;
+        auto [it, added] = base_items_.try_emplace({locator_base(n.ref), n.aux},
+                                                   BaseItem{n.ref & kBaseOffsetMask, n.size, {}});
+        if (added) content_bytes_ += n.size;
+    }
+}
+
+// --- 3b. contents whole in a base ----------------------------------------------------------
+
+void Verifier::check_base_contents() {
+    for (auto& [key, item] : base_items_) {
+        const auto [pack, index] = key;
+        const PackReader* base = r_.base(pack);
+        if (base == nullptr) {
+            item.bad = fmt::format("its base {} is not open", pack);
+            continue;
+        }
+        auto want = base->metadata().content_digest(index, ctx_);
+        if (!want) {
+            item.bad = want.error().message();
+            continue;
+        }
+        const ContentRef ref{.where = ContentRef::Where::base,
+                             .size = item.size,
+                             .offset = item.offset,
+                             .inline_data = nullptr,
+                             .extent_count = 0,
+                             .pack = pack};
+        for (uint64_t done = 0; done < item.size;) {
+            chunk_.resize(std::min<uint64_t>(kChunk, item.size - done));
+            auto got = d_.read(ref, done, chunk_, ctx_);
+            if (!got || *got != chunk_.size()) {
+                item.bad = got ? std::string("ends early") : got.error().message();
+                break;
+            }
+            sha_.update(chunk_);
+            done += chunk_.size();
+            meter_.add(chunk_.size());
+        }
+        const Sha256Digest got = sha_.finish();
+        if (item.bad.empty() && got != *want)
+            item.bad = fmt::format("SHA-256 mismatch: expected {}, found {}", to_hex(*want),
+                                   to_hex(got));
+    }
 }
 
 // --- 1. sections -------------------------------------------------------------------------

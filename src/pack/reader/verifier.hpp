@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -92,6 +93,11 @@ private:
 
     // Phase 0 and the gathering.
     void locate_v2_contents();
+    // A content whole in a base (kBaseLocator): its inode's locator and digest index are the
+    // base's, so it is checked apart, once per (base, digest index), against the base's digest.
+    bool in_base(uint64_t ref, uint64_t size) const noexcept;
+    void gather_base_contents();
+    void check_base_contents();
     // Phase 3: one content, hashed slice by slice; a slice of it (nullopt and `why` when it
     // cannot be read); block `index` of the stream into block_ (false when it is bad).
     void check_content(const Item& item);
@@ -126,6 +132,11 @@ private:
     std::vector<Item> items_;
     std::vector<std::string> bad_content_;  // why content i is bad ("" if fine)
     std::vector<Content> located_;          // v2: each content's locator and SHA-256
+    struct BaseItem {
+        uint64_t offset, size;
+        std::string bad;  // why it is bad ("" if fine)
+    };
+    std::map<std::pair<uint32_t, uint32_t>, BaseItem> base_items_;  // by (base, digest index)
     uint64_t content_bytes_ = 0;
 
     std::vector<uint8_t> block_state_;  // per stream block: 0 unseen, 1 fine, 2 bad

@@ -116,6 +116,16 @@ void Verifier::check_file(std::string path, const InodeView& node) {
     const uint64_t c = v2_ ? node.aux : node.rec.ref - 1;
     if (auto ok = m_.content(node, Ctx{"verify", path}); !ok) {
         problem(path, ok.error().message());
+    } else if (v2_ && in_base(node.rec.ref, node.rec.size)) {
+        const uint32_t pack = locator_base(node.rec.ref);
+        const BaseItem& item = base_items_.at({pack, node.aux});  // gathered from every inode
+        if (item.offset != (node.rec.ref & kBaseOffsetMask) || item.size != node.rec.size)
+            problem(path, fmt::format("content {} of base {} is at offset {} size {} in another "
+                                      "file; here at {} size {}",
+                                      node.aux, pack, item.offset, item.size,
+                                      node.rec.ref & kBaseOffsetMask, node.rec.size));
+        else if (!item.bad.empty())
+            problem(path, fmt::format("content {} of base {}: {}", node.aux, pack, item.bad));
     } else if (v2_ && (located_[c].offset != node.rec.ref || located_[c].size != node.rec.size)) {
         problem(path,
                 fmt::format("content {} is at offset {} size {} in another file; here at {} "

@@ -55,44 +55,61 @@ Result<void> BaseIndex::index(const PackReader& base, const std::vector<uint32_t
                               std::string_view path) {
     const MetaReader& meta = base.metadata();
     const Ctx ctx{"build", path};
+    // Where a kBaseLocator may point: a base number and a stream offset it has room for.
+    auto location = [&](uint32_t pack, uint64_t offset, uint64_t index) {
+        std::optional<BaseLocation> out;
+        if (pack <= kMaxLocatorBase && offset <= kBaseOffsetMask && index <= UINT32_MAX)
+            out = BaseLocation{pack, offset, static_cast<uint32_t>(index)};
+        return out;
+    };
     for (uint64_t ino = 1; ino <= base.header().inode_count; ++ino) {
         auto node = meta.inode(ino, ctx);
         if (!node) return std::unexpected(node.error());
         if (node->type != FileType::regular || node->rec.size <= meta.inline_max()) continue;
-        auto sha = meta.content_digest(meta.content_index(*node), ctx);
+        auto sha = base.content_digest(*node, ctx);
         if (!sha) return std::unexpected(sha.error());
         if (whole_.contains(*sha)) continue;
         auto content = meta.content(*node, ctx);
         if (!content) return std::unexpected(content.error());
-        std::vector<Extent> extents;
-        if (content->where == ContentRef::Where::stream) {
-            Extent e{.at = 0,
-                     .offset = content->offset,
-                     .length = content->size,
-                     .pack = numbering[0],
-                     .count = 1,
+        BaseContent out;
+        // One run of one pack's stream (the base's own, or a base of it the base locates the
+        // content in); its digest is that pack's record `index`.
+        auto one_run = [&](uint32_t pack, uint64_t offset) {
+            Extent e{.at = 0, .offset = offset, .length = content->size, .pack = pack, .count = 1,
                      .sha256 = {}};
             std::memcpy(e.sha256, sha->data(), 32);
-            extents.push_back(e);
+            out.extents.push_back(e);
+            out.location = location(pack, offset, meta.content_index(*node));
+        };
+        if (content->where == ContentRef::Where::stream) {
+            one_run(numbering[0], content->offset);
+        } else if (content->where == ContentRef::Where::base) {
+            if (content->pack >= numbering.size())
+                return fail(EIO, "build", fmt::format("{} (no base {})", path, content->pack));
+            one_run(numbering[content->pack], content->offset);
         } else if (content->where == ContentRef::Where::extents) {
             for (uint64_t i = 0; i < content->extent_count; ++i) {
                 auto e = meta.extent(content->offset + i, ctx);
                 if (!e) return std::unexpected(e.error());
+                const bool own = e->pack == 0;
                 e->pack = numbering.at(e->pack);
                 e->count = i == 0 ? static_cast<uint32_t>(content->extent_count) : 0;
                 Sha256Digest name;
                 std::memcpy(name.data(), e->sha256, 32);
                 if (content->extent_count == 1) name = *sha;  // an only extent's name
                 chunks_.try_emplace(name, *e);
-                extents.push_back(*e);
+                out.extents.push_back(*e);
+                // A single extent of the base's own stream: the base's digest record names it.
+                if (content->extent_count == 1 && own)
+                    out.location = location(e->pack, e->offset, meta.content_index(*node));
             }
         }
-        if (!extents.empty()) whole_.emplace(*sha, std::move(extents));
+        if (!out.extents.empty()) whole_.emplace(*sha, std::move(out));
     }
     return {};
 }
 
-const std::vector<Extent>* BaseIndex::whole(const Sha256Digest& sha256) const noexcept {
+const BaseContent* BaseIndex::whole(const Sha256Digest& sha256) const noexcept {
     auto it = whole_.find(sha256);
     return it == whole_.end() ? nullptr : &it->second;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "pack/format/digest.hpp"
 #include "pack/format/format.hpp"
 #include "pack/reader/reader.hpp"
+#include "pack/writer/content_plan.hpp"
 #include "packfs/error.hpp"
 
 namespace packfs::pack {
@@ -24,6 +26,13 @@ namespace packfs::pack {
 struct BaseSpec {  // a base record of the new pack
     Sha256Digest image_digest{};
     std::string name;  // its file name (a hint where to find it beside the new pack)
+};
+
+// A content some base holds whole: its extents in the new pack's numbering of packs (`at` from
+// 0), and, when it lies in one run of one pack's stream, where, as a kBaseLocator says it.
+struct BaseContent {
+    std::vector<Extent> extents;
+    std::optional<BaseLocation> location;
 };
 
 class BaseIndex {
@@ -35,8 +44,8 @@ public:
 
     // The bases the new pack names, in its numbering (extent pack k is bases()[k - 1]).
     const std::vector<BaseSpec>& bases() const noexcept { return specs_; }
-    // A content some base holds whole: its extents (at from 0), or nullptr.
-    const std::vector<Extent>* whole(const Sha256Digest& sha256) const noexcept;
+    // A content some base holds whole, or nullptr.
+    const BaseContent* whole(const Sha256Digest& sha256) const noexcept;
     // A chunk of some base's large content, `length` bytes named `sha256`, or nullptr.
     const Extent* chunk(const Sha256Digest& sha256, uint64_t length) const noexcept;
     // The chunk size the first base given was cut with (0: none): a build over it cuts at the
@@ -52,7 +61,7 @@ private:
 
     std::vector<BaseSpec> specs_;
     uint32_t chunk_size_ = 0;
-    std::unordered_map<Sha256Digest, std::vector<Extent>, Sha256DigestHash> whole_;
+    std::unordered_map<Sha256Digest, BaseContent, Sha256DigestHash> whole_;
     std::unordered_map<Sha256Digest, Extent, Sha256DigestHash> chunks_;
 };
 

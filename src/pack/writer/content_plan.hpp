@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@
 
 namespace packfs::pack {
 
+// A content whole in one base's stream, as a kBaseLocator names it: the base (the new pack's
+// number of it), where in its stream, and the index of the content's digest there.
+struct BaseLocation {
+    uint32_t pack = 0;
+    uint64_t offset = 0;
+    uint32_t digest_index = 0;
+};
+
 struct PlannedContent {
     uint32_t source_ino = 0;  // the first inode holding it (read from that inode's path)
     uint64_t size = 0;
@@ -35,8 +44,10 @@ struct PlannedContent {
     bool has_kept = false;
     bool known = false;  // taken from the files cache by its SHA-256, never read
     // Made of extents (PackWriteOptions::chunk_size, bases): its run, `count` set on the first;
-    // empty for a content stored whole at `offset`.
+    // empty for a content stored whole at `offset` or in a base.
     std::vector<Extent> extents;
+    // Whole in a base (its inode then has a kBaseLocator, and this pack no digest of it).
+    std::optional<BaseLocation> in_base;
 };
 
 struct ContentPlan {

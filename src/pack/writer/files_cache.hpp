@@ -40,7 +40,7 @@ struct FilesCacheEntry {
 
 inline constexpr int64_t kRacySeconds = 1;
 // Caches kept in a directory: the most recently written or used.
-inline constexpr std::size_t kFilesCachesKept = 16;
+inline constexpr std::size_t kFilesCachesKept = 64;
 
 class FilesCache {
 public:

@@ -264,13 +264,21 @@ Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const Metadat
     std::vector<Xattr> xattrs;
     std::vector<uint32_t> buckets;
     std::vector<std::string_view> names;
-    // Contents made of extents: their runs, in content order; each one's first index.
+    // Contents made of extents: their runs, in content order; each one's first index. The
+    // digests: of every content but those whole in a base (which has them), in content order.
     std::vector<Extent> extents;
     std::vector<uint64_t> first_extent(plan.contents.size(), 0);
+    std::vector<uint32_t> digest_index(plan.contents.size(), 0);
+    std::vector<std::array<uint8_t, 32>> digests;
+    digests.reserve(plan.contents.size());
     for (std::size_t c = 0; c < plan.contents.size(); ++c) {
+        const PlannedContent& content = plan.contents[c];
         first_extent[c] = extents.size();
-        extents.insert(extents.end(), plan.contents[c].extents.begin(),
-                       plan.contents[c].extents.end());
+        extents.insert(extents.end(), content.extents.begin(), content.extents.end());
+        if (content.in_base) continue;
+        digest_index[c] = static_cast<uint32_t>(digests.size());
+        std::array<uint8_t, 32>& d = digests.emplace_back();
+        std::memcpy(d.data(), content.sha256.data(), d.size());
     }
     inodes.reserve(tree.inodes.size());
     for (const ScannedInode& s : tree.inodes) {
@@ -279,9 +287,15 @@ Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const Metadat
             case FileType::regular:
                 if (s.content != 0) {
                     const PlannedContent& c = plan.contents[s.content - 1];
-                    inode.ref = c.extents.empty() ? c.offset
-                                                  : kExtentLocator | first_extent[s.content - 1];
-                    inode.aux = static_cast<uint32_t>(s.content - 1);
+                    if (c.in_base) {
+                        inode.ref = base_locator(c.in_base->pack, c.in_base->offset);
+                        inode.aux = c.in_base->digest_index;
+                    } else {
+                        inode.ref = c.extents.empty()
+                                        ? c.offset
+                                        : kExtentLocator | first_extent[s.content - 1];
+                        inode.aux = digest_index[s.content - 1];
+                    }
                 }
                 break;
             case FileType::symlink: {
@@ -317,13 +331,6 @@ Result<void> encode_v2(const ScannedTree& tree, ContentPlan& plan, const Metadat
     }
     if (buckets.size() > std::numeric_limits<uint32_t>::max())
         return fail(EFBIG, "build: directory buckets over 2^32");
-    std::vector<std::array<uint8_t, 32>> digests;
-    digests.reserve(plan.contents.size());
-    for (const PlannedContent& c : plan.contents) {
-        std::array<uint8_t, 32> d;
-        std::memcpy(d.data(), c.sha256.data(), d.size());
-        digests.push_back(d);
-    }
     out.put(Section::inodes, std::span<const InodeV2>(inodes));
     out.put(Section::dirents, std::span<const Dirent>(dirents));
     out.put(kDigests, std::span<const std::array<uint8_t, 32>>(digests));

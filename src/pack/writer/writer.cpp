@@ -98,6 +98,7 @@ void record_files(const std::string& dir, const ScannedTree& tree,
             continue;
         entries.push_back({inode.path, stamps[i], plan.contents[inode.content - 1].sha256});
     }
+    if (entries.empty()) return;  // nothing the next build could use
     Sha256Digest digest;
     std::memcpy(digest.data(), header.image_digest, digest.size());
     (void)FilesCache::write(dir, digest, entries);
@@ -268,11 +269,16 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
         if (content.known && !(bases && bases->whole(content.sha256)))  // known_contents() saw it
             return fail(EIO, "build: a known content no base holds", to_hex(content.sha256));
         if (extents) {
-            if (const auto* whole = bases ? bases->whole(content.sha256) : nullptr) {
-                content.extents = *whole;
-                if (whole->size() == 1) unname(content.extents.front());
+            if (const BaseContent* whole = bases ? bases->whole(content.sha256) : nullptr) {
                 base_bytes += content.size;
-                extent_count += whole->size();
+                // One run of a base's stream: the inode says where, and the base has its digest.
+                if (whole->location) {
+                    content.in_base = whole->location;
+                    return 0;
+                }
+                content.extents = whole->extents;
+                if (whole->extents.size() == 1) unname(content.extents.front());
+                extent_count += whole->extents.size();
                 return 0;
             }
             if (content.size >= chunk_size) {
