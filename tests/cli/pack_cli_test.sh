@@ -394,6 +394,26 @@ check "  and verifies" "$packfs" verify --base "$vers/moved/v1.pack" "$vers/base
 mv "$vers/moved/v1.pack" "$vers/bases/"
 check "a pack named relative to the working directory finds its bases beside it" \
     sh -c "cd '$vers/bases' && '$packfs' cat v3.pack /big | cmp -s - '$vers/tree/big'"
+# store verify: every pack of the directory with its bases; a damaged base fails it and the packs
+# over it, by name.
+"$packfs" store verify "$vers/bases" >"$vers/sv.out"
+check "store verify of v1..v3" grep -q "3 packs, 3 verified, 0 failed" "$vers/sv.out"
+rm -rf "$vers/damaged" && cp -a "$vers/bases" "$vers/damaged"
+python3 - "$vers/damaged/v1.pack" <<'PY'
+import sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+data[600] ^= 0x40  # in the data region (it starts at 512)
+open(path, "wb").write(bytes(data))
+PY
+expect_code "store verify with a damaged base" 1 "$packfs" store verify "$vers/damaged"
+check "  names it" grep -q "FAILED $vers/damaged/v1.pack" "$work/last.out"
+rm "$vers/damaged/v1.pack"
+expect_code "store verify with a base gone" 1 "$packfs" store verify "$vers/damaged"
+check "  names the pack and its base" sh -c "grep -q 'FAILED $vers/damaged/v2.pack' '$work/last.out' && grep -q \"('v1.pack') is not found\" '$work/last.out'"
+"$packfs" build --compress zstd --no-files-cache --base "$vers/bases/v2.pack" "$vers/tree" "$work/nfc.pack" --json >"$work/nfc.json"
+check "build --no-files-cache reads every file" python3 -c "
+import json; assert json.load(open('$work/nfc.json'))['stats']['unchanged_files'] == 0"
 # store gc: keeps the packs given and their bases, removes the other packs, touches no other file.
 cp "$vers/bases/v2.pack" "$vers/bases/stray.pack"
 echo "not a pack" >"$vers/bases/notes.txt"
