@@ -29,23 +29,13 @@ echo "== build v$old, v$new over it" >&2
 "$packfs" build --compress zstd --base "$work/packs/v$old.pack" "$versions/v$new" \
     "$work/packs/v$new.pack" >/dev/null
 "$packfs" info "$work/packs/v$new.pack" >"$work/info.txt"
-new_data=$(sed -n 's/.*stored .*data \([0-9.]* [KMG]\?i\?B\).*/\1/p' "$work/info.txt" | head -1)
+stored=$(grep -m1 '^ *stored ' "$work/info.txt" | sed 's/^ *stored *//')
+new_data=$(echo "$stored" | sed -n 's/.*-> data \([0-9.]* [KMGT]\?i\?B\).*/\1/p')
 old_blob=$(sha256sum "$work/packs/v$old.pack" | cut -d' ' -f1)
 new_blob=$(sha256sum "$work/packs/v$new.pack" | cut -d' ' -f1)
 
-start_registry "$work/registry"
-start_nginx "$work/packs" "$work/nginx" "
-    client_max_body_size 0;
-    location /v2/ {
-        proxy_pass http://$REGISTRY;
-        proxy_set_header Host \$http_host;
-        proxy_http_version 1.1;
-        proxy_set_header Connection \"\";
-        proxy_request_buffering off;
-        proxy_buffering off;
-    }"
-R="127.0.0.1:$NGINX_PORT"
-received() { awk '$1 == "PUT" && $2 ~ /\/blobs\/uploads\// { s += $6 } END { print s + 0 }' "$NGINX_DIR/access.log"; }
+start_registry_proxy "$work" "$work/packs"
+R="$REGISTRY_PROXY"
 gets() { awk -v u="$1" '$1 == "GET" && $2 ~ u { n++; s += $4 } END { print n + 0, s + 0 }' "$NGINX_DIR/access.log"; }
 
 echo "== push v$old, then v$new" >&2
@@ -53,7 +43,7 @@ echo "== push v$old, then v$new" >&2
 reset_nginx_log
 "$packfs" push --json "$work/packs/v$new.pack" "oci://$R/linux/source:v$new" >"$work/push.json"
 uploaded=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes_uploaded"])' "$work/push.json")
-at_server=$(received)
+at_server=$(proxy_upload_bytes)
 
 echo "== extract v$old, then v$new, by tag" >&2
 cache="$work/cache"
@@ -67,6 +57,7 @@ diff -r --no-dereference "$versions/v$new" "$work/x-new" >/dev/null && exact=yes
 printf "| v%d over v%d | bytes |\n| --- | --- |\n" "$new" "$old"
 printf "| v%d's pack | %d |\n" "$new" "$(size "$work/packs/v$new.pack")"
 printf "| v%d's new data (packfs info: stored ... data) | %s |\n" "$new" "$new_data"
+printf "| (packfs info: stored %s) | |\n" "$stored"
 printf "| v%d's pack (self-contained, the base) | %d |\n" "$old" "$(size "$work/packs/v$old.pack")"
 printf "| push of v%d after v%d: uploaded (packfs's count) | %d |\n" "$new" "$old" "$uploaded"
 printf "| push of v%d after v%d: received by the registry (requests, headers included) | %d |\n" "$new" "$old" "$at_server"

@@ -23,6 +23,7 @@ work=$(mktemp -d)
 cd "$work"
 source "$here/common.sh"
 source "$here/fuse_common.sh"
+source "$here/two_versions.sh"
 source "$here/../support/nginx.sh"
 source "$here/../support/registry.sh"
 cleanup_all() {
@@ -36,24 +37,9 @@ fuse_setup
 trap cleanup_all EXIT
 export XDG_CACHE_HOME="$work/xdg"  # the default cache, for every command below
 
-# ---- v1, and v2 over it (as remote_bases_test.sh) ------------------------------------------
-v1="$work/v1" v2="$work/v2"
-python3 "$here/make_tree.py" "$v1" 300 11
-head -c 4000000 /dev/urandom >"$v1/large"
-cp -a "$v1" "$v2"
-python3 - "$v2/large" <<'PY'
-import sys
-path = sys.argv[1]
-data = open(path, "rb").read()
-open(path, "wb").write(data[:2000000] + b"an insertion" * 5 + data[2000000:])
-PY
-first=$(cd "$v2" && find . -type f | sort | sed -n 5p)
-echo edited >>"$v2/$first"
-echo added >"$v2/added"
+# ---- v1, and v2 over it ------------------------------------------------------------------
 packs="$work/packs"
-mkdir -p "$packs"
-"$packfs" build --compress zstd --chunk-size 16K "$v1" "$packs/v1.pack" >/dev/null
-"$packfs" build --compress zstd --base "$packs/v1.pack" "$v2" "$packs/v2.pack" >/dev/null
+make_two_versions "$packs"
 v1_size=$(stat -c %s "$packs/v1.pack")
 v2_size=$(stat -c %s "$packs/v2.pack")
 check "v2 over v1 is a small pack" test "$v2_size" -lt $((v1_size / 10))
@@ -63,24 +49,13 @@ v1_blob=$(sha256sum "$packs/v1.pack" | cut -d' ' -f1)
 v2_blob=$(sha256sum "$packs/v2.pack" | cut -d' ' -f1)
 
 # The registry, behind nginx (which also serves the packs' directory for the http(s) pulls).
-start_registry "$work/registry"
-start_nginx "$packs" "$work/nginx" "
-    client_max_body_size 0;
-    location /v2/ {
-        proxy_pass http://$REGISTRY;
-        proxy_set_header Host \$http_host;
-        proxy_http_version 1.1;
-        proxy_set_header Connection \"\";
-        proxy_request_buffering off;
-        proxy_buffering off;
-    }"
-R="127.0.0.1:$NGINX_PORT"
-# What the proxy saw since the last reset: requests of a method to a blob, and the bytes sent
-# up in uploads (PUTs into upload sessions) naming a blob or any.
+start_registry_proxy "$work" "$packs"
+R="$REGISTRY_PROXY"
+# What the proxy saw since the last reset: requests of a method to a blob, bytes of GETs of a
+# blob, uploads (PUTs into upload sessions) naming a blob, mount requests answered a status.
 blob_requests() { awk -v m="$1" -v u="/v2/$2/blobs/sha256:$3" '$1 == m && $2 == u' "$NGINX_DIR/access.log" | wc -l; }
 blob_bytes() { awk -v u="/v2/$1/blobs/sha256:$2" '$1 == "GET" && $2 == u { s += $4 } END { print s + 0 }' "$NGINX_DIR/access.log"; }
 uploads_of() { awk -v d="$1" '$1 == "PUT" && $2 ~ /\/blobs\/uploads\// && $7 ~ d' "$NGINX_DIR/access.log" | wc -l; }
-upload_bytes() { awk '$1 == "PUT" && $2 ~ /\/blobs\/uploads\// { s += $6 } END { print s + 0 }' "$NGINX_DIR/access.log"; }
 mounts() { awk -v s="$1" '$1 == "POST" && $7 ~ /mount=/ && $3 == s' "$NGINX_DIR/access.log" | wc -l; }
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
 
@@ -94,7 +69,7 @@ check "push v2: the reference by digest" sh -c "echo '$ref2' | grep -qE '^oci://
 check "  v1's blob asked for" test "$(blob_requests HEAD packs/a "$v1_blob")" -eq 1
 check "  and not uploaded again" test "$(uploads_of "$v1_blob")" -eq 0
 check "  v2's blob uploaded once" test "$(uploads_of "$v2_blob")" -eq 1
-sent=$(upload_bytes)
+sent=$(proxy_upload_bytes)
 check "  the registry received about v2's size ($sent for $v2_size)" \
     sh -c "[ $sent -ge $v2_size ] && [ $sent -le $((v2_size + 8192)) ]"
 check "  --json: v2's bytes uploaded, one blob sent, two there" python3 - "$work/push2.json" "$v2_size" <<'PY'
@@ -125,7 +100,7 @@ reset_nginx_log
 check "push --mount-from: every blob mounted" test "$(field "$work/push4.json" blobs_mounted)" -eq 3
 check "  nothing uploaded" test "$(field "$work/push4.json" bytes_uploaded)" -eq 0
 check "  the registry mounted three (201)" test "$(mounts 201)" -eq 3
-check "  and received no upload" test "$(upload_bytes)" -eq 0
+check "  and received no upload" test "$(proxy_upload_bytes)" -eq 0
 ref_b=$(field "$work/push4.json" reference)
 reset_nginx_log
 "$packfs" push --mount-from packs/nothing "$packs/v1.pack" "oci://$R/packs/c:v1" --json >"$work/push5.json"

@@ -46,29 +46,9 @@ RemoteOptions with_progress(ProgressLine& line, std::string_view verb) {
     return options;
 }
 
-std::string_view outcome_name(PushedBlob::Outcome outcome) {
-    switch (outcome) {
-        case PushedBlob::Outcome::sent:
-            return "sent";
-        case PushedBlob::Outcome::present:
-            return "present";
-        case PushedBlob::Outcome::mounted:
-            return "mounted";
-    }
-    return "?";
-}
-
-std::string_view role_name(PushedBlob::Role role) {
-    switch (role) {
-        case PushedBlob::Role::pack:
-            return "pack";
-        case PushedBlob::Role::base:
-            return "base";
-        case PushedBlob::Role::config:
-            return "config";
-    }
-    return "?";
-}
+// --json's words for PushedBlob's enums, in their order.
+constexpr std::string_view kOutcomes[] = {"sent", "present", "mounted"};
+constexpr std::string_view kRoles[] = {"pack", "base", "config"};
 
 int run_push(const PushArgs& args) {
     const Output out(args.json);
@@ -80,11 +60,11 @@ int run_push(const PushArgs& args) {
     if (out.json()) {
         Json blobs = Json::array();
         for (const PushedBlob& blob : pushed->blobs) {
-            Json one{{"role", role_name(blob.role)},
+            Json one{{"role", kRoles[static_cast<std::size_t>(blob.role)]},
                      {"name", blob.name},
                      {"digest", blob.digest},
                      {"size", blob.size},
-                     {"outcome", outcome_name(blob.outcome)}};
+                     {"outcome", kOutcomes[static_cast<std::size_t>(blob.outcome)]}};
             if (!blob.mounted_from.empty()) one["mounted_from"] = blob.mounted_from;
             blobs.push_back(std::move(one));
         }
