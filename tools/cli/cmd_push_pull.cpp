@@ -125,7 +125,10 @@ Command add_push_command(CLI::App& parent) {
         "push",
         "Upload a pack to an OCI registry, and the bases it was built over, sending only the "
         "blobs the registry lacks; prints its reference by digest");
-    sub->add_option("PACK", args->pack, "Pack file")->required();
+    sub->add_option("PACK", args->pack,
+                    "Pack file (a pack built over bases: each found beside it under the name it "
+                    "records, or given with --base PACK)")
+        ->required();
     sub->add_option("REFERENCE", args->reference,
                     "oci://REGISTRY/REPOSITORY[:TAG] (default tag latest)")
         ->required();
@@ -149,7 +152,9 @@ Command add_pull_command(CLI::App& parent) {
     sub->add_option("SOURCE", args->source,
                     "http(s)://… or oci://REGISTRY/REPOSITORY(:TAG|@sha256:…)")
         ->required();
-    sub->add_option("OUT", args->out, "Where to write the pack")->required();
+    sub->add_option("OUT", args->out,
+                    "Where to write the pack (its bases go beside it, under the names it records)")
+        ->required();
     sub->add_flag("--json", args->json, "Print the result as one JSON object");
     return {sub, [args](const std::string&) { return run_pull(*args); }};
 }
