@@ -6,7 +6,8 @@
 //   to the same registry, repository, tag and digest;
 // - parse_pack_manifest either fails with EINVAL or gives a pack layer with a well-formed blob
 //   digest ("sha256:" and 64 hex digits), a 64-hex-digit image digest, and a blob URL under the
-//   reference's repository; never a crash or an exception, whatever the JSON.
+//   reference's repository, and base layers of the same forms, no two of one image digest;
+//   never a crash or an exception, whatever the JSON.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -60,6 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!hex64(pack->image_digest)) die("a manifest gave a malformed image digest");
         if (pack->blob_url != "http://127.0.0.1:5000/v2/fuzz/pack/blobs/" + pack->blob_digest)
             die("a manifest gave a blob URL outside the repository");
+        for (std::size_t k = 0; k < pack->bases.size(); ++k) {
+            const OciBlob& base = pack->bases[k];
+            if (!base.blob_digest.starts_with("sha256:") || !hex64(base.blob_digest.substr(7)))
+                die("a manifest gave a base a malformed blob digest");
+            if (!hex64(base.image_digest)) die("a manifest gave a base a malformed image digest");
+            if (base.blob_url != "http://127.0.0.1:5000/v2/fuzz/pack/blobs/" + base.blob_digest)
+                die("a manifest gave a base a blob URL outside the repository");
+            if (pack->base(base.image_digest) != &base)
+                die("a manifest gave two bases of one image digest");
+        }
     } else if (pack.error().code() != EINVAL) {
         die("a manifest failed with something other than EINVAL");
     }

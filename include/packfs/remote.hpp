@@ -81,17 +81,83 @@ PACKFS_API Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_vie
                                                                  const RemoteOptions& options = {});
 
 // --- whole packs: registries and full copies (docs/REMOTE.md, "Registries") -------------------
+// What a push is told beyond the remote options.
+struct PushOptions {
+    // The packs a pack built over bases (`packfs build --base`) names, where they are not beside
+    // it under the file names it records (`packfs push --base`). Each is used where its image
+    // digest is one the pack names; the others are not pushed.
+    std::vector<std::string> bases = {};
+    // Repositories of the same registry to mount a blob the target lacks from, in this order,
+    // before uploading it (`POST .../blobs/uploads/?mount=<digest>&from=<repository>`): a blob
+    // the registry mounts is not sent. One that declines is uploaded as usual.
+    std::vector<std::string> mount_from = {};
+};
+
+// One blob of a push, and what became of it.
+struct PushedBlob {
+    enum class Role : uint8_t { pack, base, config };
+    enum class Outcome : uint8_t { sent, present, mounted };
+    Role role = Role::pack;
+    std::string name;    // the pack's or base's file name ("" for the config)
+    std::string digest;  // "sha256:<hex>" of the blob
+    uint64_t size = 0;
+    Outcome outcome = Outcome::sent;
+    std::string mounted_from;  // the repository, when mounted
+};
+
+struct PushReport {
+    // oci://REGISTRY/REPOSITORY@sha256:<manifest digest>
+    std::string reference;
+    // The blobs' bytes sent (the manifest, a few hundred bytes, is not counted).
+    uint64_t bytes_uploaded = 0;
+    unsigned blobs_sent = 0, blobs_present = 0, blobs_mounted = 0;
+    // The pack, its bases in the order it names them, then the config (the manifest's order).
+    std::vector<PushedBlob> blobs;
+};
+
 // Uploads the pack at `pack_path` to `reference` (oci://REGISTRY/REPOSITORY[:TAG], tag "latest"
-// when none) as an artifact: a manifest whose one layer is the pack and which names its image
-// digest. Returns the reference by digest, oci://REGISTRY/REPOSITORY@sha256:<manifest digest>.
-// ENOTSUP for a pack without block digests (it could not be read remotely).
+// when none) as an artifact: a manifest whose first layer is the pack and which names its image
+// digest, then, for a pack built over bases, one layer per base it names (media type
+// application/vnd.packfs.pack.base.v2, with its image digest and file name), so that the
+// reference reads as a whole. Each blob (the pack, each base, the config) is asked for first
+// and sent only when the registry lacks it (or mounted from push.mount_from). The bases are
+// found as open_pack finds them: in push.bases, else beside the pack under the names it records;
+// one found nowhere is ENOENT naming it (digest and name). ENOTSUP for a pack or base without
+// block digests (it could not be read remotely).
+PACKFS_API Result<PushReport> push_pack_report(std::string_view pack_path,
+                                               std::string_view reference,
+                                               const RemoteOptions& options = {},
+                                               const PushOptions& push = {});
+// The same, bases beside the pack and nothing mounted, answering the reference by digest.
 PACKFS_API Result<std::string> push_pack(std::string_view pack_path, std::string_view reference,
                                          const RemoteOptions& options = {});
+
+// A pack a pull wrote, or found already there.
+struct PulledPack {
+    std::string path;
+    std::string digest;  // its image digest, hex
+    uint64_t size = 0;
+    bool fetched = false;  // false: a base beside OUT that already was that pack
+};
+
+struct PullReport {
+    PulledPack pack;
+    std::vector<PulledPack> bases;  // in the order the pack names them
+    uint64_t bytes_fetched = 0;     // the pack's and the bases' fetched
+};
 
 // Copies the whole pack at `source` (an http(s) URL or an oci:// reference) to `out_path`
 // (through a temporary file, renamed into place once checked: the blob's digest for a
 // registry, the image digest against the pin or the manifest, the header and metadata as
-// open_pack checks them). Returns the pack's size.
+// open_pack checks them). A pack built over bases has each base written beside `out_path`
+// under the file name the pack records (from beside the URL, or the base layer of the
+// manifest naming its image digest), checked the same way against that digest; a file of that
+// name that already is that pack is kept and nothing is fetched for it. A file of that name
+// that is another pack, or not a pack, fails the pull (EEXIST, naming it) before anything is
+// renamed into place: nothing is overwritten.
+PACKFS_API Result<PullReport> pull_pack_report(std::string_view source, std::string_view out_path,
+                                               const RemoteOptions& options = {});
+// The same, answering the pack's size.
 PACKFS_API Result<uint64_t> pull_pack(std::string_view source, std::string_view out_path,
                                       const RemoteOptions& options = {});
 

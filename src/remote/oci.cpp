@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <cctype>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -277,6 +278,51 @@ Result<OciPack> Registry::resolve(std::chrono::milliseconds within) {
     return pack;
 }
 
+namespace {
+
+// obj[key] when `obj` is an object holding it, else nullptr (operator[] of a const json on a
+// missing key is undefined).
+const Json* member(const Json& obj, std::string_view key) {
+    if (!obj.is_object()) return nullptr;
+    const auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+}
+
+// A layer's string member, "" when absent or not a string.
+std::string string_member(const Json& obj, std::string_view key) {
+    const Json* value = member(obj, key);
+    return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+// A pack layer's blob and annotations into `out`: "" when it is well formed, else what is wrong.
+std::string read_pack_layer(const Json& layer, const OciReference& ref, OciBlob& out) {
+    out.blob_digest = string_member(layer, "digest");
+    if (!valid_digest(out.blob_digest)) return "its blob digest is missing or malformed";
+    const Json* size = member(layer, "size");
+    if (size == nullptr || !size->is_number_unsigned()) return "it has no size";
+    out.size = size->get<uint64_t>();
+    const Json* annotations = member(layer, "annotations");
+    if (annotations != nullptr && !annotations->is_object()) return "its annotations are no object";
+    const Json none = Json::object();
+    const Json& notes = annotations != nullptr ? *annotations : none;
+    out.image_digest = string_member(notes, kImageDigestAnnotation);
+    if (out.image_digest.size() != 64 || !is_hex(out.image_digest))
+        return "it does not name the pack's image digest";
+    const Json* title = member(notes, kTitleAnnotation);
+    if (title != nullptr && !title->is_string()) return "its title is not a string";
+    out.title = title != nullptr ? title->get<std::string>() : std::string();
+    out.blob_url = fmt::format("{}/v2/{}/blobs/{}", ref.base(), ref.repository, out.blob_digest);
+    return {};
+}
+
+}  // namespace
+
+const OciBlob* OciPack::base(std::string_view hex) const noexcept {
+    const auto it = std::find_if(bases.begin(), bases.end(),
+                                 [&](const OciBlob& b) { return b.image_digest == hex; });
+    return it == bases.end() ? nullptr : &*it;
+}
+
 Result<OciPack> parse_pack_manifest(std::string_view body, const OciReference& ref) {
     OciPack out;
     out.manifest_digest = sha256_text(std::as_bytes(std::span(body)));
@@ -284,55 +330,87 @@ Result<OciPack> parse_pack_manifest(std::string_view body, const OciReference& r
     auto no_pack = [&](std::string_view why) {
         return fail(EINVAL, "oci", fmt::format("{} (not a PackFS pack: {})", ref.text(), why));
     };
-    if (!manifest.is_object() || !manifest.contains("layers") || !manifest["layers"].is_array())
-        return no_pack("the manifest has no layers");
-    for (const Json& layer : manifest["layers"]) {
-        if (!layer.is_object() || !layer.contains("mediaType") || !layer["mediaType"].is_string() ||
-            layer["mediaType"].get<std::string>() != kPackMediaType)
-            continue;
-        if (!layer.contains("digest") || !layer["digest"].is_string() ||
-            !valid_digest(layer["digest"].get<std::string>()))
-            return no_pack("its layer digest is malformed");
-        if (!layer.contains("size") || !layer["size"].is_number_unsigned())
-            return no_pack("its layer has no size");
-        out.blob_digest = layer["digest"].get<std::string>();
-        out.size = layer["size"].get<uint64_t>();
-        const auto key = std::string(kImageDigestAnnotation);
-        if (layer.contains("annotations") && layer["annotations"].is_object() &&
-            layer["annotations"].contains(key) && layer["annotations"][key].is_string())
-            out.image_digest = layer["annotations"][key].get<std::string>();
-        if (out.image_digest.size() != 64 || !is_hex(out.image_digest))
-            return no_pack("its layer does not name the pack's image digest");
-        out.blob_url =
-            fmt::format("{}/v2/{}/blobs/{}", ref.base(), ref.repository, out.blob_digest);
-        return out;
+    const Json* layers = member(manifest, "layers");
+    if (layers == nullptr || !layers->is_array()) return no_pack("the manifest has no layers");
+    bool found = false;
+    for (std::size_t i = 0; i < layers->size(); ++i) {
+        const Json& layer = (*layers)[i];
+        const std::string type = string_member(layer, "mediaType");
+        if (type == kPackMediaType && !found) {
+            if (auto why = read_pack_layer(layer, ref, out); !why.empty())
+                return no_pack("its pack layer: " + why);
+            found = true;
+        } else if (type == kBaseMediaType) {
+            OciBlob base;
+            if (auto why = read_pack_layer(layer, ref, base); !why.empty())
+                return no_pack(fmt::format("its layer {}, a base: {}", i, why));
+            if (out.base(base.image_digest) != nullptr)
+                return no_pack(fmt::format("its layers name the base sha256:{} twice",
+                                           base.image_digest));
+            out.bases.push_back(std::move(base));
+        }
     }
-    return no_pack(fmt::format("no layer of media type {}", kPackMediaType));
+    if (!found) return no_pack(fmt::format("no layer of media type {}", kPackMediaType));
+    return out;
 }
 
-Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int fd,
-                                   std::string body,
-                                   std::function<void(uint64_t, uint64_t)> progress) {
+Result<bool> Registry::has_blob(const std::string& digest) {
     HttpRequest head;
     head.method = "HEAD";
     head.url = fmt::format("{}/v2/{}/blobs/{}", ref_.base(), ref_.repository, digest);
     auto exists = request(head, "blob check");
     if (!exists) return std::unexpected(exists.error());
-    if (exists->status == 200) return {};  // already there: nothing to send
+    if (exists->status == 200) return true;
+    if (exists->status == 404) return false;
+    return fail(EIO, "oci",
+                fmt::format("{} (blob check of {}: HTTP {})", ref_.text(), digest, exists->status));
+}
 
-    HttpRequest start;
-    start.method = "POST";
-    start.url = fmt::format("{}/v2/{}/blobs/uploads/", ref_.base(), ref_.repository);
-    auto started = request(start, "upload start");
-    if (!started) return std::unexpected(started.error());
-    std::string location = started->header("location");
-    if (started->status != 202 || location.empty())
+namespace {
+
+// An upload session's URL, absolute.
+std::string session_url(const HttpResponse& answer, const OciReference& ref) {
+    std::string location = answer.header("location");
+    if (location.starts_with("/")) location = ref.base() + location;
+    return location;
+}
+
+}  // namespace
+
+Result<bool> Registry::mount_blob(const std::string& digest, const std::string& from,
+                                  std::string& session) {
+    HttpRequest post;
+    post.method = "POST";
+    post.url = fmt::format("{}/v2/{}/blobs/uploads/?mount={}&from={}", ref_.base(),
+                           ref_.repository, url_escape(digest), url_escape(from));
+    auto answer = request(post, "blob mount");
+    if (!answer) return std::unexpected(answer.error());
+    if (answer->status == 201) return true;
+    session = session_url(*answer, ref_);
+    if (answer->status != 202 || session.empty())
         return fail(EIO, "oci",
-                    fmt::format("{} (upload start: HTTP {})", ref_.text(), started->status));
-    if (location.starts_with("/")) location = ref_.base() + location;
+                    fmt::format("{} (mount of {} from {}: HTTP {})", ref_.text(), digest, from,
+                                answer->status));
+    return false;
+}
+
+Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int fd,
+                                   std::string body, std::string session,
+                                   std::function<void(uint64_t, uint64_t)> progress) {
+    if (session.empty()) {
+        HttpRequest start;
+        start.method = "POST";
+        start.url = fmt::format("{}/v2/{}/blobs/uploads/", ref_.base(), ref_.repository);
+        auto started = request(start, "upload start");
+        if (!started) return std::unexpected(started.error());
+        session = session_url(*started, ref_);
+        if (started->status != 202 || session.empty())
+            return fail(EIO, "oci",
+                        fmt::format("{} (upload start: HTTP {})", ref_.text(), started->status));
+    }
     HttpRequest put;
     put.method = "PUT";
-    put.url = location + (location.find('?') == std::string::npos ? "?" : "&") +
+    put.url = session + (session.find('?') == std::string::npos ? "?" : "&") +
               "digest=" + url_escape(digest);
     put.headers = {"Content-Type: application/octet-stream"};
     put.in_fd = fd;
@@ -348,39 +426,125 @@ Result<void> Registry::upload_blob(const std::string& digest, uint64_t size, int
     return {};
 }
 
-Result<std::string> Registry::push(const std::string& pack_path, const std::string& image_digest,
-                                   std::function<void(uint64_t, uint64_t)> progress) {
-    const int fd = ::open(pack_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(errno, "push", pack_path);
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return fail(errno, "push", pack_path);
-    const auto size = static_cast<uint64_t>(st.st_size);
-    auto sum = pack::sha256_file(fd, pack_path);
-    if (!sum) return std::unexpected(sum.error().relabeled("push", pack_path));
-    const std::string blob = "sha256:" + pack::to_hex(*sum);
-    if (auto ok = upload_blob(blob, size, fd, {}, std::move(progress)); !ok)
-        return std::unexpected(ok.error());
-    const std::string empty = sha256_text(std::as_bytes(std::span(kEmptyBody)));
-    if (auto ok = upload_blob(empty, kEmptyBody.size(), -1, std::string(kEmptyBody)); !ok)
-        return std::unexpected(ok.error());
+namespace {
 
-    const std::string title = pack_path.substr(pack_path.rfind('/') + 1);
+// A blob to push: a pack file (held open) or the config's bytes.
+struct PushBlob {
+    PushedBlob report;
+    std::string image_digest;  // a pack's
+    int fd = -1;
+    std::string body;
+    std::string session;  // an upload session a declined mount opened
+    PushBlob() = default;
+    PushBlob(PushBlob&& other) noexcept
+        : report(std::move(other.report)), image_digest(std::move(other.image_digest)),
+          fd(std::exchange(other.fd, -1)), body(std::move(other.body)),
+          session(std::move(other.session)) {}
+    PushBlob& operator=(PushBlob&&) = delete;
+    ~PushBlob() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+Result<PushBlob> pack_blob(const OciPushPack& pack, PushedBlob::Role role) {
+    PushBlob blob;
+    blob.report.role = role;
+    blob.report.name = pack.name;
+    blob.image_digest = pack.image_digest;
+    blob.fd = ::open(pack.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (blob.fd < 0) return fail(errno, "push", pack.path);
+    struct stat st {};
+    if (::fstat(blob.fd, &st) != 0) return fail(errno, "push", pack.path);
+    blob.report.size = static_cast<uint64_t>(st.st_size);
+    auto sum = pack::sha256_file(blob.fd, pack.path);
+    if (!sum) return std::unexpected(sum.error().relabeled("push", pack.path));
+    blob.report.digest = "sha256:" + pack::to_hex(*sum);
+    return blob;
+}
+
+Json layer_json(const PushBlob& blob, std::string_view media_type) {
+    return {{"mediaType", media_type},
+            {"digest", blob.report.digest},
+            {"size", blob.report.size},
+            {"annotations",
+             {{std::string(kImageDigestAnnotation), blob.image_digest},
+              {std::string(kTitleAnnotation), blob.report.name}}}};
+}
+
+}  // namespace
+
+Result<PushReport> Registry::push(const OciPushPack& pack, std::span<const OciPushPack> bases,
+                                  std::span<const std::string> mount_from,
+                                  std::function<void(uint64_t, uint64_t)> progress) {
+    for (const std::string& from : mount_from)
+        if (!valid_repository(from))
+            return fail(EINVAL, "push",
+                        fmt::format("{} (--mount-from '{}': a repository is lower-case "
+                                    "[a-z0-9._-] components separated by /)",
+                                    ref_.text(), from));
+    std::vector<PushBlob> blobs;
+    auto add_pack = [&](const OciPushPack& p, PushedBlob::Role role) -> Result<void> {
+        auto blob = pack_blob(p, role);
+        if (!blob) return std::unexpected(blob.error());
+        blobs.push_back(std::move(*blob));
+        return {};
+    };
+    if (auto ok = add_pack(pack, PushedBlob::Role::pack); !ok) return std::unexpected(ok.error());
+    for (const OciPushPack& base : bases)
+        if (auto ok = add_pack(base, PushedBlob::Role::base); !ok)
+            return std::unexpected(ok.error());
+    PushBlob& config = blobs.emplace_back();
+    config.report.role = PushedBlob::Role::config;
+    config.body = std::string(kEmptyBody);
+    config.report.size = kEmptyBody.size();
+    config.report.digest = sha256_text(std::as_bytes(std::span(kEmptyBody)));
+
+    // What the registry has, then what it mounts: the rest is sent, its total known for the
+    // progress display before the first byte moves.
+    PushReport report;
+    uint64_t to_send = 0;
+    for (PushBlob& blob : blobs) {
+        auto has = has_blob(blob.report.digest);
+        if (!has) return std::unexpected(has.error());
+        blob.report.outcome = *has ? PushedBlob::Outcome::present : PushedBlob::Outcome::sent;
+        for (std::size_t k = 0; !*has && k < mount_from.size(); ++k) {
+            // Each declined mount opens a session: only the last one's is kept for the upload
+            // (the others the registry purges in time).
+            auto mounted = mount_blob(blob.report.digest, mount_from[k], blob.session);
+            if (!mounted) return std::unexpected(mounted.error());
+            if (*mounted) {
+                blob.report.outcome = PushedBlob::Outcome::mounted;
+                blob.report.mounted_from = mount_from[k];
+                blob.session.clear();
+                break;
+            }
+        }
+        if (blob.report.outcome == PushedBlob::Outcome::sent) to_send += blob.report.size;
+    }
+    for (PushBlob& blob : blobs) {
+        if (blob.report.outcome != PushedBlob::Outcome::sent) continue;
+        const uint64_t before = report.bytes_uploaded;
+        std::function<void(uint64_t, uint64_t)> moved;
+        if (progress)
+            moved = [&, before](uint64_t done, uint64_t) { progress(before + done, to_send); };
+        if (auto ok = upload_blob(blob.report.digest, blob.report.size, blob.fd,
+                                  std::move(blob.body), std::move(blob.session), moved);
+            !ok)
+            return std::unexpected(ok.error());
+        report.bytes_uploaded += blob.report.size;
+    }
+
+    Json layers = Json::array({layer_json(blobs.front(), kPackMediaType)});
+    for (std::size_t k = 1; k + 1 < blobs.size(); ++k)
+        layers.push_back(layer_json(blobs[k], kBaseMediaType));
     const Json manifest = {
         {"schemaVersion", 2},
         {"mediaType", kManifestType},
         {"artifactType", kPackMediaType},
-        {"config", {{"mediaType", kEmptyType}, {"digest", empty}, {"size", kEmptyBody.size()}}},
-        {"layers", Json::array({{{"mediaType", kPackMediaType},
-                                 {"digest", blob},
-                                 {"size", size},
-                                 {"annotations",
-                                  {{std::string(kImageDigestAnnotation), image_digest},
-                                   {"org.opencontainers.image.title", title}}}}})},
-        {"annotations", {{std::string(kImageDigestAnnotation), image_digest}}}};
+        {"config",
+         {{"mediaType", kEmptyType}, {"digest", config.report.digest}, {"size", kEmptyBody.size()}}},
+        {"layers", std::move(layers)},
+        {"annotations", {{std::string(kImageDigestAnnotation), pack.image_digest}}}};
     HttpRequest put;
     put.method = "PUT";
     put.url = fmt::format("{}/v2/{}/manifests/{}", ref_.base(), ref_.repository,
@@ -399,7 +563,17 @@ Result<std::string> Registry::push(const std::string& pack_path, const std::stri
         return fail(EIO, "oci",
                     fmt::format("{} (the registry stored the manifest as {}, not {})", ref_.text(),
                                 said, digest));
-    return digest;
+    OciReference by_digest = ref_;
+    by_digest.tag.clear();
+    by_digest.digest = digest;
+    report.reference = by_digest.text();
+    for (PushBlob& blob : blobs) {
+        report.blobs_sent += blob.report.outcome == PushedBlob::Outcome::sent;
+        report.blobs_present += blob.report.outcome == PushedBlob::Outcome::present;
+        report.blobs_mounted += blob.report.outcome == PushedBlob::Outcome::mounted;
+        report.blobs.push_back(std::move(blob.report));
+    }
+    return report;
 }
 
 }  // namespace packfs::remote

@@ -15,9 +15,14 @@
 // metadata holds is vouched for.
 //
 // Unpinned, the URL's pack is whatever its header names, and the cache remembers it
-// (<cache>/urls/<SHA-256 of the URL>: the digest). When the server cannot be reached at open
-// (refused, or no answer within kRevalidateTimeout) and the cache holds the pack remembered,
-// that copy is opened as if pinned, with a one-line notice (docs/REMOTE.md "Offline").
+// (url_record.hpp). When the server cannot be reached at open (refused, or no answer within
+// kRevalidateTimeout) and the cache holds the pack remembered, that copy is opened as if pinned,
+// with a one-line notice (docs/REMOTE.md "Offline"). An oci:// reference is resolved to its
+// pack's blob URL and image digest first (and the cache remembers those, and its bases' blobs).
+//
+// A pack built over bases has each base opened pinned to the image digest it records: from
+// beside its URL under the recorded name, or for a reference from the base layer of its
+// manifest that names the digest; a base the cache holds is read with no request.
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,10 +36,12 @@
 #include "pack/format/digest.hpp"
 #include "pack/reader/reader.hpp"
 #include "packfs/remote.hpp"
+#include "remote/bases.hpp"
 #include "remote/cache_file.hpp"
 #include "remote/oci.hpp"
 #include "remote/options.hpp"
 #include "remote/remote_bytes.hpp"
+#include "remote/url_record.hpp"
 #include "remote/walk_prefetch.hpp"
 
 namespace packfs {
@@ -43,6 +50,7 @@ namespace {
 
 using remote::CacheFile;
 using remote::HttpPackBytes;
+using remote::UrlRecord;
 
 constexpr std::string_view kOp = "open_pack";
 
@@ -68,56 +76,6 @@ struct Opened {
 // held when it was last reached: past this (or at once when the connection is refused), the
 // cached copy is read.
 constexpr std::chrono::milliseconds kRevalidateTimeout{3'000};
-
-// The pack a URL held when the server was last reached (an open that fetched its header):
-// <cache>/urls/<SHA-256 of the URL>, its image digest in hex. Only the hash names the URL, so a
-// token in a presigned URL is not written down.
-std::string url_record(const std::string& cache_dir, const std::string& url) {
-    const auto key = pack::sha256(std::as_bytes(std::span(url.data(), url.size())));
-    return fmt::format("{}/urls/{}", cache_dir, pack::to_hex(key));
-}
-
-// What a URL held when last reached: the pack's image digest, and for an oci:// reference the
-// blob URL its manifest named (the record's second line).
-struct UrlRecord {
-    std::string digest;  // "" when there is no (readable) record
-    std::string blob_url;
-};
-
-UrlRecord read_url_record(const std::string& cache_dir, const std::string& url) {
-    std::FILE* f = std::fopen(url_record(cache_dir, url).c_str(), "re");
-    if (f == nullptr) return {};
-    char text[4096] = {};
-    const std::size_t n = std::fread(text, 1, sizeof text, f);
-    std::fclose(f);
-    const std::string_view all(text, n);
-    const auto digest = remote::parse_digest_hex(all.substr(0, std::min<std::size_t>(64, n)));
-    if (!digest || digest->empty()) return {};
-    UrlRecord record{*digest, {}};
-    if (n > 65 && all[64] == '\n') {
-        record.blob_url = std::string(all.substr(65));
-        if (!record.blob_url.starts_with("http://") && !record.blob_url.starts_with("https://"))
-            return {};
-    }
-    return record;
-}
-
-// Best effort: without the record, an open while the server is away fails as it did before.
-void write_url_record(const std::string& cache_dir, const std::string& url,
-                      const UrlRecord& record) {
-    const UrlRecord had = read_url_record(cache_dir, url);
-    if (had.digest == record.digest && had.blob_url == record.blob_url) return;
-    const std::string path = url_record(cache_dir, url);
-    ::mkdir(fmt::format("{}/urls", cache_dir).c_str(), 0700);
-    const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "we");
-    if (f == nullptr) return;
-    const std::string text =
-        record.blob_url.empty() ? record.digest : record.digest + "\n" + record.blob_url;
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-        std::remove(tmp.c_str());
-}
 
 // Whether the cache holds (a header of) the pack `digest`: enough for a warm open to try.
 bool cache_holds(const std::string& cache_dir, const std::string& digest) {
@@ -212,132 +170,37 @@ bool is_remote_url(std::string_view source) noexcept {
 
 namespace {
 
-// The bases of a pack built over them (docs/FORMAT.md "Extents"), each from beside its URL under
-// the name the pack records, pinned to the digest it records: a base read before is read from
-// the cache with no request, so a new version fetches about what its bases lack.
-Result<void> attach_remote_bases(pack::PackReader& reader, const std::string& url,
-                                 const RemoteOptions& options);
-
-Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view url_view,
-                                                             const RemoteOptions& options,
-                                                             bool with_bases);
-
-}  // namespace
-
-Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url,
-                                                      const RemoteOptions& options) {
-    auto reader = open_remote_reader(url, options, /*with_bases=*/true);
-    if (!reader) return std::unexpected(reader.error());
-    return pack::backend_over(std::move(*reader));
-}
-
-namespace {
-
-Result<void> attach_remote_bases(pack::PackReader& reader, const std::string& url,
-                                 const RemoteOptions& options) {
-    const pack::Ctx ctx{kOp, url};
-    const std::string_view path = std::string_view(url).substr(0, url.find('?'));
-    const std::string dir(path.substr(0, path.rfind('/') + 1));
-    std::vector<std::unique_ptr<pack::PackReader>> bases;
-    for (uint64_t k = 0; k < reader.metadata().base_count(); ++k) {
-        auto base = reader.metadata().base(k, ctx);
-        if (!base) return std::unexpected(base.error());
-        const std::string digest = pack::to_hex(base->image_digest);
-        if (base->name.find('/') != std::string_view::npos || base->name == "." ||
-            base->name == "..")
-            return fail(EINVAL, kOp,
-                        fmt::format("{} (base sha256:{} has the name '{}', not a file name)", url,
-                                    digest, base->name));
-        RemoteOptions pinned = options;
-        pinned.digest = digest;
-        // The decompressed-block cache's bound is the pack's whole: its bases share it.
-        pinned.block_cache_bytes = options.block_cache_bytes / reader.metadata().base_count();
-        const std::string base_url = dir + std::string(base->name);
-        auto opened = open_remote_reader(base_url, pinned, /*with_bases=*/false);
-        if (!opened)
-            return std::unexpected(
-                Error(opened.error().code(), kOp,
-                      fmt::format("{} (its base sha256:{} ('{}') at {}: {})", url, digest,
-                                  base->name, base_url, opened.error().message())));
-        bases.push_back(std::move(*opened));
-    }
-    return reader.attach_bases(std::move(bases), ctx);
-}
-
-Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view url_view,
-                                                             const RemoteOptions& options,
-                                                             bool with_bases) {
-    std::string url(url_view);
-    if (!is_remote_url(url))
-        return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
-    if (auto ok = remote::check_options(url, options, kOp); !ok) return std::unexpected(ok.error());
-    // A fragment "#sha256:<hex>" or --digest pins the pack.
-    auto taken = remote::take_digest_pin(url, options.digest, kOp);
-    if (!taken) return std::unexpected(taken.error());
-    std::string pin = std::move(*taken);
-    auto log = remote::remote_log(options.log);
-    std::vector<std::string> headers = options.headers;  // oci://: the registry's, below
+// Where a pack's bytes are read from, and how.
+struct Located {
+    std::string url;  // http(s)
+    std::string pin;  // the image digest, hex; "" for none
+    std::vector<std::string> headers;
     std::function<Result<std::vector<std::string>>()> reauthorize;
-    const std::string cache_dir =
-        options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
-    const uint64_t cache_bound = cache_dir == "none" ? 0
-                                 : options.cache_bytes != 0
-                                     ? options.cache_bytes
-                                     : remote::default_cache_bound(cache_dir);
-    std::string pinned_by_manifest;
-    std::string reference;  // the oci:// reference, when `url` became its blob's URL
-    if (remote::is_oci_url(url)) {
-        // The manifest (checked against the reference's digest, when it has one) names the
-        // blob and the pack's image digest, which then pins the pack like a fragment would.
-        auto ref = remote::parse_oci_reference(url);
-        if (!ref) return std::unexpected(ref.error());
-        // Kept for as long as the pack is read: a token that expires is asked for again.
-        auto registry = std::make_shared<remote::Registry>(*ref, options.timeout, log);
-        // As for an unpinned URL ("Offline"): when the cache holds the pack the reference named
-        // when the registry was last reached, the registry is waited for at most
-        // kRevalidateTimeout, and one that cannot be reached is no failure.
-        const UrlRecord remembered =
-            cache_dir == "none" ? UrlRecord{} : read_url_record(cache_dir, url);
-        const bool fallback = !remembered.blob_url.empty() &&
-                              (pin.empty() || pin == remembered.digest) &&
-                              cache_holds(cache_dir, remembered.digest);
-        auto found = registry->resolve(fallback ? kRevalidateTimeout
-                                                : std::chrono::milliseconds{0});
-        reference = std::exchange(url, {});
-        if (found) {
-            url = found->blob_url;
-            headers = registry->auth_headers();
-            pinned_by_manifest = found->image_digest;
-        } else if (fallback && unreachable(found.error())) {
-            log(fmt::format("{}: the registry cannot be reached ({}); reading the cached copy of "
-                            "the pack it named when last reached (sha256:{})",
-                            reference, std::strerror(found.error().code()),
-                            remembered.digest));
-            url = remembered.blob_url;
-            pinned_by_manifest = remembered.digest;
-        } else {
-            return std::unexpected(found.error());
-        }
-        reauthorize = [registry, blob = url] { return registry->refresh_auth(blob); };
-    }
-    if (!pinned_by_manifest.empty()) {
-        const auto named = remote::parse_digest_hex(pinned_by_manifest);
-        if (!named)
-            return fail(
-                EINVAL, kOp,
-                fmt::format("{} (digest '{}' is not 64 hex digits)", url, pinned_by_manifest));
-        if (!pin.empty() && pin != *named)
-            return mismatch(url, "image digest (given, and named by the manifest)", pin,
-                            pinned_by_manifest);
-        pin = *named;
-    }
+    // Whether the cache remembers the pack the URL held (not for a registry's blob URL: its
+    // reference's record does).
+    bool remember = true;
+};
+
+struct CacheSettings {
+    std::string dir;     // "none": private
+    uint64_t bound = 0;  // 0: none
+};
+
+// Opens the pack at `where`: warm from the cache when pinned and held, else from the server;
+// unpinned, with the copy the cache holds of what the URL held when last reached to fall back
+// on ("Offline"). Its bases are left to the caller.
+Result<Opened> open_located(const Located& where, const RemoteOptions& options,
+                            const CacheSettings& cache) {
+    const std::string& url = where.url;
+    const std::string& pin = where.pin;
+    const std::string& cache_dir = cache.dir;
     const remote::FetchOptions fetch{.timeout = options.timeout,
                                      .connections = options.connections,
                                      .readahead_bytes = options.readahead_bytes,
-                                     .log = log,
-                                     .headers = headers,
-                                     .reauthorize = reauthorize,
-                                     .cache_bound = cache_bound,
+                                     .log = remote::remote_log(options.log),
+                                     .headers = where.headers,
+                                     .reauthorize = where.reauthorize,
+                                     .cache_bound = cache.bound,
                                      .cache_dir = cache_dir};
 
     // Without a pin, the server says which pack the URL holds now (one request). When the cache
@@ -346,7 +209,7 @@ Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view ur
     std::string remembered;
     remote::FetchOptions first_fetch = fetch;
     if (pin.empty() && cache_dir != "none") {
-        remembered = read_url_record(cache_dir, url).digest;
+        remembered = remote::read_url_record(cache_dir, url).digest;
         if (cache_holds(cache_dir, remembered))
             first_fetch.open_timeout = kRevalidateTimeout;
         else
@@ -380,12 +243,8 @@ Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view ur
         opened = open_once(url, options, fetch, cache_dir, pin, /*warm=*/false, false);
     }
     if (!opened) return std::unexpected(opened.error());
-    if (cache_dir != "none") {
-        if (!reference.empty())
-            write_url_record(cache_dir, reference, {opened->digest, url});
-        else if (opened->from_server)
-            write_url_record(cache_dir, url, {opened->digest, {}});
-    }
+    if (cache_dir != "none" && where.remember && opened->from_server)
+        remote::write_url_record(cache_dir, url, {opened->digest, {}, {}});
 
     pack::PackReader& reader = *opened->reader;
     const pack::Ctx ctx{kOp, url};
@@ -402,20 +261,154 @@ Result<std::unique_ptr<pack::PackReader>> open_remote_reader(std::string_view ur
     if (options.readahead_bytes != 0 && !opened->bytes->all_held())
         reader.set_observer(
             std::make_shared<remote::WalkPrefetch>(opened->bytes, options.readahead_bytes));
-    if (with_bases && reader.metadata().base_count() > 0) {
-        if (!reference.empty())
-            return fail(ENOTSUP, kOp,
-                        fmt::format("{} (a pack built over bases is not read from a registry "
-                                    "yet: its bases are found beside an http(s) URL)",
-                                    reference));
-        if (auto ok = attach_remote_bases(reader, url, options); !ok)
-            return std::unexpected(ok.error());
+    return opened;
+}
+
+// A reference resolved: where its pack is, and what the cache is to remember of it (the pack,
+// and the blob URL of each base layer).
+struct Resolved {
+    Located where;
+    UrlRecord record;
+    std::shared_ptr<remote::Registry> registry;  // kept while the pack is read: tokens expire
+};
+
+// The manifest (checked against the reference's digest, when it has one) names the blob and
+// the pack's image digest, which then pins the pack like a fragment would, and its bases'
+// blobs. As for an unpinned URL ("Offline"): when the cache holds the pack the reference named
+// when the registry was last reached, the registry is waited for at most kRevalidateTimeout,
+// and one that cannot be reached is no failure: what it named then is read.
+Result<Resolved> resolve_reference(const std::string& reference, const std::string& pin,
+                                   const RemoteOptions& options, const std::string& cache_dir) {
+    auto ref = remote::parse_oci_reference(reference);
+    if (!ref) return std::unexpected(ref.error());
+    auto log = remote::remote_log(options.log);
+    Resolved out;
+    out.registry = std::make_shared<remote::Registry>(*ref, options.timeout, log);
+    const UrlRecord remembered =
+        cache_dir == "none" ? UrlRecord{} : remote::read_url_record(cache_dir, reference);
+    const bool fallback = !remembered.blob_url.empty() &&
+                          (pin.empty() || pin == remembered.digest) &&
+                          cache_holds(cache_dir, remembered.digest);
+    auto found =
+        out.registry->resolve(fallback ? kRevalidateTimeout : std::chrono::milliseconds{0});
+    if (found) {
+        out.record = {found->image_digest, found->blob_url, {}};
+        for (const remote::OciBlob& base : found->bases)
+            out.record.bases.emplace_back(base.image_digest, base.blob_url);
+        out.where.headers = out.registry->auth_headers();
+    } else if (fallback && unreachable(found.error())) {
+        log(fmt::format("{}: the registry cannot be reached ({}); reading the cached copy of "
+                        "the pack it named when last reached (sha256:{})",
+                        reference, std::strerror(found.error().code()), remembered.digest));
+        out.record = remembered;
+    } else {
+        return std::unexpected(found.error());
     }
-    // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.
-    if (cache_bound != 0) (void)remote::prune_cache(cache_dir, cache_bound);
-    return std::move(opened->reader);
+    out.where.url = out.record.blob_url;
+    out.where.remember = false;
+    out.where.reauthorize = [registry = out.registry, blob = out.where.url] {
+        return registry->refresh_auth(blob);
+    };
+    const auto named = remote::parse_digest_hex(out.record.digest);
+    if (!named)
+        return fail(EINVAL, kOp,
+                    fmt::format("{} (digest '{}' is not 64 hex digits)", out.where.url,
+                                out.record.digest));
+    if (!pin.empty() && pin != *named)
+        return mismatch(out.where.url, "image digest (given, and named by the manifest)", pin,
+                        out.record.digest);
+    out.where.pin = *named;
+    return out;
+}
+
+// The bases of a pack built over them (docs/FORMAT.md "Extents"), each pinned to the digest the
+// pack records, so that a base read before is read from the cache with no request and a new
+// version fetches about what its bases lack: from beside `url` under the name the pack
+// records, or for a reference, from the blob of the base layer that names that digest.
+Result<void> attach_remote_bases(pack::PackReader& reader, const std::string& url,
+                                 const Resolved* resolved, const RemoteOptions& options,
+                                 const CacheSettings& cache) {
+    const pack::Ctx ctx{kOp, url};
+    std::vector<std::unique_ptr<pack::PackReader>> bases;
+    for (uint64_t k = 0; k < reader.metadata().base_count(); ++k) {
+        auto base = reader.metadata().base(k, ctx);
+        if (!base) return std::unexpected(base.error());
+        const std::string digest = pack::to_hex(base->image_digest);
+        Located where{.url = {}, .pin = digest, .headers = options.headers, .reauthorize = {}};
+        if (resolved != nullptr) {
+            const auto& layers = resolved->record.bases;
+            const auto layer = std::find_if(layers.begin(), layers.end(),
+                                            [&](const auto& l) { return l.first == digest; });
+            if (layer == layers.end())
+                return fail(ENOENT, kOp,
+                            fmt::format("{} (its base sha256:{} ('{}') is not among the "
+                                        "manifest's layers: push the pack with its bases)",
+                                        url, digest, base->name));
+            where.url = layer->second;
+            where.headers = resolved->where.headers;
+            where.remember = false;
+            where.reauthorize = [registry = resolved->registry, blob = where.url] {
+                return registry->refresh_auth(blob);
+            };
+        } else if (!remote::plain_file_name(base->name)) {
+            return fail(EINVAL, kOp,
+                        fmt::format("{} (base sha256:{} has the name '{}', not a file name)", url,
+                                    digest, base->name));
+        } else {
+            where.url = remote::beside_url(url, base->name);
+        }
+        RemoteOptions shared = options;
+        // The decompressed-block cache's bound is the pack's whole: its bases share it.
+        shared.block_cache_bytes = options.block_cache_bytes / reader.metadata().base_count();
+        auto opened = open_located(where, shared, cache);
+        if (!opened)
+            return std::unexpected(
+                Error(opened.error().code(), kOp,
+                      fmt::format("{} (its base sha256:{} ('{}') at {}: {})", url, digest,
+                                  base->name, where.url, opened.error().message())));
+        bases.push_back(std::move(opened->reader));
+    }
+    return reader.attach_bases(std::move(bases), ctx);
 }
 
 }  // namespace
+
+Result<std::shared_ptr<PackBackend>> open_remote_pack(std::string_view url_view,
+                                                      const RemoteOptions& options) {
+    std::string url(url_view);
+    if (!is_remote_url(url))
+        return fail(EINVAL, kOp, fmt::format("{} (not an http(s) URL or oci:// reference)", url));
+    if (auto ok = remote::check_options(url, options, kOp); !ok) return std::unexpected(ok.error());
+    // A fragment "#sha256:<hex>" or --digest pins the pack.
+    auto taken = remote::take_digest_pin(url, options.digest, kOp);
+    if (!taken) return std::unexpected(taken.error());
+    CacheSettings cache;
+    cache.dir = options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir;
+    cache.bound = cache.dir == "none"          ? 0
+                  : options.cache_bytes != 0 ? options.cache_bytes
+                                             : remote::default_cache_bound(cache.dir);
+    std::optional<Resolved> resolved;
+    Located where{.url = url, .pin = *taken, .headers = options.headers, .reauthorize = {}};
+    if (remote::is_oci_url(url)) {
+        auto found = resolve_reference(url, *taken, options, cache.dir);
+        if (!found) return std::unexpected(found.error());
+        resolved = std::move(*found);
+        where = resolved->where;
+    }
+    auto opened = open_located(where, options, cache);
+    if (!opened) return std::unexpected(opened.error());
+    if (resolved && cache.dir != "none")
+        remote::write_url_record(cache.dir, url, resolved->record);
+    pack::PackReader& reader = *opened->reader;
+    if (reader.metadata().base_count() > 0) {
+        if (auto ok = attach_remote_bases(reader, url, resolved ? &*resolved : nullptr, options,
+                                          cache);
+            !ok)
+            return std::unexpected(ok.error());
+    }
+    // This pack is held open: it stays, and keeps to the bound by evicting blocks as it fills.
+    if (cache.bound != 0) (void)remote::prune_cache(cache.dir, cache.bound);
+    return pack::backend_over(std::move(opened->reader));
+}
 
 }  // namespace packfs

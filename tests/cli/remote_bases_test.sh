@@ -15,6 +15,7 @@ work=$(mktemp -d)
 cd "$work"
 source "$here/common.sh"
 source "$here/fuse_common.sh"
+source "$here/two_versions.sh"
 source "$here/../support/nginx.sh"
 cleanup_all() {
     local status=$?
@@ -25,23 +26,8 @@ cleanup_all() {
 fuse_setup
 trap cleanup_all EXIT
 
-v1="$work/v1" v2="$work/v2"
-python3 "$here/make_tree.py" "$v1" 300 11
-head -c 4000000 /dev/urandom >"$v1/large"
-cp -a "$v1" "$v2"
-python3 - "$v2/large" <<'PY'
-import sys
-path = sys.argv[1]
-data = open(path, "rb").read()
-open(path, "wb").write(data[:2000000] + b"an insertion" * 5 + data[2000000:])
-PY
-first=$(cd "$v2" && find . -type f -name '*' | sort | sed -n 5p)
-echo edited >>"$v2/$first"
-echo added >"$v2/added"
 www="$work/www"
-mkdir -p "$www"
-"$packfs" build --compress zstd --chunk-size 16K "$v1" "$www/v1.pack" >/dev/null
-"$packfs" build --compress zstd --base "$www/v1.pack" "$v2" "$www/v2.pack" >/dev/null
+make_two_versions "$www"
 v1_size=$(stat -c %s "$www/v1.pack")
 v2_size=$(stat -c %s "$www/v2.pack")
 check "v2 over v1 is a small pack" test "$v2_size" -lt $((v1_size / 10))

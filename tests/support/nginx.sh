@@ -1,7 +1,9 @@
 # A real nginx serving a directory on 127.0.0.1 at a free port, for the remote-pack tests. Sourced
 # by a test script; `start_nginx ROOT DIR` sets NGINX_URL (http://127.0.0.1:PORT) and leaves the
 # access log at DIR/access.log, one line per request:
-#   METHOD URI STATUS BODY_BYTES "RANGE"
+#   METHOD URI STATUS BODY_BYTES "RANGE" REQUEST_BYTES "QUERY"
+# (REQUEST_BYTES: the request's line, headers and body, what an upload sent; QUERY: its
+# arguments, as sent)
 # A test whose nginx cannot start fails with the reason (nginx is in scripts/install-deps.sh).
 find_nginx() {
     for n in nginx /usr/sbin/nginx; do
@@ -32,7 +34,7 @@ pid $dir/nginx.pid;
 error_log $dir/error.log;
 events { worker_connections 512; }
 http {
-    log_format packfs '\$request_method \$uri \$status \$body_bytes_sent "\$http_range"';
+    log_format packfs '\$request_method \$uri \$status \$body_bytes_sent "\$http_range" \$request_length "\$args"';
     access_log $dir/access.log packfs;
     client_body_temp_path $dir/tmp/body;
     proxy_temp_path $dir/tmp/proxy;

@@ -45,3 +45,28 @@ stop_registry() {
     kill "$REGISTRY_PID" 2>/dev/null || true
     wait "$REGISTRY_PID" 2>/dev/null || true
 }
+
+# start_registry_proxy DIR ROOT: a registry (start_registry DIR/registry) behind an nginx
+# (start_nginx ROOT DIR/nginx) that passes /v2/ on to it and serves ROOT's files besides, so that
+# nginx's access log counts every request and byte the registry was sent and sent back. Sets
+# REGISTRY_PROXY (127.0.0.1:PORT, the address references name) and NGINX_URL.
+start_registry_proxy() {
+    local dir="$1" root="$2"
+    start_registry "$dir/registry"
+    start_nginx "$root" "$dir/nginx" "
+    client_max_body_size 0;
+    location /v2/ {
+        proxy_pass http://$REGISTRY;
+        proxy_set_header Host \$http_host;
+        proxy_http_version 1.1;
+        proxy_set_header Connection \"\";
+        proxy_request_buffering off;
+        proxy_buffering off;
+    }"
+    REGISTRY_PROXY="127.0.0.1:$NGINX_PORT"
+}
+# Bytes the proxy received in uploads (PUTs into upload sessions, headers included) since the
+# last reset_nginx_log.
+proxy_upload_bytes() {
+    awk '$1 == "PUT" && $2 ~ /\/blobs\/uploads\// { s += $6 } END { print s + 0 }' "$NGINX_DIR/access.log"
+}

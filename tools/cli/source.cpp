@@ -148,6 +148,10 @@ const RemoteOptions& remote_options() {
     return remote_settings();
 }
 
+const PackOpenOptions& pack_options() {
+    return pack_settings();
+}
+
 void set_remote_log(std::function<void(std::string_view)> log) {
     remote_settings().log = std::move(log);
 }

@@ -23,6 +23,8 @@ namespace packfs::cli {
 void add_remote_options(CLI::App& app);
 // What those options said (after parsing).
 const RemoteOptions& remote_options();
+// What they said of local packs (--base).
+const PackOpenOptions& pack_options();
 // Where remote packs opened from now on report failed fetches (default: standard error).
 void set_remote_log(std::function<void(std::string_view)> log);
 
