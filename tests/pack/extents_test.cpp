@@ -133,9 +133,9 @@ TEST_P(Extents, AChainOfVersionsReadsExactlyAndStoresWhatChanged) {
     ASSERT_TRUE(backend);
     const PackInfo& info = (*backend)->info();
     EXPECT_EQ(info.chunk_size, kChunk);
-    ASSERT_EQ(info.bases.size(), 2u);  // v2 and, through it, v1
-    EXPECT_EQ(info.bases[0].second, "v2.pack");
-    EXPECT_EQ(info.bases[1].second, "v1.pack");
+    ASSERT_EQ(info.bases.size(), 2u);  // v2 and, through it, v1: numbered as v2 numbers v1
+    EXPECT_EQ(info.bases[0].second, "v1.pack");
+    EXPECT_EQ(info.bases[1].second, "v2.pack");
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, Extents,

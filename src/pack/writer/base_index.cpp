@@ -39,13 +39,19 @@ Result<BaseIndex> BaseIndex::open(const std::vector<std::string>& paths) {
         Sha256Digest digest;
         std::memcpy(digest.data(), base.header().image_digest, digest.size());
         if (out.chunk_size_ == 0) out.chunk_size_ = base.header().chunk_size;
-        std::vector<uint32_t> numbering{number_of(digest, name)};
+        // The base's own bases first, in its order, then the base: built over the last of a
+        // chain, a pack numbers the packs before it as that one does, so its locators of
+        // contents unchanged since are the same bytes as that pack's (which its metadata's
+        // compression then finds).
+        std::vector<uint32_t> numbering{0};
         const Ctx ctx{"build", path};
         for (uint64_t k = 0; k < base.metadata().base_count(); ++k) {
             auto its = base.metadata().base(k, ctx);
             if (!its) return std::unexpected(its.error());
             numbering.push_back(number_of(its->image_digest, its->name));
         }
+        numbering[0] = number_of(digest, name);
+        if (out.first_ == 0) out.first_ = numbering[0];
         if (auto ok = out.index(base, numbering, path); !ok) return std::unexpected(ok.error());
     }
     return out;

@@ -3,9 +3,10 @@
 // contents by its SHA-256 (the extents a pack with extents names them by), each as extents of
 // the new pack's numbering of packs.
 //
-// The new pack names every pack its extents read from directly (docs/FORMAT.md "Extents"): the
-// bases given, then the bases they name, each once, in that order. So a chain v1 <- v2 <- v3
-// keeps each version readable with its bases, and no read goes through more than one pack.
+// The new pack names every pack its extents read from directly (docs/FORMAT.md "Extents"): for
+// each base given, the bases it names (in its order) then itself, each once. So a chain v1 <- v2
+// <- v3 keeps each version readable with its bases, no read goes through more than one pack,
+// and v3 numbers v1 as v2 does.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +43,12 @@ public:
     // its contents).
     static Result<BaseIndex> open(const std::vector<std::string>& paths);
 
-    // The bases the new pack names, in its numbering (extent pack k is bases()[k - 1]).
+    // The bases the new pack names, in its numbering (extent pack k is bases()[k - 1]): each
+    // base given after the bases it names.
     const std::vector<BaseSpec>& bases() const noexcept { return specs_; }
+    // The first base given: the version the new pack follows (its files cache is the one a
+    // build takes unchanged files from).
+    const BaseSpec& first() const noexcept { return specs_[first_ - 1]; }
     // A content some base holds whole, or nullptr.
     const BaseContent* whole(const Sha256Digest& sha256) const noexcept;
     // A chunk of some base's large content, `length` bytes named `sha256`, or nullptr.
@@ -61,6 +66,7 @@ private:
 
     std::vector<BaseSpec> specs_;
     uint32_t chunk_size_ = 0;
+    uint32_t first_ = 0;  // the first base given, in our numbering
     std::unordered_map<Sha256Digest, BaseContent, Sha256DigestHash> whole_;
     std::unordered_map<Sha256Digest, Extent, Sha256DigestHash> chunks_;
 };

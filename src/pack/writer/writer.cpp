@@ -193,7 +193,7 @@ Result<PackStats> build(TreeSource& source, std::string_view out_path,
     FilesCache base_cache;
     std::vector<const Sha256Digest*> known;
     if (files_cache && bases) {
-        base_cache = FilesCache::load(options.files_cache, bases->bases().front().image_digest);
+        base_cache = FilesCache::load(options.files_cache, bases->first().image_digest);
         if (base_cache.size() > 0) known = known_contents(*tree, stamps, base_cache, *bases);
     }
 
