@@ -201,6 +201,22 @@ TEST(ExtentBases, BuildingTwiceGivesTheSameBytes) {
         << "the packs differ from byte " << differ.first - a.begin();
 }
 
+// Every file of a damaged pack read: `refused` when one answered EUCLEAN (any other failure
+// fails the test), `all_right` while every one that read gave its bytes.
+void read_damaged(Backend& backend, const Tree& tree, std::string_view what, bool& refused,
+                  bool& all_right) {
+    for (const auto& [file, want] : tree) {
+        auto got = read_file(backend, file);
+        if (!got) {
+            EXPECT_EQ(got.error().code(), kErrCorrupt)
+                << what << " " << file << ": " << got.error().message();
+            refused = true;
+        } else {
+            all_right &= *got == want;
+        }
+    }
+}
+
 // Every checksum of an edited metadata region right again: each section's, the block sums',
 // the metadata digests', the header's.
 void reseal(std::string& bad) {
@@ -276,16 +292,7 @@ TEST(ExtentBases, DamagedExtentsAreRefused) {
             auto backend = open_pack(path.string());
             ASSERT_TRUE(backend) << damage.what << ": " << backend.error().message();
             bool refused = false, all_right = true;
-            for (const auto& [file, bytes] : v1) {
-                auto got = read_file(**backend, file);
-                if (!got) {
-                    EXPECT_EQ(got.error().code(), kErrCorrupt)
-                        << damage.what << " " << file << ": " << got.error().message();
-                    refused = true;
-                } else {
-                    all_right &= *got == bytes;
-                }
-            }
+            read_damaged(**backend, v1, damage.what, refused, all_right);
             const VerifyReport report = (*backend)->verify();
             EXPECT_FALSE(report.ok()) << damage.what << " at " << i;
             // A damage reads refused, or (a digest; a count where reads do not look) reads
@@ -388,16 +395,7 @@ TEST(ExtentBases, DamagedBaseLocatorsAreRefused) {
             auto backend = open_pack(path.string(), options);
             ASSERT_TRUE(backend) << damage.what << ": " << backend.error().message();
             bool refused = false, all_right = true;
-            for (const auto& [file, want] : t.v2) {
-                auto got = read_file(**backend, file);
-                if (!got) {
-                    EXPECT_EQ(got.error().code(), kErrCorrupt)
-                        << damage.what << " " << file << ": " << got.error().message();
-                    refused = true;
-                } else {
-                    all_right &= *got == want;
-                }
-            }
+            read_damaged(**backend, t.v2, damage.what, refused, all_right);
             EXPECT_TRUE(all_right) << damage.what;
             EXPECT_NE(refused, damage.quiet) << damage.what << " at " << i;
             const VerifyReport report = (*backend)->verify();
