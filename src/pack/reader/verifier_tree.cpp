@@ -118,7 +118,12 @@ void Verifier::check_file(std::string path, const InodeView& node) {
         problem(path, ok.error().message());
     } else if (v2_ && in_base(node.rec.ref, node.rec.size)) {
         const uint32_t pack = locator_base(node.rec.ref);
-        const BaseItem& item = base_items_.at({pack, node.aux});  // gathered from every inode
+        const auto found = base_items_.find({pack, node.aux});  // gathered from every inode
+        if (found == base_items_.end()) {
+            problem(path, fmt::format("content {} of base {} was not gathered", node.aux, pack));
+            return;
+        }
+        const BaseItem& item = found->second;
         if (item.offset != (node.rec.ref & kBaseOffsetMask) || item.size != node.rec.size)
             problem(path, fmt::format("content {} of base {} is at offset {} size {} in another "
                                       "file; here at {} size {}",

@@ -41,8 +41,7 @@ Result<BaseIndex> BaseIndex::open(const std::vector<std::string>& paths) {
         if (out.chunk_size_ == 0) out.chunk_size_ = base.header().chunk_size;
         // The base's own bases first, in its order, then the base: built over the last of a
         // chain, a pack numbers the packs before it as that one does, so its locators of
-        // contents unchanged since are the same bytes as that pack's (which its metadata's
-        // compression then finds).
+        // contents unchanged since are the same bytes as that pack's.
         std::vector<uint32_t> numbering{0};
         const Ctx ctx{"build", path};
         for (uint64_t k = 0; k < base.metadata().base_count(); ++k) {
