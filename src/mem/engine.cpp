@@ -274,10 +274,19 @@ void Engine::free_layers() {
         gone.swap(trimmed_layers_);
     }
     if (gone.empty()) return;
-    // A reader that read a state of the old layer before the rebase moved it may still be in
-    // its read section; after this none is, and no state names the layer any more.
+    // Two grace periods. A reader that read a state of the old layer before the rebase moved
+    // it may still be in its read section: after the first none is, and no state names the
+    // layer any more, so its slot can be emptied. A reader that began since may still be
+    // scanning the slots in layer_at (reading each one's first_gen): after the second none
+    // holds the pointer, and the layer can go.
     rcu::synchronize();
-    for (uint16_t i : gone) delete layers_->slot[i].exchange(nullptr, std::memory_order_acq_rel);
+    std::vector<const Layer*> unlinked;
+    unlinked.reserve(gone.size());
+    for (uint16_t i : gone) {
+        unlinked.push_back(layers_->slot[i].exchange(nullptr, std::memory_order_acq_rel));
+    }
+    rcu::synchronize();
+    for (const Layer* l : unlinked) delete l;
 }
 
 void Engine::repoint_stub(Cell* cell) {
